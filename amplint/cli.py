@@ -1,0 +1,170 @@
+"""Command line: argument parsing and exit codes (0 clean, 1 findings, 2 usage/config/internal error)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from . import __version__
+from .config import PRECISIONS, ConfigError, RuleSelection, Settings, find_config, load
+from .report import FORMATS, WRITERS, statistics
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own exit code is 2 as well; keep ruff's wording
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"amplint: error: {message}\n")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
+    p.add_argument("--select", type=_codes, help="comma-separated rule codes or prefixes to enable (replaces config)")
+    p.add_argument("--ignore", type=_codes, help="comma-separated rule codes or prefixes to disable")
+    p.add_argument("--extend-select", type=_codes, help="rule codes or prefixes to enable in addition")
+    p.add_argument("--config", type=Path, help="path to a pyproject.toml with [tool.amplint]")
+    p.add_argument("--precision", choices=PRECISIONS, help="override the inferred precision regime")
+    p.add_argument("--output-format", choices=FORMATS, default="full")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    p.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
+    p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+
+
+def _codes(text: str) -> List[str]:
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="amplint", description="Find mixed-precision (fp16 / AMP) hazards in PyTorch code.")
+    parser.add_argument("--version", action="version", version=f"amplint {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    check = sub.add_parser("check", help="lint files and directories")
+    _common(check)
+    add_fix_arguments(check)
+    rule = sub.add_parser("rule", help="explain a rule")
+    rule.add_argument("code", nargs="?")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    return parser
+
+
+def add_fix_arguments(p: argparse.ArgumentParser) -> None:
+    """Hook for the fix options (``amplint fix`` / ``check --fix``); see amplint.fixes."""
+    try:
+        from .fixes import add_arguments
+    except ImportError:
+        return
+    add_arguments(p)
+
+
+def settings_for(args) -> Settings:
+    if args.config is not None:
+        if not args.config.is_file():
+            raise ConfigError(f"config file not found: {args.config}")
+        settings = load(args.config)
+    else:
+        start = args.paths[0] if args.paths else Path.cwd()
+        settings = load(find_config(start if start.exists() else Path.cwd()))
+    if args.select is not None:
+        settings.select = args.select
+    if args.ignore:
+        settings.ignore = [*settings.ignore, *args.ignore]
+    if args.extend_select:
+        settings.extend_select = [*settings.extend_select, *args.extend_select]
+    if args.precision:
+        settings.precision = args.precision
+    return settings
+
+
+def run_check(args, out=sys.stdout, err=sys.stderr) -> int:
+    from .runner import Runner
+    from .rules import rule_codes
+
+    try:
+        settings = settings_for(args)
+        selection = RuleSelection(settings, rule_codes())
+    except ConfigError as e:
+        err.write(f"amplint: error: {e}\n")
+        return EXIT_ERROR
+    paths = args.paths or [Path(".")]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        for p in missing:
+            err.write(f"amplint: error: {p}: No such file or directory\n")
+        return EXIT_ERROR
+    if getattr(args, "fix", False) or getattr(args, "diff", False):
+        from .fixes import run_fix
+        return run_fix(args, settings, selection, paths, out, err)
+    runner = Runner(settings, selection)
+    findings, errors = runner.check(paths)
+    return report(args, findings, errors, out, err)
+
+
+def report(args, findings, errors, out, err, fixed: int = 0) -> int:
+    if args.statistics:
+        statistics(findings, out)
+    else:
+        WRITERS[args.output_format](findings, out)
+    if args.output_format in ("full", "concise") and not args.quiet and not args.statistics:
+        fixable = sum(1 for f in findings if f.fix is not None)
+        if findings:
+            fixed_note = f" ({fixed} fixed, {len(findings)} remaining)" if fixed else ""
+            out.write(f"Found {len(findings)} error{'s' if len(findings) != 1 else ''}.{fixed_note}\n")
+            if fixable and not fixed:
+                out.write(f"[*] {fixable} fixable with `amplint fix`.\n")
+        elif fixed:
+            out.write(f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining).\n")
+        else:
+            out.write("All checks passed!\n")
+    for e in errors:
+        err.write(f"amplint: error: {e}\n")
+    if errors:
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def run_rule(args, out=sys.stdout, err=sys.stderr) -> int:
+    from .docs import read_page
+    from .rules import all_rules
+
+    rules = all_rules()
+    if args.all:
+        for code, rule in rules.items():
+            out.write(f"{code}  {rule.name:<36} fix: {rule.fix_safety:<6}  {rule.summary}\n")
+        return EXIT_CLEAN
+    if not args.code:
+        err.write("amplint: error: give a rule code (e.g. `amplint rule AMP101`) or --all\n")
+        return EXIT_ERROR
+    code = args.code.upper()
+    if code not in rules:
+        err.write(f"amplint: error: unknown rule code {args.code!r}\n")
+        return EXIT_ERROR
+    page = read_page(code)
+    if page is None:
+        err.write(f"amplint: error: the page of {code} is missing from this installation\n")
+        return EXIT_ERROR
+    out.write(page)
+    return EXIT_CLEAN
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            return run_check(args)
+        if args.command == "rule":
+            return run_rule(args)
+        if args.command == "fix":
+            from .fixes import run_fix_command
+            return run_fix_command(args)
+        parser.print_help()
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_CLEAN

@@ -1,0 +1,160 @@
+"""``[tool.amplint]``: load, validate (an unknown key or code is an error naming it), merge the CLI."""
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11
+    import tomli as tomllib
+
+
+class ConfigError(Exception):
+    """Invalid configuration or usage: reported and exit 2."""
+
+
+PRECISIONS = ("auto", "fp16-mixed", "fp16", "bf16", "fp32")
+
+# key -> (type description, validator)
+_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+
+
+@dataclass
+class Settings:
+    select: List[str] = field(default_factory=lambda: ["ALL"])
+    ignore: List[str] = field(default_factory=list)
+    extend_select: List[str] = field(default_factory=list)
+    per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
+    exclude: List[str] = field(default_factory=list)
+    extend_exclude: List[str] = field(default_factory=list)
+    precision: str = "auto"
+    # Values the fixes write (issue: autofix); kept here so they are validated with the rest.
+    safe_eps: float = 1e-4
+    logit_scale_max: str = "math.log(100)"
+    temperature_min: float = 0.01
+    config_path: Optional[Path] = None  # where these came from, for messages and relative globs
+
+    @property
+    def base_dir(self) -> Path:
+        return self.config_path.parent if self.config_path else Path.cwd()
+
+
+def _expand(selectors: Sequence[str], codes: Sequence[str], where: str) -> set:
+    out = set()
+    for sel in selectors:
+        s = sel.strip().upper()
+        if s == "ALL":
+            out.update(codes)
+            continue
+        matched = [c for c in codes if c.startswith(s)]
+        if not matched:
+            raise ConfigError(f"{where}: unknown rule code or prefix {sel!r} (known: {', '.join(codes)})")
+        out.update(matched)
+    return out
+
+
+def validate_selectors(selectors: Sequence[str], codes: Sequence[str], where: str) -> None:
+    _expand(selectors, codes, where)
+
+
+class RuleSelection:
+    """Which rule codes apply to which file."""
+
+    def __init__(self, settings: Settings, codes: Sequence[str]) -> None:
+        self.settings = settings
+        self.codes = list(codes)
+        enabled = _expand(settings.select, codes, "select") | _expand(settings.extend_select, codes, "extend-select")
+        enabled -= _expand(settings.ignore, codes, "ignore")
+        self.enabled = enabled
+        self._per_file = [(pat, _expand(sel, codes, f"per-file-ignores[{pat!r}]"))
+                          for pat, sel in settings.per_file_ignores.items()]
+
+    def for_file(self, path: Path) -> set:
+        if not self._per_file:
+            return set(self.enabled)
+        try:
+            rel = path.resolve().relative_to(self.settings.base_dir.resolve()).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        codes = set(self.enabled)
+        for pat, ignored in self._per_file:
+            if fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(path.name, pat) or fnmatch.fnmatch(rel, pat.rstrip("/") + "/*"):
+                codes -= ignored
+        return codes
+
+
+def find_config(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml (from ``start`` upward) that has a ``[tool.amplint]`` table."""
+    start = start.resolve()
+    d = start if start.is_dir() else start.parent
+    for cand in (d, *d.parents):
+        f = cand / "pyproject.toml"
+        if f.is_file():
+            try:
+                data = tomllib.loads(f.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                # A broken pyproject.toml that says nothing about amplint is not ours to judge,
+                # unless it is the one we would read: then report it.
+                if b"[tool.amplint" in f.read_bytes():
+                    return f
+                continue
+            if "amplint" in data.get("tool", {}):
+                return f
+    return None
+
+
+def _str_list(value, key: str, where: str) -> List[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {value!r}")
+    return list(value)
+
+
+def load(path: Optional[Path]) -> Settings:
+    """Settings from a pyproject.toml's ``[tool.amplint]`` (defaults when ``path`` is None)."""
+    settings = Settings(config_path=path)
+    if path is None:
+        return settings
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read config: {e}")
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}")
+    table = data.get("tool", {}).get("amplint") if path.name == "pyproject.toml" else data.get("tool", {}).get("amplint", data)
+    if table is None:
+        return settings
+    where = f"{path}: [tool.amplint]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    for key, value in table.items():
+        if key in _LIST_KEYS:
+            setattr(settings, key.replace("-", "_"), _str_list(value, key, where))
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+            settings.per_file_ignores = {k: _str_list(v, f"per-file-ignores.{k}", where) for k, v in value.items()}
+        elif key == "precision":
+            if value not in PRECISIONS:
+                raise ConfigError(f"{where}: `precision` must be one of {', '.join(PRECISIONS)}, got {value!r}")
+            settings.precision = value
+        elif key == "safe-eps":
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"{where}: `safe-eps` must be a positive number, got {value!r}")
+            settings.safe_eps = float(value)
+        elif key == "temperature-min":
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"{where}: `temperature-min` must be a positive number, got {value!r}")
+            settings.temperature_min = float(value)
+        elif key == "logit-scale-max":
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise ConfigError(f"{where}: `logit-scale-max` must be a number or a Python expression string")
+            settings.logit_scale_max = str(value)
+        else:
+            raise ConfigError(f"{where}: unknown key `{key}`")
+    return settings

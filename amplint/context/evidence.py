@@ -1,0 +1,270 @@
+"""What a call says about precision, decided on a parser-neutral description of the call.
+
+The project-wide regime scan reads files with the stdlib ``ast`` (fast, many files) and the per-file
+context reads them with libcst (the file being linted); both turn a call into a ``CallFacts`` and ask
+``classify`` here, so the knowledge of autocast / GradScaler / trainer flags lives in one place.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+import libcst as cst
+
+from .imports import ImportTable, dotted_name
+
+
+@dataclass(frozen=True)
+class Dotted:
+    """A (resolved) dotted name used as an argument value, e.g. ``torch.float16``."""
+    name: str
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()  # an argument whose value is not a literal or a name
+
+FLOAT16_NAMES = {"torch.float16", "torch.half"}
+BFLOAT16_NAMES = {"torch.bfloat16"}
+FLOAT32_NAMES = {"torch.float32", "torch.float", "torch.float64", "torch.double"}
+
+AUTOCAST_NAMES = {
+    "torch.autocast",
+    "torch.amp.autocast",
+    "torch.amp.autocast_mode.autocast",
+    "torch.cuda.amp.autocast",
+    "torch.cuda.amp.autocast_mode.autocast",
+    "torch.cpu.amp.autocast",
+}
+GRAD_SCALER_NAMES = {
+    "torch.cuda.amp.GradScaler",
+    "torch.amp.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+    "torch.cpu.amp.GradScaler",
+    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+    "fairscale.optim.grad_scaler.ShardedGradScaler",
+}
+
+
+@dataclass
+class CallFacts:
+    qualname: Optional[str]  # resolved dotted name of the callee, if it is a Name/Attribute chain
+    method: Optional[str]  # last attribute of the callee (``half`` in ``model.half()``)
+    receiver: Optional[str]  # dotted text of the receiver of a method call (``model``)
+    args: Tuple[Any, ...] = ()
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    target: Optional[str] = None  # ``model`` in ``model = Net().half()``
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One piece of precision evidence: ``kind`` is autocast | grad_scaler | half_params | flag."""
+    kind: str
+    dtype: str  # "float16" | "bfloat16" | "float32"
+    enabled: bool = True
+    pure: bool = False  # parameters themselves are in this dtype (not mixed precision)
+    note: str = ""
+
+
+def dtype_of_value(value: Any) -> Optional[str]:
+    if isinstance(value, Dotted):
+        if value.name in FLOAT16_NAMES:
+            return "float16"
+        if value.name in BFLOAT16_NAMES:
+            return "bfloat16"
+        if value.name in FLOAT32_NAMES:
+            return "float32"
+    if isinstance(value, str):
+        v = value.lower()
+        if v in ("float16", "fp16", "half", "torch.float16"):
+            return "float16"
+        if v in ("bfloat16", "bf16", "torch.bfloat16"):
+            return "bfloat16"
+    return None
+
+
+_MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "transformer", "policy",
+                "critic", "actor", "classifier", "head", "unet", "vae", "generator", "discriminator")
+
+
+def _looks_like_model(receiver: Optional[str]) -> bool:
+    if not receiver:
+        return False
+    last = receiver.rsplit(".", 1)[-1].lower()
+    return any(w in last for w in _MODEL_WORDS)
+
+
+def autocast_signal(facts: CallFacts) -> Optional[Signal]:
+    """The dtype and enabled state of an autocast call (``torch.autocast("cuda")`` etc.)."""
+    q = facts.qualname
+    if q not in AUTOCAST_NAMES:
+        return None
+    kwargs = facts.kwargs
+    args = list(facts.args)
+    if q.startswith("torch.cuda."):
+        device: Any = "cuda"
+        # torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)
+        enabled = kwargs.get("enabled", args[0] if args else True)
+        dtype_arg = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+    elif q.startswith("torch.cpu."):
+        device = "cpu"
+        enabled = kwargs.get("enabled", args[0] if args else True)
+        dtype_arg = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+    else:
+        # torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)
+        device = kwargs.get("device_type", args[0] if args else UNKNOWN)
+        dtype_arg = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+        enabled = kwargs.get("enabled", args[2] if len(args) > 2 else True)
+    if dtype_arg is None:
+        # The default dtype follows the device: cuda -> float16, cpu -> bfloat16. A device that is
+        # not a literal (``x.device.type``) is assumed to be cuda, where training happens.
+        dtype = "bfloat16" if device == "cpu" else "float16"
+        note = "" if isinstance(device, str) else "device not a literal, assumed cuda"
+    else:
+        dtype = dtype_of_value(dtype_arg) or "float16"
+        note = "" if dtype_of_value(dtype_arg) else "dtype not a literal, assumed float16"
+    return Signal("autocast", dtype, enabled=enabled is not False, note=note)
+
+
+def classify(facts: CallFacts) -> Optional[Signal]:
+    """Precision evidence carried by one call, or None."""
+    q = facts.qualname or ""
+    sig = autocast_signal(facts)
+    if sig is not None:
+        return sig
+    if q in GRAD_SCALER_NAMES or q.endswith(".GradScaler") and q.startswith("torch."):
+        enabled = facts.kwargs.get("enabled", True)
+        return Signal("grad_scaler", "float16", enabled=enabled is not False)
+    method = facts.method
+    kw = facts.kwargs
+    # Half parameters: model.half(), model.to(torch.float16), from_pretrained(torch_dtype=...).
+    model_like = _looks_like_model(facts.receiver) or _looks_like_model(facts.target)
+    if method in ("half", "bfloat16") and not facts.args and model_like:
+        return Signal("half_params", "float16" if method == "half" else "bfloat16", pure=True)
+    if method == "to" and model_like:
+        for v in (*facts.args, kw.get("dtype")):
+            d = dtype_of_value(v) if isinstance(v, Dotted) else None
+            if d in ("float16", "bfloat16"):
+                return Signal("half_params", d, pure=True)
+    if "torch_dtype" in kw or ("dtype" in kw and q.endswith("from_pretrained")):
+        d = dtype_of_value(kw.get("torch_dtype", kw.get("dtype")))
+        if d in ("float16", "bfloat16") and isinstance(kw.get("torch_dtype", kw.get("dtype")), Dotted):
+            return Signal("half_params", d, pure=True)
+    if q in ("torch.set_default_dtype",) and facts.args:
+        d = dtype_of_value(facts.args[0])
+        if d in ("float16", "bfloat16"):
+            return Signal("half_params", d, pure=True)
+    # apex: amp.initialize(model, optimizer, opt_level="O1")
+    if q in ("apex.amp.initialize",):
+        level = kw.get("opt_level", "O1")
+        if level == "O0":
+            return None
+        return Signal("flag", "float16", pure=level == "O3", note=f"apex opt_level={level}")
+    last = q.rsplit(".", 1)[-1] if q else (method or "")
+    # Hugging Face TrainingArguments(fp16=True) / (bf16=True), and similar argument classes.
+    if "Argument" in last or "Config" in last or "Trainer" in last:
+        if kw.get("fp16") is True:
+            return Signal("flag", "float16", note="fp16=True")
+        if kw.get("bf16") is True:
+            return Signal("flag", "bfloat16", note="bf16=True")
+    # accelerate: Accelerator(mixed_precision="fp16")
+    mp = kw.get("mixed_precision")
+    if isinstance(mp, str) and mp in ("fp16", "bf16"):
+        return Signal("flag", "float16" if mp == "fp16" else "bfloat16", note=f'mixed_precision="{mp}"')
+    # Lightning: Trainer(precision=16 | "16-mixed" | "16-true" | "bf16-mixed" | ...)
+    if last in ("Trainer", "Fabric") and "precision" in kw:
+        p = kw["precision"]
+        p = str(p) if isinstance(p, (int, str)) and not isinstance(p, bool) else None
+        if p in ("16", "16-mixed"):
+            return Signal("flag", "float16", note=f"precision={p}")
+        if p == "16-true":
+            return Signal("flag", "float16", pure=True, note=f"precision={p}")
+        if p in ("bf16", "bf16-mixed"):
+            return Signal("flag", "bfloat16", note=f"precision={p}")
+        if p == "bf16-true":
+            return Signal("flag", "bfloat16", pure=True, note=f"precision={p}")
+    return None
+
+
+# ---- turning calls into CallFacts -------------------------------------------------------------
+
+def _cst_value(node: cst.BaseExpression, imports: ImportTable) -> Any:
+    if isinstance(node, cst.SimpleString):
+        try:
+            return node.evaluated_value if isinstance(node.evaluated_value, str) else UNKNOWN
+        except Exception:  # pragma: no cover - odd literals
+            return UNKNOWN
+    if isinstance(node, cst.Name):
+        if node.value in ("True", "False"):
+            return node.value == "True"
+        if node.value == "None":
+            return None
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return UNKNOWN
+    name = dotted_name(node)
+    if name is not None:
+        return Dotted(imports.resolve(name))
+    return UNKNOWN
+
+
+def cst_call_facts(call: cst.Call, imports: ImportTable, target: Optional[str] = None) -> CallFacts:
+    func = call.func
+    name = dotted_name(func)
+    method = receiver = None
+    if isinstance(func, cst.Attribute):
+        method = func.attr.value
+        receiver = dotted_name(func.value)
+    elif isinstance(func, cst.Name):
+        method = func.value
+    args = []
+    kwargs: Dict[str, Any] = {}
+    for a in call.args:
+        if a.star:
+            continue
+        if a.keyword is not None:
+            kwargs[a.keyword.value] = _cst_value(a.value, imports)
+        else:
+            args.append(_cst_value(a.value, imports))
+    return CallFacts(imports.resolve(name) if name else None, method, receiver, tuple(args), kwargs)
+
+
+def _ast_dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _ast_value(node: ast.AST, imports: ImportTable) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    name = _ast_dotted(node)
+    if name is not None:
+        return Dotted(imports.resolve(name))
+    return UNKNOWN
+
+
+def ast_call_facts(call: ast.Call, imports: ImportTable, target: Optional[str] = None) -> CallFacts:
+    func = call.func
+    name = _ast_dotted(func)
+    method = receiver = None
+    if isinstance(func, ast.Attribute):
+        method = func.attr
+        receiver = _ast_dotted(func.value)
+    elif isinstance(func, ast.Name):
+        method = func.id
+    args = tuple(_ast_value(a, imports) for a in call.args if not isinstance(a, ast.Starred))
+    kwargs = {k.arg: _ast_value(k.value, imports) for k in call.keywords if k.arg}
+    return CallFacts(imports.resolve(name) if name else None, method, receiver, args, kwargs, target)

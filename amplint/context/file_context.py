@@ -1,0 +1,301 @@
+"""The per-file context every rule asks: one parse, one walk, shared facts.
+
+The walk records, for every node, its parent and its type (so rules iterate the nodes they care
+about without walking the tree again), the import table, the precision regions opened by autocast
+``with`` blocks and decorators, and module-level constants. Positions are computed only when a
+finding is reported (PositionProvider costs ~2.6x the parse on real code).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Type, TypeVar
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .evidence import Signal, autocast_signal, cst_call_facts, CallFacts
+from .imports import ImportTable, dotted_name, record_import
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why some code is taken to run in a precision: what, and where (path:line)."""
+    what: str
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.what} at {self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class PrecisionRegion:
+    """A lexical region with a precision of its own: an autocast ``with`` block or decorator,
+    or ``custom_fwd(cast_inputs=torch.float32)``."""
+    node: cst.CSTNode  # the With or FunctionDef
+    dtype: str  # "float16" | "bfloat16" | "float32"
+    enabled: bool
+    evidence: Evidence
+
+
+@dataclass(frozen=True)
+class Fp16Status:
+    """Whether code at a node runs with float16 activations, how sure we are, and why."""
+    fp16: bool
+    confidence: str  # "certain" | "likely"
+    evidence: Optional[Evidence]
+
+
+class _Walker(cst.CSTVisitor):
+    """The single walk. Overrides on_visit/on_leave directly: no per-type dispatch."""
+
+    def __init__(self, ctx: "FileContext") -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.stack: List[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        ctx = self.ctx
+        if self.stack:
+            ctx._parents[node] = self.stack[-1]
+        self.stack.append(node)
+        ctx._by_type.setdefault(type(node), []).append(node)
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            record_import(ctx.imports, node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+class FileContext:
+    def __init__(self, path: str, module: cst.Module, source: bytes, project=None,
+                 module_name: Optional[str] = None) -> None:
+        self.path = path
+        self.module = module
+        self.source = source
+        self.project = project  # amplint.project.Project, or None when linting a lone snippet
+        self.imports = ImportTable(module_name)
+        self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+        self._by_type: Dict[type, List[cst.CSTNode]] = {}
+        self._positions = None
+        self._regions: Optional[Dict[cst.CSTNode, PrecisionRegion]] = None
+        self._constants: Optional[Dict[str, cst.BaseExpression]] = None
+        self._cache: Dict[str, object] = {}  # per-file memo for rules and models (e.g. dtype flow)
+        module.visit(_Walker(self))
+
+    # ---- structure ------------------------------------------------------------------------------
+    def nodes(self, kind: Type[N]) -> List[N]:
+        """Every node of this type in the file, in source order."""
+        return self._by_type.get(kind, [])  # type: ignore[return-value]
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        p = self._parents.get(node)
+        while p is not None:
+            yield p
+            p = self._parents.get(p)
+
+    def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The statement line holding ``node`` (a SimpleStatementLine or a compound statement)."""
+        cur = node
+        while cur is not None and not isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            cur = self._parents.get(cur)
+        return cur if cur is not None else node
+
+    def enclosing(self, node: cst.CSTNode, kind: Type[N]) -> Optional[N]:
+        for a in self.ancestors(node):
+            if isinstance(a, kind):
+                return a  # type: ignore[return-value]
+        return None
+
+    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        return self.enclosing(node, cst.FunctionDef)
+
+    def enclosing_class(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+        return self.enclosing(node, cst.ClassDef)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    # ---- names ----------------------------------------------------------------------------------
+    def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
+        """Fully qualified dotted name of a Name/Attribute chain, through imports and aliases."""
+        name = dotted_name(expr)
+        return self.imports.resolve(name) if name is not None else None
+
+    def call_name(self, call: cst.Call) -> Optional[str]:
+        return self.qualname(call.func)
+
+    def call_facts(self, call: cst.Call) -> CallFacts:
+        return cst_call_facts(call, self.imports)
+
+    def calls_to(self, *qualnames: str) -> Iterator[cst.Call]:
+        wanted = set(qualnames)
+        for call in self.nodes(cst.Call):
+            if self.call_name(call) in wanted:
+                yield call
+
+    def method_calls(self, *methods: str) -> Iterator[cst.Call]:
+        """``x.m(...)`` calls for any receiver whose callee is not itself an import-resolved
+        function of the same name (``torch.where`` is not a method call of ``where``)."""
+        wanted = set(methods)
+        for call in self.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in wanted:
+                yield call
+
+    # ---- positions (computed on demand) ---------------------------------------------------------
+    def position(self, node: cst.CSTNode):
+        """(line, column, end_line, end_column), 1-based columns like ruff."""
+        if self._positions is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
+        rng = self._positions[node]
+        return rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        return self.position(node)[0]
+
+    # ---- constants ------------------------------------------------------------------------------
+    def module_constants(self) -> Dict[str, cst.BaseExpression]:
+        """Module-level ``NAME = <expr>`` bindings (the last one wins)."""
+        if self._constants is None:
+            consts: Dict[str, cst.BaseExpression] = {}
+            for stmt in self.module.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                            consts[small.targets[0].target.value] = small.value
+                        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                            consts[small.target.value] = small.value
+            self._constants = consts
+        return self._constants
+
+    def number(self, expr: cst.BaseExpression, _depth: int = 0) -> Optional[float]:
+        """The numeric value of a constant expression: literals, ``-x``, ``float("-inf")``,
+        ``math.inf``, simple arithmetic, and names bound to constants in this module or imported
+        from another module of the project. None when it is not a constant."""
+        if _depth > 8:
+            return None
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            try:
+                return float(expr.evaluated_value)
+            except (ValueError, OverflowError):
+                return None
+        if isinstance(expr, cst.UnaryOperation):
+            v = self.number(expr.expression, _depth + 1)
+            if v is None:
+                return None
+            if isinstance(expr.operator, cst.Minus):
+                return -v
+            if isinstance(expr.operator, cst.Plus):
+                return v
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            a = self.number(expr.left, _depth + 1)
+            b = self.number(expr.right, _depth + 1)
+            if a is None or b is None:
+                return None
+            try:
+                op = expr.operator
+                if isinstance(op, cst.Add):
+                    return a + b
+                if isinstance(op, cst.Subtract):
+                    return a - b
+                if isinstance(op, cst.Multiply):
+                    return a * b
+                if isinstance(op, cst.Divide):
+                    return a / b
+                if isinstance(op, cst.Power):
+                    return float(a ** b)
+            except (ZeroDivisionError, OverflowError):
+                return None
+            return None
+        if isinstance(expr, cst.Call) and len(expr.args) == 1 and self.call_name(expr) == "float":
+            arg = expr.args[0].value
+            if isinstance(arg, cst.SimpleString):
+                try:
+                    return float(arg.evaluated_value)
+                except (ValueError, TypeError):
+                    return None
+            return self.number(arg, _depth + 1)
+        name = self.qualname(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        if name in ("math.inf", "numpy.inf", "torch.inf", "np.inf"):
+            return math.inf
+        if isinstance(expr, cst.Name):
+            bound = self.module_constants().get(expr.value)
+            if bound is not None and bound is not expr:
+                return self.number(bound, _depth + 1)
+            if name and name != expr.value and self.project is not None:
+                return self.project.constant(name)
+        return None
+
+    # ---- precision ------------------------------------------------------------------------------
+    def regions(self) -> Dict[cst.CSTNode, PrecisionRegion]:
+        """With blocks and functions that set a precision of their own."""
+        if self._regions is None:
+            regions: Dict[cst.CSTNode, PrecisionRegion] = {}
+            for with_node in self.nodes(cst.With):
+                for item in with_node.items:
+                    region = self._region_from_call(item.item, with_node)
+                    if region is not None:
+                        regions[with_node] = region
+            for fn in self.nodes(cst.FunctionDef):
+                for dec in fn.decorators:
+                    region = self._region_from_call(dec.decorator, fn)
+                    if region is not None:
+                        regions[fn] = region
+            self._regions = regions
+        return self._regions
+
+    def _region_from_call(self, expr: cst.BaseExpression, owner: cst.CSTNode) -> Optional[PrecisionRegion]:
+        call = expr if isinstance(expr, cst.Call) else None
+        if call is None:
+            # A bare decorator ``@autocast`` is not valid for torch.autocast; ignore it.
+            return None
+        facts = self.call_facts(call)
+        sig: Optional[Signal] = autocast_signal(facts)
+        if sig is None:
+            name = facts.qualname or ""
+            if name.rsplit(".", 1)[-1] == "custom_fwd" and name.startswith("torch."):
+                cast = facts.kwargs.get("cast_inputs")
+                from .evidence import dtype_of_value
+                d = dtype_of_value(cast) if cast is not None else None
+                if d == "float32":
+                    return PrecisionRegion(owner, "float32", True,
+                                           Evidence("custom_fwd(cast_inputs=torch.float32)", self.path, self.line_of(call)))
+            return None
+        what = self.code(call)
+        if len(what) > 60:
+            what = what[:57] + "..."
+        return PrecisionRegion(owner, sig.dtype, sig.enabled, Evidence(what, self.path, self.line_of(call)))
+
+    def region_of(self, node: cst.CSTNode) -> Optional[PrecisionRegion]:
+        """The innermost precision region lexically holding ``node``."""
+        regions = self.regions()
+        if not regions:
+            return None
+        for a in self.ancestors(node):
+            r = regions.get(a)
+            if r is not None:
+                # A with-item's own call is not inside its block.
+                return r
+        return None
+
+    def fp16_status(self, node: cst.CSTNode) -> Fp16Status:
+        """Does code at ``node`` run with float16 activations? Lexical autocast regions decide
+        first (certain); otherwise the project's regime (likely)."""
+        region = self.region_of(node)
+        if region is not None:
+            if region.enabled and region.dtype == "float16":
+                return Fp16Status(True, "certain", region.evidence)
+            return Fp16Status(False, "certain", region.evidence)
+        regime = self.project.regime if self.project is not None else None
+        if regime is not None and regime.fp16 is not None:
+            return Fp16Status(True, "likely", regime.fp16)
+        return Fp16Status(False, "likely", None)

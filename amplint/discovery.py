@@ -1,0 +1,146 @@
+"""Which files to lint, and the project root of a file.
+
+Directories are walked for ``.py`` files, skipping VCS folders, virtual environments, build output,
+what ``.gitignore`` files ignore (gitignore semantics via ``pathspec``) and the configured
+``exclude`` / ``extend-exclude`` globs. A file named explicitly on the command line is always linted.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import pathspec
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".env", "env", "__pypackages__", "__pycache__",
+    ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "*.egg-info",
+    "build", "dist", "_build", "buck-out", "node_modules", "site-packages", ".ipynb_checkpoints",
+)
+
+
+def project_root(path: Path) -> Path:
+    """Nearest ancestor (or the directory itself) holding pyproject.toml, setup.py, setup.cfg or
+    .git; the file's own directory when there is none."""
+    path = path.resolve()
+    start = path if path.is_dir() else path.parent
+    for d in (start, *start.parents):
+        if any((d / m).exists() for m in ROOT_MARKERS):
+            return d
+    return start
+
+
+def _is_virtualenv(d: Path) -> bool:
+    return (d / "pyvenv.cfg").exists()
+
+
+def _matches_any(rel: str, name: str, patterns: Sequence[str]) -> bool:
+    for pat in patterns:
+        pat = pat.rstrip("/")
+        if fnmatch.fnmatch(name, pat) or fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(rel, pat + "/*"):
+            return True
+    return False
+
+
+@lru_cache(maxsize=None)
+def _gitignore_spec(directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
+    f = directory / ".gitignore"
+    if not f.is_file():
+        return None
+    try:
+        lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+class Discovery:
+    def __init__(self, exclude: Sequence[str] = (), extend_exclude: Sequence[str] = (),
+                 respect_gitignore: bool = True) -> None:
+        self.exclude = tuple(exclude) if exclude else DEFAULT_EXCLUDE
+        self.extend_exclude = tuple(extend_exclude)
+        self.respect_gitignore = respect_gitignore
+
+    def excluded(self, path: Path, root: Path) -> bool:
+        try:
+            rel = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        return _matches_any(rel, path.name, self.exclude + self.extend_exclude)
+
+    def _ignored_by_git(self, path: Path, is_dir: bool, gitignores: List[Tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
+        for base, spec in gitignores:
+            try:
+                rel = path.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            if spec.match_file(rel + ("/" if is_dir else "")):
+                return True
+        return False
+
+    def walk(self, directory: Path, root: Optional[Path] = None) -> Iterator[Path]:
+        """``.py`` files under ``directory``, in sorted order."""
+        directory = directory.resolve()
+        root = (root or directory).resolve()
+        gitignores: List[Tuple[Path, pathspec.GitIgnoreSpec]] = []
+        if self.respect_gitignore:
+            # .gitignore files from the root down to the directory apply.
+            chain = [directory, *directory.parents]
+            for d in reversed(chain):
+                if d == root or root in d.parents:
+                    spec = _gitignore_spec(d)
+                    if spec is not None:
+                        gitignores.append((d, spec))
+        yield from self._walk(directory, root, gitignores)
+
+    def _walk(self, directory: Path, root: Path, gitignores) -> Iterator[Path]:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            p = Path(entry.path)
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if self.excluded(p, root):
+                continue
+            if self.respect_gitignore and self._ignored_by_git(p, is_dir, gitignores):
+                continue
+            if is_dir:
+                if _is_virtualenv(p):
+                    continue
+                sub = gitignores
+                if self.respect_gitignore:
+                    spec = _gitignore_spec(p)
+                    if spec is not None:
+                        sub = [*gitignores, (p, spec)]
+                yield from self._walk(p, root, sub)
+            elif entry.name.endswith(".py") and entry.is_file():
+                yield p
+
+    def files(self, paths: Iterable[Path]) -> List[Path]:
+        """The files to lint for the given paths. Missing paths are the caller's business."""
+        out: List[Path] = []
+        seen = set()
+        for path in paths:
+            if path.is_dir():
+                found = self.walk(path, project_root(path))
+            else:
+                found = [path]  # named explicitly: always linted
+            for f in found:
+                key = f.resolve()
+                if key not in seen:
+                    seen.add(key)
+                    out.append(f if not path.is_dir() else _relative_to_given(f, path))
+        return out
+
+
+def _relative_to_given(found: Path, given: Path) -> Path:
+    """Keep paths in the user's terms: ``src/x.py`` when they passed ``src``."""
+    try:
+        return given / found.relative_to(given.resolve())
+    except ValueError:
+        return found

@@ -1,0 +1,249 @@
+"""Project-wide facts: the precision regime, and constants other modules import.
+
+Pre-commit passes only the changed files, yet whether ``AdamW(eps=1e-8)`` is a hazard depends on
+whether *some* file of the project calls ``model.half()``. So the regime is inferred from every
+Python file under the project root, read with the stdlib ``ast`` (much cheaper than libcst) and
+only for files whose text mentions a precision word at all.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .context.evidence import Signal, ast_call_facts, classify
+from .context.file_context import Evidence
+from .context.imports import ImportTable
+from .discovery import Discovery
+
+PRECISION_WORDS = re.compile(
+    rb"autocast|GradScaler|\.half\(|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|set_default_dtype"
+)
+TRAINING_WORDS = re.compile(rb"\.backward\(|optim\b|optimizer")
+
+REGIMES = ("auto", "fp16-mixed", "fp16", "bf16", "fp32")
+
+
+@dataclass
+class Regime:
+    """The precision evidence of a project, and what it adds up to.
+
+    ``signals`` holds every piece of evidence found; the properties answer the questions rules
+    ask. ``override`` is the configured ``precision`` when it is not "auto".
+    """
+    signals: List[Tuple[Signal, Evidence]] = field(default_factory=list)
+    override: Optional[str] = None
+
+    def _first(self, pred) -> Optional[Evidence]:
+        for sig, ev in self.signals:
+            if pred(sig):
+                return ev
+        return None
+
+    def _configured(self) -> Evidence:
+        return Evidence(f'precision = "{self.override}" in configuration', "config", 0)
+
+    @property
+    def half_params(self) -> Optional[Evidence]:
+        """Parameters themselves are float16 (pure half training)."""
+        if self.override:
+            return self._configured() if self.override == "fp16" else None
+        return self._first(lambda s: s.pure and s.dtype == "float16" and s.enabled and s.note != "inference")
+
+    @property
+    def fp16(self) -> Optional[Evidence]:
+        """Activations run in float16 somewhere: fp16 autocast, a GradScaler, a trainer flag or
+        half parameters."""
+        if self.override:
+            return self._configured() if self.override in ("fp16", "fp16-mixed") else None
+        return self._first(lambda s: s.dtype == "float16" and s.enabled and s.note != "inference")
+
+    @property
+    def fp16_autocast(self) -> Optional[Evidence]:
+        if self.override:
+            return self._configured() if self.override == "fp16-mixed" else None
+        return self._first(lambda s: s.kind in ("autocast", "flag") and s.dtype == "float16" and not s.pure and s.enabled)
+
+    @property
+    def grad_scaler(self) -> Optional[Evidence]:
+        return self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
+
+    @property
+    def bf16(self) -> Optional[Evidence]:
+        if self.override:
+            return self._configured() if self.override == "bf16" else None
+        return self._first(lambda s: s.dtype == "bfloat16" and s.enabled)
+
+    @property
+    def mode(self) -> str:
+        if self.override:
+            return self.override
+        if self.half_params:
+            return "fp16"
+        if self.fp16:
+            return "fp16-mixed"
+        if self.bf16:
+            return "bf16"
+        return "fp32"
+
+
+def module_name_for(path: Path, root: Path) -> Optional[str]:
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    parts = list(rel.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    if parts and parts[0] == "src":
+        parts.pop(0)
+    return ".".join(parts) if parts else None
+
+
+def _ast_imports(tree: ast.AST, module_name: Optional[str]) -> ImportTable:
+    table = ImportTable(module_name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                table.add_import(a.name, a.asname)
+        elif isinstance(node, ast.ImportFrom):
+            table.add_from_import(node.module or "", [(a.name, a.asname) for a in node.names], node.level)
+    return table
+
+
+def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
+    """Precision evidence in one file's source (stdlib ast)."""
+    if not PRECISION_WORDS.search(source):
+        return []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    trains = bool(TRAINING_WORDS.search(source))
+    imports = _ast_imports(tree, module_name)
+    out: List[Tuple[Signal, Evidence]] = []
+    lines = source.decode("utf-8", "replace").splitlines()
+    targets = {}  # id(call) -> assigned name, so ``model = Net().cuda().half()`` reads as the model
+    nodes = list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            t = node.targets[0]
+            value = node.value
+            while isinstance(value, ast.Call):
+                targets[id(value)] = t.id if isinstance(t, ast.Name) else getattr(t, "attr", None)
+                value = value.func.value if isinstance(value.func, ast.Attribute) else None
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        sig = classify(ast_call_facts(node, imports, targets.get(id(node))))
+        if sig is None:
+            continue
+        if sig.kind == "half_params" and not trains:
+            # model.half() in an export / inference script says nothing about how training runs.
+            sig = Signal(sig.kind, sig.dtype, sig.enabled, sig.pure, "inference")
+        text = lines[node.lineno - 1].strip() if 0 < node.lineno <= len(lines) else ""
+        src = ast.get_source_segment(source.decode("utf-8", "replace"), node) or text
+        src = " ".join(src.split())
+        if len(src) > 60:
+            src = src[:57] + "..."
+        out.append((sig, Evidence(f"`{src}`", display_path, node.lineno)))
+    return out
+
+
+class Project:
+    """One project root: its regime (computed once) and its modules' constants (on demand)."""
+
+    def __init__(self, root: Path, discovery: Optional[Discovery] = None, override: Optional[str] = None,
+                 display_base: Optional[Path] = None) -> None:
+        self.root = root.resolve()
+        self.discovery = discovery or Discovery()
+        self._override = override if override and override != "auto" else None
+        self._regime: Optional[Regime] = None
+        self._modules: Optional[Dict[str, Path]] = None
+        self._constants: Dict[str, Dict[str, float]] = {}
+        self.display_base = display_base
+
+    def files(self) -> List[Path]:
+        return list(self.discovery.walk(self.root, self.root))
+
+    def display(self, path: Path) -> str:
+        base = self.display_base or Path.cwd()
+        try:
+            return path.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    @property
+    def regime(self) -> Regime:
+        if self._regime is None:
+            signals: List[Tuple[Signal, Evidence]] = []
+            for f in self.files():
+                try:
+                    source = f.read_bytes()
+                except OSError:
+                    continue
+                signals.extend(scan_source(source, self.display(f), module_name_for(f, self.root)))
+            self._regime = Regime(signals, self._override)
+        return self._regime
+
+    def module_name(self, path: Path) -> Optional[str]:
+        return module_name_for(path, self.root)
+
+    def _module_paths(self) -> Dict[str, Path]:
+        if self._modules is None:
+            self._modules = {}
+            for f in self.files():
+                name = module_name_for(f, self.root)
+                if name:
+                    self._modules[name] = f
+        return self._modules
+
+    def constant(self, qualname: str) -> Optional[float]:
+        """Value of a numeric module-level constant of a project module, e.g. ``pkg.consts.NEAR_INF``."""
+        module, _, name = qualname.rpartition(".")
+        if module not in self._constants:
+            path = self._module_paths().get(module)
+            self._constants[module] = _numeric_constants(path) if path else {}
+        return self._constants[module].get(name)
+
+
+def _numeric_value(node: ast.AST, known: Dict[str, float]) -> Optional[float]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _numeric_value(node.operand, known)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1:
+        a = node.args[0]
+        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+            try:
+                return float(a.value)
+            except ValueError:
+                return None
+        return _numeric_value(a, known)
+    if isinstance(node, ast.Attribute) and node.attr == "inf":
+        return math.inf
+    if isinstance(node, ast.Name):
+        return known.get(node.id)
+    return None
+
+
+def _numeric_constants(path: Path) -> Dict[str, float]:
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    out: Dict[str, float] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            v = _numeric_value(stmt.value, out)
+            if v is not None:
+                out[stmt.targets[0].id] = v
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            v = _numeric_value(stmt.value, out)
+            if v is not None:
+                out[stmt.target.id] = v
+    return out
