@@ -63,6 +63,7 @@ class _Walker(cst.CSTVisitor):
             ctx._parents[node] = self.stack[-1]
         self.stack.append(node)
         ctx._by_type.setdefault(type(node), []).append(node)
+        ctx._order[node] = len(ctx._order)
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             record_import(ctx.imports, node)
         return True
@@ -81,6 +82,7 @@ class FileContext:
         self.imports = ImportTable(module_name)
         self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
         self._by_type: Dict[type, List[cst.CSTNode]] = {}
+        self._order: Dict[cst.CSTNode, int] = {}  # preorder index: source order of nodes
         self._positions = None
         self._regions: Optional[Dict[cst.CSTNode, PrecisionRegion]] = None
         self._constants: Optional[Dict[str, cst.BaseExpression]] = None
@@ -100,6 +102,22 @@ class FileContext:
         while p is not None:
             yield p
             p = self._parents.get(p)
+
+    def order(self, node: cst.CSTNode) -> int:
+        """Preorder index of ``node``: a node comes after every node that precedes it in source."""
+        return self._order.get(node, -1)
+
+    def is_ancestor(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
+        return any(a is ancestor for a in self.ancestors(node))
+
+    def dtype(self, expr: cst.BaseExpression):
+        """The precision model's DTypeFact for ``expr`` (see amplint.context.precision)."""
+        from .precision import precision_model
+        return precision_model(self).dtype_of(expr)
+
+    def autocast_at(self, node: cst.CSTNode):
+        from .precision import precision_model
+        return precision_model(self).autocast_at(node)
 
     def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
         """The statement line holding ``node`` (a SimpleStatementLine or a compound statement)."""
@@ -227,6 +245,15 @@ class FileContext:
         name = self.qualname(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         if name in ("math.inf", "numpy.inf", "torch.inf", "np.inf"):
             return math.inf
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return self._init_constant(expr, _depth)
+        if isinstance(expr, cst.Name):
+            fn = self.enclosing_function(expr)
+            if fn is not None:
+                # A parameter with a numeric default, when nothing in the function rebinds it.
+                v = self._param_default(fn, expr.value, _depth)
+                if v is not None:
+                    return v
         if isinstance(expr, cst.Name):
             bound = self.module_constants().get(expr.value)
             if bound is not None and bound is not expr:
@@ -234,6 +261,25 @@ class FileContext:
             if name and name != expr.value and self.project is not None:
                 return self.project.constant(name)
         return None
+
+    def _param_default(self, fn: cst.FunctionDef, name: str, depth: int) -> Optional[float]:
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.name.value == name and param.default is not None:
+                if any(self.enclosing_function(a) is fn and any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)
+                       for a in self.nodes(cst.Assign)):
+                    return None
+                return self.number(param.default, depth + 1)
+        return None
+
+    def _init_constant(self, attr: cst.Attribute, depth: int) -> Optional[float]:
+        """``self.eps`` set in ``__init__`` to a constant, or to an ``__init__`` parameter with a
+        constant default (``def __init__(self, eps=1e-6): self.eps = eps``)."""
+        from .precision import precision_model
+        value = precision_model(self).init_attribute(attr, attr.attr.value)
+        if value is None:
+            return None
+        return self.number(value, depth + 1)
 
     # ---- precision ------------------------------------------------------------------------------
     def regions(self) -> Dict[cst.CSTNode, PrecisionRegion]:
@@ -296,6 +342,11 @@ class FileContext:
                 return Fp16Status(True, "certain", region.evidence)
             return Fp16Status(False, "certain", region.evidence)
         regime = self.project.regime if self.project is not None else None
-        if regime is not None and regime.fp16 is not None:
-            return Fp16Status(True, "likely", regime.fp16)
+        if regime is None:
+            return Fp16Status(False, "likely", None)
+        if regime.half_params is not None:
+            return Fp16Status(True, "likely", regime.half_params)
+        state = self.autocast_at(node)
+        if state.active and state.dtype == "float16":
+            return Fp16Status(True, state.confidence, state.evidence)
         return Fp16Status(False, "likely", None)

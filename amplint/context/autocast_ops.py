@@ -1,0 +1,90 @@
+"""CUDA's autocast op policy, as data: the one source of truth for the static dtype model (and for
+the runtime verifier's emulation of CUDA autocast on CPU).
+
+Source: PyTorch ``aten/src/ATen/autocast_mode.cpp`` (``TORCH_LIBRARY_IMPL(aten, AutocastCUDA, m)``:
+the ``KERNEL_CUDA(..., lower_precision_fp)``, ``KERNEL_CUDA(..., fp32)`` and ``promote`` entries and
+the banned ``binary_cross_entropy``), ``aten/src/ATen/autocast_mode.h``
+(``AT_FORALL_LOWER_PRECISION_FP`` / ``AT_FORALL_FP32`` / ``AT_FORALL_PROMOTE``) and the "CUDA Op-Specific
+Behavior" section of the torch.amp documentation. Names are the Python-level spellings that reach
+those kernels (``torch.X``, ``torch.nn.functional.X``, ``Tensor.X``, operators).
+"""
+from __future__ import annotations
+
+# Ops that autocast runs in float16 (lower_precision_fp).
+LOWER_PRECISION = frozenset({
+    "__matmul__", "matmul", "mm", "mv", "bmm", "baddbmm", "addmm", "addmv", "addr", "addbmm", "einsum",
+    "linear", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "convolution", "prelu", "chain_matmul", "multi_dot", "linalg_multi_dot",
+    "linalg_vecdot", "vecdot", "scaled_dot_product_attention", "_scaled_dot_product_attention",
+    "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "_thnn_fused_lstm_cell",
+    "_thnn_fused_gru_cell", "lstm", "gru", "rnn_tanh", "rnn_relu",
+})
+
+# Ops that autocast runs in float32.
+FP32 = frozenset({
+    "__pow__", "__rdiv__", "__rpow__", "__rtruediv__", "acos", "asin", "cosh", "sinh", "tan", "erfinv",
+    "exp", "expm1", "log", "log10", "log1p", "log2", "reciprocal", "rsqrt", "softmax", "softmin",
+    "softplus", "log_softmax", "logsumexp", "sum", "prod", "cumsum", "cumprod", "norm", "frobenius_norm",
+    "nuclear_norm", "linalg_vector_norm", "vector_norm", "linalg_matrix_norm", "matrix_norm",
+    "linalg_norm", "normalize", "dist", "cdist", "pdist", "renorm", "cosine_similarity",
+    "layer_norm", "native_layer_norm", "group_norm", "upsample_nearest1d",
+    "upsample_nearest2d", "upsample_nearest3d", "upsample_linear1d", "upsample_bilinear2d",
+    "upsample_trilinear3d", "upsample_bicubic2d", "polar", "pow",
+    "cross_entropy", "nll_loss", "nll_loss2d", "nll_loss_nd", "kl_div", "l1_loss", "mse_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits", "poisson_nll_loss",
+    "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "soft_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+    "multi_margin_loss",
+})
+
+# Ops that autocast runs in the widest dtype of their inputs.
+PROMOTE = frozenset({
+    "addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot", "grid_sampler", "index_put",
+    "scatter_add", "tensordot", "cat", "stack", "index_copy",
+})
+
+# Ops that CUDA autocast refuses (any autocast dtype): binary_cross_entropy raises
+# "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast".
+BANNED = frozenset({"binary_cross_entropy"})
+
+# nn.Module classes -> the functional op they run (what autocast sees).
+MODULE_OPS = {
+    "Linear": "linear", "Bilinear": "bilinear", "LazyLinear": "linear",
+    "Conv1d": "conv1d", "Conv2d": "conv2d", "Conv3d": "conv3d",
+    "ConvTranspose1d": "conv_transpose1d", "ConvTranspose2d": "conv_transpose2d",
+    "ConvTranspose3d": "conv_transpose3d",
+    "LSTM": "lstm", "GRU": "gru", "RNN": "rnn_tanh", "LSTMCell": "lstm_cell", "GRUCell": "gru_cell",
+    "RNNCell": "rnn_tanh_cell", "PReLU": "prelu", "MultiheadAttention": "linear",
+    "LayerNorm": "layer_norm", "GroupNorm": "group_norm", "Softmax": "softmax", "LogSoftmax": "log_softmax",
+    "Softmin": "softmin", "Softplus": "softplus", "CosineSimilarity": "cosine_similarity",
+    "Upsample": "upsample_bilinear2d",
+    "CrossEntropyLoss": "cross_entropy", "NLLLoss": "nll_loss", "KLDivLoss": "kl_div", "L1Loss": "l1_loss",
+    "MSELoss": "mse_loss", "SmoothL1Loss": "smooth_l1_loss", "HuberLoss": "huber_loss",
+    "BCEWithLogitsLoss": "binary_cross_entropy_with_logits", "BCELoss": "binary_cross_entropy",
+    "PoissonNLLLoss": "poisson_nll_loss",
+    "MarginRankingLoss": "margin_ranking_loss", "HingeEmbeddingLoss": "hinge_embedding_loss",
+    "CosineEmbeddingLoss": "cosine_embedding_loss", "TripletMarginLoss": "triplet_margin_loss",
+    "SoftMarginLoss": "soft_margin_loss", "MultiLabelMarginLoss": "multilabel_margin_loss",
+    "MultiLabelSoftMarginLoss": "multilabel_soft_margin_loss", "MultiMarginLoss": "multi_margin_loss",
+}
+
+# Python-level spellings that reach a differently named kernel.
+ALIASES = {
+    "norm": "norm", "vector_norm": "linalg_vector_norm", "matrix_norm": "linalg_matrix_norm",
+    "multi_dot": "linalg_multi_dot", "true_divide": "div", "divide": "div", "square": "pow",
+    "interpolate": "upsample_bilinear2d", "sdpa": "scaled_dot_product_attention",
+}
+
+
+def policy(op: str) -> str:
+    """'lower' | 'fp32' | 'promote' | 'banned' | 'keep' for an op name (last dotted component)."""
+    op = ALIASES.get(op, op)
+    if op in BANNED:
+        return "banned"
+    if op in LOWER_PRECISION:
+        return "lower"
+    if op in FP32:
+        return "fp32"
+    if op in PROMOTE:
+        return "promote"
+    return "keep"

@@ -1,0 +1,468 @@
+"""The precision model: what dtype an expression has at its line.
+
+A small per-function dataflow over local names with the lattice {float16, bfloat16, float32,
+unknown}, following CUDA's autocast policy (amplint.context.autocast_ops) inside autocast regions:
+lower-precision ops produce the autocast dtype, fp32-list ops produce float32, promote ops widen,
+every other op keeps its input's dtype, binary operators promote, explicit casts give what they
+say. Where values come from when nothing local says so:
+
+- parameters of functions that run under fp16 autocast (forward and helpers) are float16 when the
+  project's regime is fp16-mixed ("likely"); under pure half every floating tensor is float16;
+- outputs of nn layers and of nn.Module calls are the autocast dtype under autocast;
+- ``self.x`` attributes are resolved from ``__init__``.
+
+Rules ask ``precision_model(ctx).dtype_of(expr)`` (or ``ctx.dtype(expr)``) and
+``autocast_at(node)``; they never re-derive dtypes themselves.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from . import autocast_ops
+from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model
+from .file_context import Evidence, FileContext
+
+F16, BF16, F32 = "float16", "bfloat16", "float32"
+CERTAIN, LIKELY = "certain", "likely"
+
+
+@dataclass(frozen=True)
+class DTypeFact:
+    dtype: Optional[str]  # float16 | bfloat16 | float32 | None (unknown, or not a tensor)
+    confidence: str = LIKELY
+    why: str = ""  # how the model got there, for messages
+    evidence: Optional[Evidence] = None  # the region / regime evidence behind it
+
+    @property
+    def is_half(self) -> bool:
+        return self.dtype == F16
+
+    def explain(self) -> str:
+        parts = [p for p in (self.why, f"({self.evidence})" if self.evidence else "") if p]
+        return " ".join(parts)
+
+
+UNKNOWN = DTypeFact(None)
+
+
+@dataclass(frozen=True)
+class AutocastState:
+    active: bool
+    dtype: Optional[str] = None
+    confidence: str = LIKELY
+    evidence: Optional[Evidence] = None
+
+
+NOT_AUTOCAST = AutocastState(False)
+
+_CASTS = {"float": F32, "double": F32, "half": F16, "bfloat16": BF16}
+_SCALAR_METHODS = {"item", "tolist", "size", "numel", "dim", "nelement", "element_size", "__len__",
+                   "stride", "data_ptr", "get_device", "is_contiguous", "any", "all"}
+_SCALAR_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout"}
+_VIEW_ATTRS = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
+_CONSTRUCTORS = {"zeros", "ones", "empty", "full", "randn", "rand", "tensor", "arange", "linspace",
+                 "logspace", "eye", "as_tensor", "from_numpy", "randint", "normal"}
+_LIKE = {"zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like"}
+_NEW = {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+# Parameter names that are conventionally numbers, not tensors.
+_SCALAR_PARAM = re.compile(
+    r"^(self|cls|n|i|j|k|b|h|w|c|d|num|num_.*|.*_num|count|.*_count|n_.*|steps?|.*_steps?|size|.*_size|"
+    r"dims?|.*_dims?|axis|eps|epsilon|.*_eps|temperature|tau|alpha|beta|gamma|lr|.*_rate|rate|scale|"
+    r".*_scale|factor|.*_factor|idx|index|.*_idx|epoch|iteration|iter|it|step|training|inplace|"
+    r"p|dropout|.*_dropout|momentum|weight_decay|reduction|mode|name|.*_name|verbose|device|dtype|"
+    r"margin|threshold|.*_threshold|smoothing|label_smoothing|ignore_index|top_k|topk|k_.*|"
+    r"max_.*|min_.*|.*_len|length|seq_len|batch_size|bsz|heads|num_heads|head_dim|.*_ratio|ratio)$")
+
+
+def _widest(facts: List[DTypeFact]) -> DTypeFact:
+    known = [f for f in facts if f.dtype is not None]
+    if not known:
+        return UNKNOWN
+    dtypes = {f.dtype for f in known}
+    if F32 in dtypes or (F16 in dtypes and BF16 in dtypes):
+        return next(f for f in known if f.dtype == F32) if F32 in dtypes else DTypeFact(F32, LIKELY)
+    f = known[0]
+    # A half value combined with something unknown (a scalar or a tensor of unknown dtype) is
+    # likely still half: Python scalars do not promote a tensor's dtype.
+    conf = CERTAIN if len(known) == len(facts) and all(k.confidence == CERTAIN for k in known) else LIKELY
+    return DTypeFact(f.dtype, conf if conf == LIKELY else f.confidence, f.why, f.evidence)
+
+
+class PrecisionModel:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._memo: Dict[cst.CSTNode, DTypeFact] = {}
+        self._assignments: Optional[Dict[Optional[cst.FunctionDef], Dict[str, List[Tuple[cst.CSTNode, object]]]]] = None
+        self._init_attrs: Dict[cst.ClassDef, Dict[str, cst.BaseExpression]] = {}
+        self._depth = 0
+
+    # ---- autocast ---------------------------------------------------------------------------
+    def autocast_at(self, node: cst.CSTNode) -> AutocastState:
+        """Is autocast active at ``node``, with what dtype, and how sure are we?
+
+        An enclosing autocast region decides (certain). Code in a function (or module) that opens
+        autocast regions of its own but lies outside them is not under autocast. Otherwise, under
+        an fp16-mixed project regime, functions are assumed to be called from the autocast region
+        of the training step (forward and its helpers): likely.
+        """
+        ctx = self.ctx
+        region = ctx.region_of(node)
+        if region is not None:
+            if region.enabled and region.dtype in (F16, BF16):
+                return AutocastState(True, region.dtype, CERTAIN, region.evidence)
+            return AutocastState(False, None, CERTAIN, region.evidence)
+        fn = ctx.enclosing_function(node)
+        if self._scopes_autocast(fn):
+            return NOT_AUTOCAST
+        regime = ctx.project.regime if ctx.project is not None else None
+        if regime is None:
+            return NOT_AUTOCAST
+        if regime.fp16_autocast is not None and regime.half_params is None:
+            return AutocastState(True, F16, LIKELY, regime.fp16_autocast)
+        if regime.bf16 is not None and regime.fp16 is None:
+            return AutocastState(True, BF16, LIKELY, regime.bf16)
+        return NOT_AUTOCAST
+
+    def _scopes_autocast(self, fn: Optional[cst.FunctionDef]) -> bool:
+        key = ("scopes", fn)
+        cache = self.ctx._cache
+        if key not in cache:
+            owner = fn if fn is not None else None
+            # Only regions that turn autocast on: an ``enabled=False`` block inside a function says
+            # the code around it runs under autocast.
+            cache[key] = any(
+                isinstance(r.node, cst.With) and r.enabled and self.ctx.enclosing_function(r.node) is owner
+                for r in self.ctx.regions().values()
+            )
+        return cache[key]  # type: ignore[return-value]
+
+    # ---- names -------------------------------------------------------------------------------
+    def _assignment_table(self):
+        if self._assignments is None:
+            table: Dict[Optional[cst.FunctionDef], Dict[str, List[Tuple[cst.CSTNode, object]]]] = {}
+            ctx = self.ctx
+            for node in (*ctx.nodes(cst.Assign), *ctx.nodes(cst.AnnAssign), *ctx.nodes(cst.AugAssign)):
+                fn = ctx.enclosing_function(node)
+                names = table.setdefault(fn, {})
+                if isinstance(node, cst.Assign):
+                    for t in node.targets:
+                        self._bind_target(names, t.target, node, node.value)
+                elif isinstance(node, cst.AnnAssign):
+                    if node.value is not None:
+                        self._bind_target(names, node.target, node, node.value)
+                else:
+                    if isinstance(node.target, cst.Name):
+                        names.setdefault(node.target.value, []).append((node, ("aug", node)))
+            for names in table.values():
+                for lst in names.values():
+                    lst.sort(key=lambda item: self.ctx.order(item[0]))
+            self._assignments = table
+        return self._assignments
+
+    def _bind_target(self, names, target, stmt, value) -> None:
+        if isinstance(target, cst.Name):
+            names.setdefault(target.value, []).append((stmt, value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+                for t, v in zip(elements, value.elements):
+                    self._bind_target(names, t, stmt, v.value)
+            else:
+                # q, k, v = qkv.unbind(0) / x.chunk(3): every part has the dtype of the whole.
+                for t in elements:
+                    self._bind_target(names, t, stmt, ("part", value))
+
+    def _binding(self, name: cst.Name) -> Optional[object]:
+        ctx = self.ctx
+        fn = ctx.enclosing_function(name)
+        order = ctx.order(name)
+        for scope in (fn, None) if fn is not None else (None,):
+            candidates = self._assignment_table().get(scope, {}).get(name.value, [])
+            best = None
+            for stmt, value in candidates:
+                if ctx.order(stmt) < order and not ctx.is_ancestor(stmt, name):
+                    best = value
+            if best is not None:
+                return best
+            if scope is fn and fn is not None:
+                param = self._param(fn, name.value)
+                if param is not None:
+                    return ("param", fn, param)
+        return None
+
+    @staticmethod
+    def _param(fn: cst.FunctionDef, name: str) -> Optional[cst.Param]:
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.name.value == name:
+                return param
+        return None
+
+    def _param_dtype(self, fn: cst.FunctionDef, param: cst.Param) -> DTypeFact:
+        name = param.name.value
+        ann = self.ctx.code(param.annotation.annotation) if param.annotation is not None else ""
+        if ann:
+            if "Tensor" not in ann:
+                return UNKNOWN
+        elif _SCALAR_PARAM.match(name):
+            return UNKNOWN
+        if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+            return UNKNOWN  # a default like 1e-6 or True: not a tensor
+        regime = self.ctx.project.regime if self.ctx.project is not None else None
+        if regime is None:
+            return UNKNOWN
+        if regime.half_params is not None:
+            return DTypeFact(F16, LIKELY, f"`{name}` is a tensor argument of `{fn.name.value}` in a pure-half project",
+                             regime.half_params)
+        state = self.autocast_at(fn.body)
+        if state.active and state.dtype == F16:
+            return DTypeFact(F16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under fp16 autocast",
+                             state.evidence)
+        return UNKNOWN
+
+    # ---- self.attributes ---------------------------------------------------------------------
+    def init_attribute(self, node: cst.CSTNode, attr: str) -> Optional[cst.BaseExpression]:
+        """The expression assigned to ``self.<attr>`` in the ``__init__`` of the class holding
+        ``node`` (the last assignment wins)."""
+        cls = self.ctx.enclosing_class(node)
+        if cls is None:
+            return None
+        if cls not in self._init_attrs:
+            attrs: Dict[str, cst.BaseExpression] = {}
+            for stmt in cls.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+                    for assign in self.ctx.nodes(cst.Assign):
+                        if self.ctx.enclosing_function(assign) is stmt:
+                            for t in assign.targets:
+                                tgt = t.target
+                                if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
+                                    attrs[tgt.attr.value] = assign.value
+            self._init_attrs[cls] = attrs
+        return self._init_attrs[cls].get(attr)
+
+    # ---- expressions -------------------------------------------------------------------------
+    def dtype_of(self, expr) -> DTypeFact:
+        if not isinstance(expr, cst.CSTNode):
+            return UNKNOWN
+        if expr in self._memo:
+            return self._memo[expr]
+        if self._depth > 40:
+            return UNKNOWN
+        self._memo[expr] = UNKNOWN  # cycles resolve to unknown
+        self._depth += 1
+        try:
+            fact = self._dtype(expr)
+        finally:
+            self._depth -= 1
+        self._memo[expr] = fact
+        return fact
+
+    def _value_dtype(self, value, at: cst.CSTNode) -> DTypeFact:
+        if isinstance(value, tuple):
+            if value[0] == "part":
+                return self.dtype_of(value[1])
+            if value[0] == "param":
+                return self._param_dtype(value[1], value[2])
+            if value[0] == "aug":
+                aug: cst.AugAssign = value[1]
+                return _widest([self._name_before(aug.target, aug), self.dtype_of(aug.value)])
+            return UNKNOWN
+        return self.dtype_of(value)
+
+    def _name_before(self, name: cst.Name, stmt) -> DTypeFact:
+        return self._lookup(name)
+
+    def _lookup(self, name: cst.Name) -> DTypeFact:
+        value = self._binding(name)
+        if value is None:
+            return UNKNOWN
+        return self._value_dtype(value, name)
+
+    def _dtype(self, e: cst.CSTNode) -> DTypeFact:
+        ctx = self.ctx
+        if isinstance(e, cst.Name):
+            return self._lookup(e)
+        if isinstance(e, cst.Attribute):
+            attr = e.attr.value
+            if attr in _SCALAR_ATTRS:
+                return UNKNOWN
+            if attr in _VIEW_ATTRS:
+                return self.dtype_of(e.value)
+            if isinstance(e.value, cst.Name) and e.value.value == "self":
+                return self._self_attribute(e)
+            return UNKNOWN
+        if isinstance(e, cst.Subscript):
+            return self.dtype_of(e.value)
+        if isinstance(e, cst.UnaryOperation):
+            return self.dtype_of(e.expression)
+        if isinstance(e, cst.IfExp):
+            return _widest([self.dtype_of(e.body), self.dtype_of(e.orelse)])
+        if isinstance(e, cst.BinaryOperation):
+            return self._binary(e)
+        if isinstance(e, cst.Call):
+            return self._call(e)
+        return UNKNOWN
+
+    def _self_attribute(self, e: cst.Attribute) -> DTypeFact:
+        value = self.init_attribute(e, e.attr.value)
+        if value is None:
+            return UNKNOWN
+        if isinstance(value, cst.Call):
+            name = self.ctx.call_name(value) or ""
+            if name.endswith("Parameter"):
+                regime = self.ctx.project.regime if self.ctx.project is not None else None
+                if regime is not None and regime.half_params is not None:
+                    return DTypeFact(F16, LIKELY, f"`self.{e.attr.value}` is a parameter of a pure-half model",
+                                     regime.half_params)
+                return DTypeFact(F32, LIKELY, f"`self.{e.attr.value}` is a float32 parameter")
+            return UNKNOWN
+        return UNKNOWN
+
+    def _binary(self, e: cst.BinaryOperation) -> DTypeFact:
+        op = e.operator
+        if isinstance(op, cst.MatrixMultiply):
+            return self._apply_policy("__matmul__", "`@`", e, [self.dtype_of(e.left), self.dtype_of(e.right)])
+        left, right = self.dtype_of(e.left), self.dtype_of(e.right)
+        if isinstance(op, cst.Power):
+            return self._apply_policy("__pow__" if left.dtype else "__rpow__", "`**`", e, [left, right])
+        if isinstance(op, cst.Divide) and left.dtype is None and self.ctx.number(e.left) is not None:
+            # ``1 / x`` is Tensor.__rtruediv__ (reciprocal), on autocast's fp32 list.
+            return self._apply_policy("__rtruediv__", "`c / x`", e, [right])
+        return _widest([left, right])
+
+    def _apply_policy(self, op: str, label: str, node: cst.CSTNode, inputs: List[DTypeFact]) -> DTypeFact:
+        kind = autocast_ops.policy(op)
+        state = self.autocast_at(node)
+        if state.active:
+            if kind == "lower":
+                return DTypeFact(state.dtype, state.confidence,
+                                 f"{label} runs in {state.dtype} under autocast", state.evidence)
+            if kind in ("fp32", "banned"):
+                return DTypeFact(F32, state.confidence, f"{label} runs in float32 under autocast", state.evidence)
+            if kind == "promote":
+                return _widest(inputs)
+        known = [i for i in inputs if i.dtype is not None]
+        if kind == "promote":
+            return _widest(inputs)
+        return known[0] if known else UNKNOWN
+
+    def _dtype_argument(self, call: cst.Call) -> Optional[DTypeFact]:
+        """What a ``dtype=`` / positional dtype argument (``.to(torch.float32)``) says."""
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value != "dtype":
+                continue
+            name = self.ctx.qualname(a.value)
+            if name in FLOAT16_NAMES:
+                return DTypeFact(F16, CERTAIN, "cast to float16")
+            if name in BFLOAT16_NAMES:
+                return DTypeFact(BF16, CERTAIN, "cast to bfloat16")
+            if name in FLOAT32_NAMES:
+                return DTypeFact(F32, CERTAIN, "cast to float32")
+            if isinstance(a.value, cst.Attribute) and a.value.attr.value == "dtype":
+                return self.dtype_of(a.value.value)
+        return None
+
+    def _module_class(self, func: cst.BaseExpression) -> Optional[str]:
+        """The class a called object was built from: ``self.fc`` with ``self.fc = nn.Linear(...)``."""
+        value = None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            value = self.init_attribute(func, func.attr.value)
+        elif isinstance(func, cst.Name):
+            b = self._binding(func)
+            value = b if isinstance(b, cst.BaseExpression) else None
+        if isinstance(value, cst.Call):
+            return self.ctx.call_name(value)
+        return None
+
+    def _call(self, call: cst.Call) -> DTypeFact:
+        ctx = self.ctx
+        func = call.func
+        name = ctx.call_name(call) or ""
+        head = name.split(".", 1)[0]
+        is_function = bool(name) and (head == "torch" or ctx.imports.binds(head)) and not (
+            isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self")
+        args = [a.value for a in call.args if not a.star]
+        if isinstance(func, cst.Attribute) and not (is_function and head != func.value):
+            method = func.attr.value
+            receiver = func.value
+        else:
+            method, receiver = None, None
+        if is_function:
+            method, receiver = None, None
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            # self.fc(x): a submodule built in __init__, not a tensor method
+            cls = self._module_class(func)
+            return self._module_call(cls, call, args) if cls is not None else UNKNOWN
+        # explicit casts
+        if method in _CASTS and not args:
+            d = _CASTS[method]
+            return DTypeFact(d, CERTAIN, f"`.{method}()` gives {d}")
+        if method in ("to", "type"):
+            d = self._dtype_argument(call)
+            return d if d is not None else self.dtype_of(receiver)
+        if method == "type_as" and args:
+            return self.dtype_of(args[0])
+        if method in _SCALAR_METHODS:
+            return UNKNOWN
+        if method in _NEW:
+            d = self._dtype_argument(call)
+            return d if d is not None else self.dtype_of(receiver)
+        if is_function and name.startswith("torch."):
+            short = name.rsplit(".", 1)[-1]
+            if short in _CONSTRUCTORS:
+                d = self._dtype_argument(call)
+                if d is not None:
+                    return d
+                return DTypeFact(F32, LIKELY, f"`{name}` creates a float32 tensor") if short != "tensor" else UNKNOWN
+            if short in _LIKE:
+                d = self._dtype_argument(call)
+                return d if d is not None else (self.dtype_of(args[0]) if args else UNKNOWN)
+            op = short
+            if ".linalg." in name:
+                op = "linalg_" + short
+            inputs = [self.dtype_of(a) for a in args]
+            return self._apply_policy(op, f"`{name}`", call, inputs)
+        if method is not None:
+            inputs = [self.dtype_of(receiver), *[self.dtype_of(a) for a in args]]
+            if inputs[0].dtype is None and autocast_ops.policy(method) == "keep":
+                # x.something() on a receiver of unknown dtype: nothing to say, unless it is a module
+                cls = self._module_class(func)
+                if cls is not None:
+                    return self._module_call(cls, call, args)
+                if isinstance(receiver, cst.Name) and receiver.value == "self":
+                    return UNKNOWN
+                return UNKNOWN
+            if autocast_ops.policy(method) == "keep":
+                return inputs[0] if inputs[0].dtype is not None else UNKNOWN
+            return self._apply_policy(method, f"`.{method}()`", call, inputs)
+        cls = self._module_class(func)
+        if cls is not None:
+            return self._module_call(cls, call, args)
+        if isinstance(func, cst.Name) and _looks_like_model(func.value) and not ctx.imports.binds(func.value):
+            return self._module_call(func.value, call, args)  # model(x): an nn.Module call
+        return UNKNOWN
+
+    def _module_call(self, cls: str, call: cst.Call, args) -> DTypeFact:
+        short = cls.rsplit(".", 1)[-1]
+        inputs = [self.dtype_of(a) for a in args]
+        if cls.startswith("torch.nn.") or short in autocast_ops.MODULE_OPS:
+            op = autocast_ops.MODULE_OPS.get(short)
+            if op is None:
+                return inputs[0] if inputs and inputs[0].dtype else UNKNOWN  # Dropout, ReLU, ...
+            return self._apply_policy(op, f"`nn.{short}`", call, inputs)
+        # A user nn.Module: under autocast its output is (likely) the autocast dtype.
+        state = self.autocast_at(call)
+        if state.active:
+            return DTypeFact(state.dtype, LIKELY, f"`{short}` module output under autocast", state.evidence)
+        return inputs[0] if inputs and inputs[0].dtype else UNKNOWN
+
+
+def precision_model(ctx: FileContext) -> PrecisionModel:
+    model = ctx._cache.get("precision")
+    if model is None:
+        model = ctx._cache["precision"] = PrecisionModel(ctx)
+    return model  # type: ignore[return-value]
