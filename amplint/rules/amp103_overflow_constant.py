@@ -8,6 +8,7 @@ import libcst as cst
 
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, Representation, fmt
+from ..context.precision import DTypeFact, precision_model
 from .base import Rule
 
 # method name -> (index of the value among positional arguments, its keyword)
@@ -46,54 +47,72 @@ class Fp16OverflowConstant(Rule):
     applies_under = "fp16 (mixed or pure half)"
 
     def _targets(self, ctx):
-        """(call or assignment, the tensor written to or None, the constant expression)."""
+        """(node, what, the tensor written to, the constant expression)."""
         for call in ctx.nodes(cst.Call):
             func = call.func
             name = ctx.call_name(call)
             if name in FUNCTIONS:
                 positions, keywords = FUNCTIONS[name]
                 for value in _arguments(call, positions, keywords):
-                    yield call, name, value
+                    yield call, name, self._function_tensor(ctx, call, name, value), value
             elif isinstance(func, cst.Attribute) and func.attr.value in METHODS and not (name or "").startswith("torch."):
                 pos, kw = METHODS[func.attr.value]
                 for value in _arguments(call, (pos,), (kw,)):
-                    yield call, func.attr.value, value
+                    yield call, func.attr.value, func.value, value
         for assign in ctx.nodes(cst.Assign):
-            if any(isinstance(t.target, cst.Subscript) for t in assign.targets):
-                yield assign, "x[mask] =", assign.value
+            for t in assign.targets:
+                if isinstance(t.target, cst.Subscript):
+                    yield assign, "x[mask] =", t.target.value, assign.value
+
+    @staticmethod
+    def _function_tensor(ctx, call, name, value):
+        """The tensor whose dtype the written value takes."""
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if name == "torch.where":
+            # torch.where(cond, x, c): the scalar takes the dtype of the other branch
+            others = [v for v in positional[1:3] if v is not value]
+            return others[0] if others else None
+        if name == "torch.masked_fill":
+            return positional[0] if positional else None
+        if name == "torch.full_like":
+            for a in call.args:
+                if a.keyword is not None and a.keyword.value == "dtype":
+                    return a.value
+            return positional[0] if positional else None
+        for a in call.args:  # torch.full(size, c, dtype=...)
+            if a.keyword is not None and a.keyword.value == "dtype":
+                return a.value
+        return None
+
+    def _tensor_dtype(self, ctx, what, tensor):
+        pm = precision_model(ctx)
+        if tensor is None:
+            if what == "torch.full":
+                # No dtype: the default dtype, float16 only when the project sets it so.
+                regime = ctx.project.regime if ctx.project is not None else None
+                if regime is not None and regime.half_params is not None:
+                    return DTypeFact("float16", "likely", "the default dtype is float16 in this pure-half project",
+                                     regime.half_params)
+            return None
+        name = ctx.qualname(tensor)
+        if name in ("torch.float16", "torch.half"):
+            return DTypeFact("float16", "certain", f"dtype={name}")
+        if isinstance(tensor, cst.Attribute) and tensor.attr.value == "dtype":
+            tensor = tensor.value  # dtype=x.dtype follows x
+        return pm.dtype_of(tensor)
 
     def check(self, ctx) -> Iterable[Violation]:
-        for node, what, value in self._targets(ctx):
+        for node, what, tensor, value in self._targets(ctx):
             v = overflowing(ctx, value)
             if v is None:
                 continue
-            if what in ("torch.full", "torch.full_like") and not self._creates_half(ctx, node):
-                continue  # a float32 tensor holds the value fine; promotion keeps it float32
-            status = ctx.fp16_status(node)
-            if not status.fp16:
-                continue
+            fact = self._tensor_dtype(ctx, what, tensor)
+            if fact is None or not fact.is_half:
+                continue  # only a float16 tensor cannot hold the value
             bound = "min" if v < 0 else "max"
             message = (f"{what} with {fmt(v)}: beyond float16's largest finite value ±{fmt(FLOAT16.max)}, "
                        f"so on a float16 tensor it raises 'value cannot be converted to type c10::Half "
                        f"without overflow' or becomes inf; use torch.finfo(x.dtype).{bound}. "
-                       f"float16 because of {status.evidence}")
-            conf = Confidence.CERTAIN if status.confidence == "certain" else Confidence.LIKELY
+                       f"The tensor is float16: {fact.explain()}")
+            conf = Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
             yield Violation(value, message, conf)
-
-    @staticmethod
-    def _creates_half(ctx, call) -> bool:
-        dtype = None
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == "dtype":
-                dtype = a.value
-        if dtype is None:
-            # torch.full_like keeps its input's dtype; torch.full uses the default dtype.
-            regime = ctx.project.regime if ctx.project is not None else None
-            if ctx.call_name(call) == "torch.full_like":
-                return True
-            return bool(regime and regime.half_params)
-        name = ctx.qualname(dtype)
-        if name in ("torch.float16", "torch.half"):
-            return True
-        # dtype=x.dtype follows a tensor that is float16 in fp16 code
-        return isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype"

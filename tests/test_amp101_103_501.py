@@ -1,0 +1,206 @@
+"""AMP101, AMP103 and AMP501: true positives in several shapes, and named near misses."""
+import textwrap
+
+import pytest
+
+from conftest import codes
+
+HALF_TRAINING = textwrap.dedent("""
+    import torch
+    model = Net().cuda().half()
+    loss = model(x).sum()
+    loss.backward()
+""")
+
+
+def only(code, source, **kw):
+    return [c for c in codes(textwrap.dedent(source), **kw) if c == code]
+
+
+# ---- AMP101 -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source", [
+    "import torch\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n",
+    "import torch as th\nopt = th.optim.Adam(model.parameters(), eps=1e-8)\n",
+    "from torch.optim import RMSprop as R\nopt = R(params, 0.01, 0.99, 1e-8)\n",
+    "from torch import optim\nopt = optim.Adagrad(params)\n",
+    "import torch\nEPS = 1e-10\nopt = torch.optim.NAdam(\n    params,\n    eps=EPS,\n)\n",
+    "from torch.optim import Adadelta\nopt = Adadelta(params)\n",  # default 1e-6 is subnormal
+])
+def test_amp101_flags_tiny_eps_on_half_parameters(source):
+    assert only("AMP101", source, extra_files={"train.py": HALF_TRAINING}) == ["AMP101"]
+
+
+def test_amp101_message_names_the_evidence(lint):
+    findings = lint("import torch\nopt = torch.optim.Adam(params)\n", extra_files={"train.py": HALF_TRAINING})
+    msg = next(f.message for f in findings if f.code == "AMP101")
+    assert "1e-08 rounds to 0 in float16" in msg and "train.py:3" in msg
+
+
+@pytest.mark.parametrize("name, source, extra", [
+    ("mixed precision: fp32 parameters, optimizer runs in fp32",
+     "import torch\nscaler = torch.amp.GradScaler('cuda')\nopt = torch.optim.AdamW(params)\n", {}),
+    ("eps already fp16-normal", "import torch\nopt = torch.optim.AdamW(params, eps=1e-4)\n", {"train.py": HALF_TRAINING}),
+    ("SGD has no eps", "import torch\nopt = torch.optim.SGD(params, lr=0.1)\n", {"train.py": HALF_TRAINING}),
+    ("half() only in an inference script", "import torch\nopt = torch.optim.AdamW(params)\n",
+     {"export.py": "model = Net().half()\ntorch.onnx.export(model, x, 'm.onnx')\n"}),
+    ("a tensor's .half(), not a model's", "import torch\nx = batch.half()\nopt = torch.optim.AdamW(params)\nloss.backward()\n", {}),
+    ("bf16 parameters keep float32's range", "import torch\nmodel = model.to(torch.bfloat16)\nopt = torch.optim.AdamW(params)\nloss.backward()\n", {}),
+    ("not torch's Adam", "from mylib import Adam\nopt = Adam(params)\n", {"train.py": HALF_TRAINING}),
+])
+def test_amp101_near_misses(name, source, extra):
+    assert only("AMP101", source, extra_files=extra) == [], name
+
+
+def test_amp101_precision_override():
+    src = "import torch\nopt = torch.optim.AdamW(params)\n"
+    assert only("AMP101", src, precision="fp16") == ["AMP101"]
+    assert only("AMP101", src, precision="fp16-mixed") == []
+
+
+# ---- AMP103 -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source", [
+    # masked_fill on an fp16 matmul output inside autocast
+    """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast("cuda"):
+            s = q @ k.transpose(-1, -2)
+            return s.masked_fill(mask, -1e9)
+    """,
+    # in-place, constant bound in the module
+    """
+    import torch as th
+    NEAR_INF = 1e20
+    @th.autocast("cuda")
+    def f(q, k, mask):
+        s = th.bmm(q, k)
+        s.masked_fill_(mask, -NEAR_INF)
+        return s
+    """,
+    # x[mask] = c
+    """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
+            s = torch.einsum("bhqd,bhkd->bhqk", q, k)
+            s[mask] = -1e4 * 10
+            return s
+    """,
+    # torch.where with the constant, and a forward argument in an fp16-mixed project
+    """
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, scores, mask):
+            return torch.where(mask, scores, -1e9)
+    with torch.autocast("cuda"):
+        out = M()(x, m)
+    """,
+    # torch.full with dtype=x.dtype
+    """
+    import torch
+    def f(x):
+        with torch.autocast("cuda"):
+            y = torch.nn.functional.linear(x, w)
+            return torch.full(y.shape, -1e9, dtype=y.dtype)
+    """,
+])
+def test_amp103_flags_overflowing_constants(source):
+    assert only("AMP103", source) == ["AMP103"]
+
+
+def test_amp103_constant_imported_from_another_module():
+    src = """
+    import torch
+    from .consts import NEAR_INF
+    def f(q, k, mask):
+        with torch.autocast("cuda"):
+            return (q @ k).masked_fill(mask, -NEAR_INF)
+    """
+    extra = {"pkg/__init__.py": "", "pkg/consts.py": "NEAR_INF = float('1e20')\n"}
+    assert only("AMP103", src, filename="pkg/attn.py", extra_files=extra) == ["AMP103"]
+
+
+@pytest.mark.parametrize("name, source", [
+    ("float('-inf') is representable", """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast("cuda"):
+            return (q @ k).masked_fill(mask, float("-inf"))
+    """),
+    ("finfo min is the fix", """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast("cuda"):
+            s = q @ k
+            return s.masked_fill(mask, torch.finfo(s.dtype).min)
+    """),
+    ("-1e4 fits float16", """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast("cuda"):
+            return (q @ k).masked_fill(mask, -1e4)
+    """),
+    ("float32 after .float()", """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast("cuda"):
+            s = (q @ k).float()
+            return s.masked_fill(mask, -1e9)
+    """),
+    ("autocast disabled with float32 operands", """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast("cuda", enabled=False):
+            s = q.float() @ k.float()
+            return s.masked_fill(mask, -1e9)
+    """),
+    ("torch.full without dtype makes float32", """
+    import torch
+    def f(x):
+        with torch.autocast("cuda"):
+            return torch.full((3, 3), -1e9)
+    """),
+    ("bf16 autocast has float32's range", """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return (q @ k).masked_fill(mask, -1e9)
+    """),
+    ("cpu autocast defaults to bf16", """
+    import torch
+    def f(q, k, mask):
+        with torch.autocast("cpu"):
+            return (q @ k).masked_fill(mask, -1e9)
+    """),
+    ("fp32 project", """
+    import torch
+    def f(scores, mask):
+        return scores.masked_fill(mask, -1e9)
+    """),
+])
+def test_amp103_near_misses(name, source):
+    assert only("AMP103", source) == [], name
+
+
+# ---- AMP501 -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source, n", [
+    ("import torch\nwith torch.cuda.amp.autocast():\n    pass\n", 1),
+    ("from torch.cuda.amp import autocast, GradScaler\ns = GradScaler()\nwith autocast(dtype=torch.float16):\n    pass\n", 2),
+    ("import torch.cuda.amp as amp\nwith amp.autocast():\n    pass\n", 1),
+    ("from torch.cuda.amp import custom_fwd, custom_bwd\n@custom_fwd\ndef f(ctx, x): pass\n@custom_bwd\ndef g(ctx, x): pass\n", 2),
+    ("import torch\nwith torch.cpu.amp.autocast():\n    pass\n", 1),
+    ("from torch.cuda import amp\nscaler = amp.GradScaler(enabled=use_amp)\n", 1),
+])
+def test_amp501_flags_deprecated_uses(source, n):
+    assert only("AMP501", source) == ["AMP501"] * n
+
+
+@pytest.mark.parametrize("name, source", [
+    ("new API", "import torch\nwith torch.amp.autocast('cuda'):\n    pass\ns = torch.amp.GradScaler('cuda')\n"),
+    ("torch.autocast", "import torch\nwith torch.autocast('cuda'):\n    pass\n"),
+    ("import without use is not reported twice", "from torch.cuda.amp import autocast\n"),
+    ("a local named autocast", "def autocast():\n    pass\nwith autocast():\n    pass\n"),
+    ("a keyword named autocast", "from torch.cuda.amp import autocast\nf(autocast=True)\n"),
+])
+def test_amp501_near_misses(name, source):
+    assert only("AMP501", source) == [], name
