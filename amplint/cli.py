@@ -66,6 +66,13 @@ def settings_for(args) -> Settings:
     else:
         start = args.paths[0] if args.paths else Path.cwd()
         settings = load(find_config(start if start.exists() else Path.cwd()))
+    from .config import validate_selectors
+    from .rules import rule_codes
+
+    for option in ("select", "ignore", "extend_select"):
+        given = getattr(args, option)
+        if given:
+            validate_selectors(given, rule_codes(), f"--{option.replace('_', '-')}")
     if args.select is not None:
         settings.select = args.select
     if args.ignore:
@@ -77,9 +84,12 @@ def settings_for(args) -> Settings:
     return settings
 
 
-def run_check(args, out=sys.stdout, err=sys.stderr) -> int:
+def run_check(args, out=None, err=None) -> int:
     from .runner import Runner
     from .rules import rule_codes
+
+    out = out if out is not None else sys.stdout  # looked up now: callers may redirect sys.stdout
+    err = err if err is not None else sys.stderr
 
     try:
         settings = settings_for(args)
@@ -126,9 +136,12 @@ def report(args, findings, errors, out, err, fixed: int = 0) -> int:
     return EXIT_CLEAN
 
 
-def run_rule(args, out=sys.stdout, err=sys.stderr) -> int:
+def run_rule(args, out=None, err=None) -> int:
     from .docs import read_page
     from .rules import all_rules
+
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
 
     rules = all_rules()
     if args.all:
@@ -162,7 +175,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "fix":
             from .fixes import run_fix_command
             return run_fix_command(args)
-        parser.print_help()
+        parser.print_help(sys.stderr)  # no command: a usage error (ruff prints help and exits 2)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

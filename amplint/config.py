@@ -47,6 +47,8 @@ def _expand(selectors: Sequence[str], codes: Sequence[str], where: str) -> set:
     out = set()
     for sel in selectors:
         s = sel.strip().upper()
+        if not s:
+            raise ConfigError(f"{where}: empty rule code")
         if s == "ALL":
             out.update(codes)
             continue
@@ -107,6 +109,14 @@ def find_config(start: Path) -> Optional[Path]:
     return None
 
 
+_CODE_KEYS = ("select", "ignore", "extend-select")
+
+
+def _known_codes() -> List[str]:
+    from .rules import rule_codes  # the registry (libcst, never torch)
+    return rule_codes()
+
+
 def _str_list(value, key: str, where: str) -> List[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: `{key}` must be a list of strings, got {value!r}")
@@ -134,11 +144,16 @@ def load(path: Optional[Path]) -> Settings:
         raise ConfigError(f"{where} must be a table")
     for key, value in table.items():
         if key in _LIST_KEYS:
-            setattr(settings, key.replace("-", "_"), _str_list(value, key, where))
+            values = _str_list(value, key, where)
+            if key in _CODE_KEYS:
+                validate_selectors(values, _known_codes(), f"{where} `{key}`")
+            setattr(settings, key.replace("-", "_"), values)
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
             settings.per_file_ignores = {k: _str_list(v, f"per-file-ignores.{k}", where) for k, v in value.items()}
+            for pattern, codes in settings.per_file_ignores.items():
+                validate_selectors(codes, _known_codes(), f"{where} `per-file-ignores` {pattern!r}")
         elif key == "precision":
             if value not in PRECISIONS:
                 raise ConfigError(f"{where}: `precision` must be one of {', '.join(PRECISIONS)}, got {value!r}")

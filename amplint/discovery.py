@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pathspec
 
@@ -46,7 +45,6 @@ def _matches_any(rel: str, name: str, patterns: Sequence[str]) -> bool:
     return False
 
 
-@lru_cache(maxsize=None)
 def _gitignore_spec(directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
     f = directory / ".gitignore"
     if not f.is_file():
@@ -58,12 +56,30 @@ def _gitignore_spec(directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
+def _git_toplevel(directory: Path) -> Optional[Path]:
+    for d in (directory, *directory.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
 class Discovery:
     def __init__(self, exclude: Sequence[str] = (), extend_exclude: Sequence[str] = (),
                  respect_gitignore: bool = True) -> None:
         self.exclude = tuple(exclude) if exclude else DEFAULT_EXCLUDE
         self.extend_exclude = tuple(extend_exclude)
         self.respect_gitignore = respect_gitignore
+        self._specs: Dict[Path, Optional[pathspec.GitIgnoreSpec]] = {}  # per run: .gitignore of a directory
+
+    def __getstate__(self):  # sent to worker processes without the cache
+        state = dict(self.__dict__)
+        state["_specs"] = {}
+        return state
+
+    def _spec(self, directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
+        if directory not in self._specs:
+            self._specs[directory] = _gitignore_spec(directory)
+        return self._specs[directory]
 
     def excluded(self, path: Path, root: Path) -> bool:
         try:
@@ -88,11 +104,14 @@ class Discovery:
         root = (root or directory).resolve()
         gitignores: List[Tuple[Path, pathspec.GitIgnoreSpec]] = []
         if self.respect_gitignore:
-            # .gitignore files from the root down to the directory apply.
+            # The .gitignore files from the top of the enclosing git repository (or, outside one,
+            # from the project root) down to the directory apply: a project nested in a repository
+            # (``examples/`` with its own pyproject.toml) still honours the repository's ignores.
+            top = _git_toplevel(directory) or root
             chain = [directory, *directory.parents]
             for d in reversed(chain):
-                if d == root or root in d.parents:
-                    spec = _gitignore_spec(d)
+                if d == top or top in d.parents:
+                    spec = self._spec(d)
                     if spec is not None:
                         gitignores.append((d, spec))
         yield from self._walk(directory, root, gitignores)
@@ -114,7 +133,7 @@ class Discovery:
                     continue
                 sub = gitignores
                 if self.respect_gitignore:
-                    spec = _gitignore_spec(p)
+                    spec = self._spec(p)
                     if spec is not None:
                         sub = [*gitignores, (p, spec)]
                 yield from self._walk(p, root, sub)
