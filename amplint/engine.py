@@ -64,33 +64,44 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
     return violations, errors
 
 
-def build_context(path: Path, display: str, source: bytes, project) -> FileContext:
+def build_context(path: Path, display: str, source: bytes, project, settings=None) -> FileContext:
     module = parse(source)
     module_name = project.module_name(path) if project is not None else None
-    return FileContext(display, module, source, project, module_name)
+    return FileContext(display, module, source, project, module_name, settings)
+
+
+def reportable(ctx: FileContext, violations: Iterable[Violation]) -> List[Tuple[Violation, Tuple[int, int, int, int]]]:
+    """The violations that are reported (not suppressed by a comment, not duplicates), each with
+    its position. ``fix`` applies the fixes of exactly these."""
+    table = suppressions(ctx.source)
+    out = []
+    seen = set()
+    for v in violations:
+        pos = ctx.position(v.node)
+        line = pos[0]
+        if table:
+            stmt_line = ctx.line_of(ctx.statement_of(v.node))
+            if is_suppressed(v.code, (line, stmt_line), table):
+                continue
+        key = (v.code, line, pos[1], v.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((v, pos))
+    return out
 
 
 def to_findings(ctx: FileContext, violations: Iterable[Violation]) -> List[Finding]:
     rules = all_rules()
-    table = suppressions(ctx.source)
     out: List[Finding] = []
-    seen = set()
-    for v in violations:
-        line, col, end_line, end_col = ctx.position(v.node)
-        stmt_line = ctx.line_of(ctx.statement_of(v.node))
-        if is_suppressed(v.code, (line, stmt_line), table):
-            continue
-        key = (v.code, line, col, v.message)
-        if key in seen:
-            continue
-        seen.add(key)
+    for v, (line, col, end_line, end_col) in reportable(ctx, violations):
         out.append(Finding(v.code, rules[v.code].name, v.message, ctx.path, line, col, end_line, end_col,
                            v.confidence.value, v.fix.summary() if v.fix else None))
     out.sort(key=Finding.sort_key)
     return out
 
 
-def lint_file(path: Path, display: str, project, codes: Set[str]) -> FileResult:
+def lint_file(path: Path, display: str, project, codes: Set[str], settings=None) -> FileResult:
     result = FileResult(display)
     try:
         source = path.read_bytes()
@@ -98,7 +109,7 @@ def lint_file(path: Path, display: str, project, codes: Set[str]) -> FileResult:
         result.errors.append(f"{display}: cannot read file: {e.strerror or e}")
         return result
     try:
-        ctx = build_context(path, display, source, project)
+        ctx = build_context(path, display, source, project, settings)
     except (cst.ParserSyntaxError, SyntaxError, UnicodeDecodeError, ValueError) as e:
         # A file that does not parse is always reported, whatever is selected.
         result.findings.append(syntax_error_finding(display, e))

@@ -31,7 +31,7 @@ class Runner:
         findings: List[Finding] = []
         errors: List[str] = []
         for f in self.files(paths):
-            result = lint_file(f, f.as_posix(), self.project_for(f), self.selection.for_file(f))
+            result = lint_file(f, f.as_posix(), self.project_for(f), self.selection.for_file(f), self.settings)
             findings.extend(result.findings)
             errors.extend(result.errors)
         findings.sort(key=Finding.sort_key)

@@ -74,8 +74,12 @@ class _Walker(cst.CSTVisitor):
 
 class FileContext:
     def __init__(self, path: str, module: cst.Module, source: bytes, project=None,
-                 module_name: Optional[str] = None) -> None:
+                 module_name: Optional[str] = None, settings=None) -> None:
         self.path = path
+        if settings is None:
+            from ..config import Settings
+            settings = Settings()
+        self.settings = settings  # amplint.config.Settings: what fixes write (safe_eps, ...)
         self.module = module
         self.source = source
         self.project = project  # amplint.project.Project, or None when linting a lone snippet
@@ -266,8 +270,9 @@ class FileContext:
         p = fn.params
         for param in (*p.posonly_params, *p.params, *p.kwonly_params):
             if param.name.value == name and param.default is not None:
-                if any(self.enclosing_function(a) is fn and any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)
-                       for a in self.nodes(cst.Assign)):
+                from .precision import precision_model
+                if any(isinstance(t.target, cst.Name) and t.target.value == name
+                       for a in precision_model(self).assigns_in(fn) for t in a.targets):
                     return None
                 return self.number(param.default, depth + 1)
         return None
