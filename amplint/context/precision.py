@@ -224,6 +224,16 @@ class PrecisionModel:
                              state.evidence)
         return UNKNOWN
 
+    def assigns_in(self, fn: Optional[cst.FunctionDef]) -> List[cst.Assign]:
+        """``Assign`` statements whose innermost enclosing function is ``fn`` (None: module level)."""
+        by_fn = self.ctx._cache.get("assigns_by_fn")
+        if by_fn is None:
+            by_fn = {}
+            for a in self.ctx.nodes(cst.Assign):
+                by_fn.setdefault(self.ctx.enclosing_function(a), []).append(a)
+            self.ctx._cache["assigns_by_fn"] = by_fn
+        return by_fn.get(fn, [])  # type: ignore[union-attr]
+
     # ---- self.attributes ---------------------------------------------------------------------
     def init_attribute(self, node: cst.CSTNode, attr: str) -> Optional[cst.BaseExpression]:
         """The expression assigned to ``self.<attr>`` in the ``__init__`` of the class holding
@@ -235,12 +245,11 @@ class PrecisionModel:
             attrs: Dict[str, cst.BaseExpression] = {}
             for stmt in cls.body.body:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
-                    for assign in self.ctx.nodes(cst.Assign):
-                        if self.ctx.enclosing_function(assign) is stmt:
-                            for t in assign.targets:
-                                tgt = t.target
-                                if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
-                                    attrs[tgt.attr.value] = assign.value
+                    for assign in self.assigns_in(stmt):
+                        for t in assign.targets:
+                            tgt = t.target
+                            if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
+                                attrs[tgt.attr.value] = assign.value
             self._init_attrs[cls] = attrs
         return self._init_attrs[cls].get(attr)
 
