@@ -100,10 +100,11 @@ BFLOAT16 = FloatFormat("bfloat16", exponent_bits=8, fraction_bits=7)
 
 
 def fmt(x: float) -> str:
-    """Short human form of a float for messages: 6.1e-05, 65504, 1e-08."""
+    """Short human form of a float for messages, as people write them: 6.1e-5, 65504, 1e-8, -1e9."""
     if x == 0 or (1e-3 <= abs(x) < 1e6):
         return f"{x:g}"
-    return f"{x:.3g}"
+    mantissa, _, exponent = f"{x:.3g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
 
 
 def pow2(x: float) -> str:
