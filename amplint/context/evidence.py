@@ -131,6 +131,20 @@ def autocast_signal(facts: CallFacts) -> Optional[Signal]:
     return Signal("autocast", dtype, enabled=enabled is not False, note=note)
 
 
+def autocast_device(facts: CallFacts) -> Optional[str]:
+    """The device type of an autocast call: "cuda", "cpu", another literal, or None when it is
+    not a literal (``x.device.type``; callers assume cuda). None for calls that are not autocast."""
+    q = facts.qualname
+    if q not in AUTOCAST_NAMES:
+        return None
+    if q.startswith("torch.cuda."):
+        return "cuda"
+    if q.startswith("torch.cpu."):
+        return "cpu"
+    device = facts.kwargs.get("device_type", facts.args[0] if facts.args else UNKNOWN)
+    return device if isinstance(device, str) else None
+
+
 def classify(facts: CallFacts) -> Optional[Signal]:
     """Precision evidence carried by one call, or None."""
     q = facts.qualname or ""

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from . import autocast_ops
-from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model
+from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model, autocast_device
 from .file_context import Evidence, FileContext
 
 F16, BF16, F32 = "float16", "bfloat16", "float32"
@@ -55,6 +55,9 @@ class AutocastState:
     dtype: Optional[str] = None
     confidence: str = LIKELY
     evidence: Optional[Evidence] = None
+    # "cuda", "cpu", ...; None when not known (regime evidence, a device that is not a literal):
+    # assume cuda. CPU autocast has shorter op lists and does not ban binary_cross_entropy.
+    device: Optional[str] = None
 
 
 NOT_AUTOCAST = AutocastState(False)
@@ -113,7 +116,7 @@ class PrecisionModel:
         region = ctx.region_of(node)
         if region is not None:
             if region.enabled and region.dtype in (F16, BF16):
-                return AutocastState(True, region.dtype, CERTAIN, region.evidence)
+                return AutocastState(True, region.dtype, CERTAIN, region.evidence, self._region_device(region))
             return AutocastState(False, None, CERTAIN, region.evidence)
         fn = ctx.enclosing_function(node)
         if self._scopes_autocast(fn):
@@ -126,6 +129,18 @@ class PrecisionModel:
         if regime.bf16 is not None and regime.fp16 is None:
             return AutocastState(True, BF16, LIKELY, regime.bf16)
         return NOT_AUTOCAST
+
+    def _region_device(self, region) -> Optional[str]:
+        """The device type of the autocast call that opened ``region`` (a With or a decorated def)."""
+        owner = region.node
+        calls = ([item.item for item in owner.items] if isinstance(owner, cst.With)
+                 else [d.decorator for d in getattr(owner, "decorators", ())])
+        for call in calls:
+            if isinstance(call, cst.Call):
+                device = autocast_device(self.ctx.call_facts(call))
+                if device is not None:
+                    return device
+        return None
 
     def _scopes_autocast(self, fn: Optional[cst.FunctionDef]) -> bool:
         key = ("scopes", fn)
@@ -177,22 +192,38 @@ class PrecisionModel:
                     self._bind_target(names, t, stmt, ("part", value))
 
     def _binding(self, name: cst.Name) -> Optional[object]:
+        return self.binding_at(name.value, name)
+
+    def binding_at(self, name: str, at: cst.CSTNode) -> Optional[object]:
+        """What the local (or module-level) name ``name`` is bound to as seen from node ``at``: the
+        value expression of the last assignment before it, ``("part", value)`` for an unpacked
+        target, ``("param", fn, param)`` for a parameter, ``("aug", stmt)`` for an augmented
+        assignment, or None. Two nodes see the same value of a name when this returns the same
+        object for both."""
         ctx = self.ctx
-        fn = ctx.enclosing_function(name)
-        order = ctx.order(name)
+        fn = ctx.enclosing_function(at)
+        order = ctx.order(at)
         for scope in (fn, None) if fn is not None else (None,):
-            candidates = self._assignment_table().get(scope, {}).get(name.value, [])
+            candidates = self._assignment_table().get(scope, {}).get(name, [])
             best = None
             for stmt, value in candidates:
-                if ctx.order(stmt) < order and not ctx.is_ancestor(stmt, name):
+                if ctx.order(stmt) < order and not ctx.is_ancestor(stmt, at):
                     best = value
             if best is not None:
                 return best
             if scope is fn and fn is not None:
-                param = self._param(fn, name.value)
+                param = self._param(fn, name)
                 if param is not None:
                     return ("param", fn, param)
         return None
+
+    def value_of(self, name: cst.Name) -> Optional[cst.BaseExpression]:
+        """The expression last assigned to ``name`` before its use (for ``a, b = t.chunk(2)``, the
+        whole ``t.chunk(2)``), or None for parameters, augmented assignments and unknown names."""
+        value = self._binding(name)
+        if isinstance(value, tuple):
+            return value[1] if value[0] == "part" and isinstance(value[1], cst.BaseExpression) else None
+        return value if isinstance(value, cst.BaseExpression) else None
 
     @staticmethod
     def _param(fn: cst.FunctionDef, name: str) -> Optional[cst.Param]:
@@ -374,6 +405,11 @@ class PrecisionModel:
             if isinstance(a.value, cst.Attribute) and a.value.attr.value == "dtype":
                 return self.dtype_of(a.value.value)
         return None
+
+    def module_class(self, func: cst.BaseExpression) -> Optional[str]:
+        """The qualified class an object being called was built from (``self.crit`` with
+        ``self.crit = nn.BCELoss()`` in ``__init__``, or a local ``crit = nn.BCELoss()``)."""
+        return self._module_class(func)
 
     def _module_class(self, func: cst.BaseExpression) -> Optional[str]:
         """The class a called object was built from: ``self.fc`` with ``self.fc = nn.Linear(...)``."""

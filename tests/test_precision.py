@@ -1,0 +1,90 @@
+"""Additions to the precision model used by AMP102 / AMP201 / AMP202: bindings as seen from a node,
+the class an object being called was built from, and the device of an autocast region."""
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+
+from amplint.context.precision import precision_model
+from amplint.engine import build_context
+from amplint.project import Project
+
+
+def context(tmp_path: Path, source: str, precision: str = "auto"):
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent(source))
+    return build_context(path, "m.py", path.read_bytes(), Project(tmp_path, override=precision))
+
+
+def call(ctx, text):
+    return next(c for c in ctx.nodes(cst.Call) if ctx.code(c) == text)
+
+
+def test_value_of_and_binding_at(tmp_path):
+    ctx = context(tmp_path, """
+        import torch
+        def f(z, y):
+            p = torch.sigmoid(z)
+            a = torch.log(p)
+            z = z * 2
+            b = torch.log(p)
+            q, r = p.chunk(2)
+            c = torch.log(q)
+    """)
+    pm = precision_model(ctx)
+    log_c = call(ctx, "torch.log(q)")
+    logs = [c for c in ctx.nodes(cst.Call) if ctx.code(c) == "torch.log(p)"]
+    assert ctx.code(pm.value_of(logs[0].args[0].value)) == "torch.sigmoid(z)"
+    assert ctx.code(pm.value_of(log_c.args[0].value)) == "p.chunk(2)"  # a part of the whole
+    sig = call(ctx, "torch.sigmoid(z)")
+    # z seen from the sigmoid and from the first log is the parameter; after `z = z * 2` it is not.
+    assert pm.binding_at("z", sig) is not None
+    assert pm.binding_at("z", logs[0])[0] == "param"
+    assert pm.binding_at("z", sig) == pm.binding_at("z", logs[0])
+    assert pm.binding_at("z", logs[1]) != pm.binding_at("z", sig)
+    assert pm.value_of(sig.args[0].value) is None  # a parameter has no assigned expression
+
+
+def test_module_class_of_attribute_and_local(tmp_path):
+    ctx = context(tmp_path, """
+        import torch.nn as nn
+        class L(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.crit = nn.BCELoss()
+            def forward(self, p, y):
+                crit2 = nn.BCEWithLogitsLoss()
+                return self.crit(p, y) + crit2(p, y)
+    """)
+    pm = precision_model(ctx)
+    assert pm.module_class(call(ctx, "self.crit(p, y)").func) == "torch.nn.BCELoss"
+    assert pm.module_class(call(ctx, "crit2(p, y)").func) == "torch.nn.BCEWithLogitsLoss"
+
+
+def test_autocast_device(tmp_path):
+    ctx = context(tmp_path, """
+        import torch
+        from torch.cuda.amp import autocast
+        def f(x, dev):
+            with torch.autocast("cpu"):
+                a = x.sum()
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                b = x.sum()
+            with autocast():
+                c = x.sum()
+            with torch.autocast(dev.type):
+                d = x.sum()
+            with torch.cpu.amp.autocast():
+                e = x.sum()
+    """)
+    pm = precision_model(ctx)
+    sums = [c for c in ctx.nodes(cst.Call) if ctx.code(c) == "x.sum()"]
+    got = [(s.active, s.dtype, s.device) for s in map(pm.autocast_at, sums)]
+    assert got == [
+        (True, "bfloat16", "cpu"),
+        (True, "bfloat16", "cuda"),
+        (True, "float16", "cuda"),
+        (True, "float16", None),  # not a literal: unknown (callers assume cuda)
+        (True, "bfloat16", "cpu"),
+    ]
