@@ -24,9 +24,12 @@ class Applicability(str, Enum):
 class Fix:
     """A libcst edit attached to a violation.
 
-    ``replacements`` maps nodes of the parsed module (by identity) to their new nodes;
-    ``insert_before`` / ``insert_after`` map statements to statements to add around them;
-    ``imports`` are ``import x`` / ``from x import y`` lines the fixed code needs.
+    ``replacements`` maps nodes of the parsed module (by identity) to their new nodes, or to a
+    function of the node as updated by the fix's other edits inside it (so that nested edits of one
+    fix compose); ``insert_before`` / ``insert_after`` map statements (a statement line, a compound
+    statement, or a small statement sharing its line: see ``amplint.edits.statement_anchor``) to
+    statements to add around them; ``imports`` are ``import x`` / ``from x import y`` lines the
+    fixed code needs (added by amplint.fixes unless already there).
     """
     description: str
     applicability: Applicability = Applicability.SAFE

@@ -182,7 +182,7 @@ class Project:
             signals: List[Tuple[Signal, Evidence]] = []
             for f in self.files():
                 try:
-                    source = f.read_bytes()
+                    source = self.read(f)
                 except OSError:
                     continue
                 signals.extend(scan_source(source, self.display(f), module_name_for(f, self.root)))
@@ -191,6 +191,11 @@ class Project:
 
     def module_name(self, path: Path) -> Optional[str]:
         return module_name_for(path, self.root)
+
+    def read(self, path: Path) -> bytes:
+        """The text of a project file as the project facts see it (``fix`` overrides this with the
+        fixed, not yet written, contents)."""
+        return path.read_bytes()
 
     def _module_paths(self) -> Dict[str, Path]:
         if self._modules is None:
@@ -206,7 +211,7 @@ class Project:
         module, _, name = qualname.rpartition(".")
         if module not in self._constants:
             path = self._module_paths().get(module)
-            self._constants[module] = _numeric_constants(path) if path else {}
+            self._constants[module] = _numeric_constants(path, self.read) if path else {}
         return self._constants[module].get(name)
 
 
@@ -231,9 +236,9 @@ def _numeric_value(node: ast.AST, known: Dict[str, float]) -> Optional[float]:
     return None
 
 
-def _numeric_constants(path: Path) -> Dict[str, float]:
+def _numeric_constants(path: Path, read=Path.read_bytes) -> Dict[str, float]:
     try:
-        tree = ast.parse(path.read_bytes())
+        tree = ast.parse(read(path))
     except (OSError, SyntaxError, ValueError):
         return {}
     out: Dict[str, float] = {}

@@ -5,7 +5,8 @@ from typing import Iterable
 
 import libcst as cst
 
-from ..findings import Confidence, Violation
+from ..edits import append_arg, keyword, number_node
+from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
 from .base import Rule
 
@@ -59,6 +60,8 @@ class OptimizerEpsUnderflow(Rule):
                 continue
             default, position = OPTIMIZERS[cls]
             arg = eps_argument(call, position)
+            if arg is None and any(a.star for a in call.args):
+                continue  # ``*args`` / ``**kwargs`` may well pass an eps
             eps = default if arg is None else ctx.number(arg.value)
             if eps is None:
                 continue
@@ -69,4 +72,33 @@ class OptimizerEpsUnderflow(Rule):
             message = (f"{cls} {where}={fmt(eps)} on float16 parameters: {describe_in_half(eps)}, so "
                        f"Adam-style updates divide by ~0 and parameters become inf/NaN; use eps >= "
                        f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4). Parameters are float16 because of {evidence}")
-            yield Violation(arg.value if arg is not None else call.func, message, Confidence.CERTAIN)
+            yield Violation(arg.value if arg is not None else call.func, message, Confidence.CERTAIN,
+                            self._fix(ctx, call, arg))
+
+    @staticmethod
+    def _fix(ctx, call: cst.Call, arg) -> Fix:
+        """``eps=`` set to ``safe-eps`` (1e-4 unless configured): a literal is replaced; a name
+        (a module constant, a parameter's default, ``self.eps``) becomes ``max(<name>, 1e-4)`` so
+        that a caller passing a larger eps keeps it."""
+        safe = ctx.settings.safe_eps
+        literal = number_node(safe)
+        if arg is None:
+            return Fix(f"Pass `eps={ctx.code(literal)}`", replacements=[(call, append_arg(call, keyword("eps", literal)))])
+        value = arg.value
+        if _is_literal(value):
+            return Fix(f"Set `eps={ctx.code(literal)}`", replacements=[(value, literal)])
+        bounded = cst.Call(func=cst.Name("max"), args=[cst.Arg(value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                                       cst.Arg(literal)])
+        return Fix(f"Raise eps to at least {ctx.code(literal)}: `eps=max(..., {ctx.code(literal)})`",
+                   replacements=[(value, bounded)])
+
+
+def _is_literal(expr: cst.BaseExpression) -> bool:
+    """A number written out (``1e-8``, ``-1e-8``, ``1e-4 * 1e-4``), no names in it."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_literal(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_literal(expr.left) and _is_literal(expr.right)
+    return False

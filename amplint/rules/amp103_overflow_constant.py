@@ -6,7 +6,8 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from ..findings import Confidence, Violation
+from ..edits import attribute_chain, find_arg, is_simple_reference, module_alias
+from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, fmt
 from ..context.precision import DTypeFact, precision_model
 from .base import Rule
@@ -115,4 +116,25 @@ class Fp16OverflowConstant(Rule):
                        f"without overflow' or becomes inf; use torch.finfo(x.dtype).{bound}. "
                        f"The tensor is float16: {fact.explain()}")
             conf = Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
-            yield Violation(value, message, conf)
+            yield Violation(value, message, conf, _fix(ctx, node, tensor, value, bound))
+
+
+def _fix(ctx, node, tensor, value, bound: str) -> Optional[Fix]:
+    """``torch.finfo(<tensor>.dtype).min`` (or ``.max``; ``torch.finfo(<dtype>)`` where the call
+    names the dtype) in place of the constant. No fix when the tensor is not a plain name or
+    attribute (repeating a call would compute it twice) or its dtype is not written out."""
+    if tensor is None or not is_simple_reference(tensor):
+        return None
+    if isinstance(node, cst.Assign) and len(node.targets) != 1:
+        return None  # ``a[m] = b[m] = c``: one value, two tensors
+    dtype_arg = find_arg(node, "dtype") if isinstance(node, cst.Call) else None
+    if dtype_arg is not None and dtype_arg.value is tensor:
+        dtype = tensor.deep_clone()  # torch.full(..., dtype=torch.float16) / dtype=x.dtype
+    else:
+        dtype = cst.Attribute(value=tensor.deep_clone(), attr=cst.Name("dtype"))
+    torch, imports = module_alias(ctx, "torch")
+    if torch is None:
+        return None
+    finfo = cst.Attribute(value=cst.Call(func=attribute_chain(f"{torch}.finfo"), args=[cst.Arg(dtype)]),
+                          attr=cst.Name(bound))
+    return Fix(f"Use `{ctx.code(finfo)}`", replacements=[(value, finfo)], imports=imports)

@@ -1,0 +1,524 @@
+"""``amplint fix``: apply the fixes rules attach to their violations.
+
+The model is ruff's. Each fix is safe or unsafe; ``fix`` applies the safe ones, ``--unsafe-fixes``
+the others too. In one pass over a file the fixes whose edits do not overlap are applied together
+(one libcst transform, then the imports they need, added with libcst's ``AddImportsVisitor``); the
+result must parse, is parsed again and checked again, and the loop goes on until no fix applies
+(at most ``MAX_ITERATIONS`` passes; a file that does not settle is reported). Because whether code
+runs in float16 is a project-wide fact, the files are then checked once more against the project as
+fixed (the fixed contents stand in for the files on disk), until a round changes nothing.
+
+Writing is the careful part: the fixed bytes keep the file's encoding, BOM and line endings (libcst
+round-trips them); they go to a temporary file in the same directory which replaces the original
+atomically, with the original's mode; a file that changed on disk since it was read is left alone
+and reported, as is a file that cannot be written, and the others are still fixed. Only the files
+named (or found under the directories named) are ever written; the project-wide scan only reads.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Set, TextIO, Tuple
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+
+from .config import RuleSelection, Settings
+from .discovery import Discovery, project_root
+from .engine import analyse, build_context, lint_file, reportable, to_findings
+from .findings import Applicability, Finding, Fix, Violation
+from .project import Project
+
+MAX_ITERATIONS = 10  # passes over one file before it is reported as not converging
+MAX_ROUNDS = 4  # project-wide rounds (a fix in one file may change what another file's rules see)
+
+PARSE_ERRORS = (cst.ParserSyntaxError, SyntaxError, UnicodeDecodeError, ValueError, LookupError, RecursionError)
+
+
+class FixError(Exception):
+    """A fix that cannot be applied as given (for instance an insertion next to a node that is not
+    a statement). The fix is skipped; its finding stays."""
+
+
+# ---- planning one pass ---------------------------------------------------------------------------
+def _statement_anchor(ctx, stmt: cst.CSTNode) -> cst.CSTNode:
+    """Where an insertion next to ``stmt`` goes: ``stmt`` itself when it sits in a statement
+    list; an ``elif`` branch is not in one, so its whole ``if`` statement is used."""
+    cur = stmt
+    parent = ctx.parent(cur)
+    while isinstance(parent, cst.If) and parent.orelse is cur:
+        cur, parent = parent, ctx.parent(parent)
+    if isinstance(cur, cst.BaseSmallStatement):
+        if isinstance(parent, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return cur
+    elif isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        if isinstance(parent, (cst.Module, cst.IndentedBlock)):
+            return cur
+    raise FixError(f"cannot insert statements next to a {type(stmt).__name__}")
+
+
+def _statements_for(anchor: cst.CSTNode, new: Sequence[cst.CSTNode]) -> List[cst.CSTNode]:
+    """The new statements in the form the anchor's list holds: small statements beside a small
+    statement (``if ok: a(); new()``), statement lines beside a statement."""
+    out: List[cst.CSTNode] = []
+    small = isinstance(anchor, cst.BaseSmallStatement)
+    for s in new:
+        if small:
+            if isinstance(s, cst.SimpleStatementLine):
+                out.extend(s.body)
+            elif isinstance(s, cst.BaseSmallStatement):
+                out.append(s)
+            else:
+                raise FixError("a compound statement cannot be inserted beside a statement sharing its line")
+        else:
+            if isinstance(s, cst.BaseSmallStatement):
+                out.append(cst.SimpleStatementLine(body=[s]))
+            elif isinstance(s, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                out.append(s)
+            else:
+                raise FixError(f"not a statement: {type(s).__name__}")
+    return out
+
+
+_EMPTY = cst.Module(body=[])
+
+
+def _code(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node)
+
+
+def _import_requests(text: str) -> List[Tuple[str, Optional[str], Optional[str]]]:
+    """``import a.b as c`` / ``from a import b as c`` -> AddImportsVisitor's (module, obj, asname)."""
+    stmt = cst.parse_statement(text)
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        raise FixError(f"not one import statement: {text!r}")
+    node = stmt.body[0]
+    out = []
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            out.append((_code(alias.name), None, alias.evaluated_alias))
+    elif isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None \
+            and not isinstance(node.names, cst.ImportStar):
+        for alias in node.names:
+            out.append((_code(node.module), _code(alias.name), alias.evaluated_alias))
+    else:
+        raise FixError(f"unsupported import: {text!r}")
+    return out
+
+
+class Plan:
+    """The edits of the fixes chosen for one pass: fixes whose edits overlap an already chosen
+    fix's (a node replaced inside another replaced node, an insertion inside a replaced node) wait
+    for the next pass, when they are recomputed on the fixed code."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.replace: Dict[cst.CSTNode, object] = {}
+        self.before: Dict[cst.CSTNode, List[cst.CSTNode]] = {}
+        self.after: Dict[cst.CSTNode, List[cst.CSTNode]] = {}
+        self.imports: List[str] = []
+        self.fixes: List[Fix] = []
+        self._replaced: Set[cst.CSTNode] = set()
+        self._enclosing: Set[cst.CSTNode] = set()  # strict ancestors of every edited node
+
+    def _inside_replaced(self, node: cst.CSTNode) -> bool:
+        return any(a in self._replaced for a in self.ctx.ancestors(node))
+
+    def add(self, fix: Fix) -> bool:
+        """Take ``fix`` into this pass unless it overlaps what is taken; False when it waits."""
+        if any(f is fix for f in self.fixes):
+            return True
+        olds = [old for old, _ in fix.replacements]
+        for old in olds:
+            if old in self._replaced or old in self._enclosing or self._inside_replaced(old):
+                return False
+        inserts = []
+        for which, pairs in (("before", fix.insert_before), ("after", fix.insert_after)):
+            for stmt, new in pairs:
+                anchor = _statement_anchor(self.ctx, stmt)
+                if self._inside_replaced(anchor):
+                    return False
+                inserts.append((which, anchor, _statements_for(anchor, list(new))))
+        for text in fix.imports:
+            _import_requests(text)  # raises FixError for what AddImportsVisitor cannot add
+        self.fixes.append(fix)
+        for old, new in fix.replacements:
+            self.replace[old] = new
+            self._replaced.add(old)
+        for which, anchor, stmts in inserts:
+            target = self.before if which == "before" else self.after
+            pending = target.setdefault(anchor, [])
+            seen = {_code(s) for s in pending}
+            for s in stmts:
+                if _code(s) not in seen:  # two findings asking for the same line get it once
+                    pending.append(s)
+                    seen.add(_code(s))
+        for node in [*olds, *(a for _, a, _ in inserts)]:
+            self._enclosing.update(self.ctx.ancestors(node))
+        self.imports.extend(i for i in fix.imports if i not in self.imports)
+        return True
+
+    def apply(self) -> cst.Module:
+        module = self.ctx.module.visit(_Apply(self))
+        if self.imports:
+            context = CodemodContext()
+            for text in self.imports:
+                for mod, obj, asname in _import_requests(text):
+                    AddImportsVisitor.add_needed_import(context, mod, obj, asname)
+            module = AddImportsVisitor(context).transform_module(module)
+        return module
+
+
+def _split_blank_lines(stmt: cst.CSTNode) -> Tuple[list, cst.CSTNode]:
+    """Blank lines above ``stmt`` (up to its first comment line), and ``stmt`` without them: code
+    inserted before a statement goes below the blank lines that separate it from what precedes,
+    and above the comments that belong to it."""
+    lines = list(getattr(stmt, "leading_lines", ()))
+    k = 0
+    while k < len(lines) and lines[k].comment is None:
+        k += 1
+    if k == 0:
+        return [], stmt
+    return lines[:k], stmt.with_changes(leading_lines=lines[k:])
+
+
+class _Apply(cst.CSTTransformer):
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def on_leave(self, original_node, updated_node):
+        plan = self.plan
+        new = plan.replace.get(original_node, updated_node)
+        if callable(new):  # built from the node as updated by the edits inside it
+            new = new(updated_node)
+        before = plan.before.get(original_node)
+        after = plan.after.get(original_node)
+        if not before and not after:
+            return new
+        if isinstance(new, cst.FlattenSentinel):
+            middle = list(new.nodes)
+        elif isinstance(new, cst.RemovalSentinel):
+            middle = []
+        else:
+            middle = [new]
+        before = list(before or [])
+        if before and middle and hasattr(middle[0], "leading_lines") and hasattr(before[0], "leading_lines"):
+            blank, middle[0] = _split_blank_lines(middle[0])
+            if blank:
+                before[0] = before[0].with_changes(leading_lines=[*blank, *before[0].leading_lines])
+        return cst.FlattenSentinel([*before, *middle, *(after or [])])
+
+
+# ---- one file ------------------------------------------------------------------------------------
+def applicable(fix: Optional[Fix], unsafe: bool) -> bool:
+    return fix is not None and (unsafe or fix.applicability is Applicability.SAFE)
+
+
+@dataclass
+class FileState:
+    """A file being fixed: what was read, what it is now, what was fixed and what remains."""
+    path: Path
+    display: str
+    original: Optional[bytes] = None
+    mtime_ns: Optional[int] = None
+    source: Optional[bytes] = None
+    encoding: str = "utf-8"
+    fixed: int = 0
+    findings: List[Finding] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+    stuck: bool = False  # stop fixing this file (unparseable output, no convergence)
+
+    @property
+    def changed(self) -> bool:
+        return self.source is not None and self.source != self.original
+
+
+def _parses(source: bytes, original_parsed: bool) -> Optional[str]:
+    """None when ``source`` parses (libcst, and Python's own parser when the original did too),
+    else the error."""
+    try:
+        cst.parse_module(source)
+    except PARSE_ERRORS as e:
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if original_parsed:
+        try:
+            compile(source, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError) as e:
+            return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _python_parses(source: bytes) -> bool:
+    try:
+        compile(source, "<original>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+
+
+def fix_file(state: FileState, project, codes: Set[str], settings: Settings, unsafe: bool) -> None:
+    """Fix ``state.source`` in memory until no applicable fix is left; ``state.findings`` are then
+    the findings of the result, as ``check`` would report them."""
+    python_ok = None
+    for iteration in range(MAX_ITERATIONS + 1):
+        try:
+            ctx = build_context(state.path, state.display, state.source, project, settings)
+        except PARSE_ERRORS:
+            # Only the file as read can fail here (fixed text is checked before it is kept): report
+            # it as check does.
+            result = lint_file(state.path, state.display, project, codes, settings)
+            state.findings = result.findings
+            state.errors.extend(result.errors)
+            state.stuck = True
+            return
+        state.encoding = ctx.module.encoding
+        violations, errors = analyse(ctx, codes)
+        for e in errors:
+            if e not in state.errors:
+                state.errors.append(e)
+        kept = reportable(ctx, violations)
+        todo = sorted(((pos, v) for v, pos in kept if applicable(v.fix, unsafe)), key=lambda t: (t[0], t[1].code))
+        if todo and iteration < MAX_ITERATIONS and not state.stuck:
+            if python_ok is None:
+                python_ok = _python_parses(state.source)
+            new_source, n = _one_pass(ctx, todo, state)
+            if new_source is not None and new_source != state.source:
+                problem = _parses(new_source, python_ok)
+                if problem is None:
+                    state.source = new_source
+                    state.fixed += n
+                    continue
+                codes_tried = ", ".join(sorted({v.code for _, v in todo}))
+                state.errors.append(f"{state.display}: the fixes of {codes_tried} produced code that does not "
+                                    f"parse ({problem}); they were not applied. Please report this as a bug.")
+                state.stuck = True
+        elif todo and iteration == MAX_ITERATIONS:
+            state.errors.append(f"{state.display}: fixes did not converge after {MAX_ITERATIONS} passes "
+                                f"(still fixable: {', '.join(sorted({v.code for _, v in todo}))}); "
+                                f"the last result that parses is kept. Please report this as a bug.")
+            state.stuck = True
+        state.findings = to_findings(ctx, violations)
+        return
+
+
+def _one_pass(ctx, todo, state: FileState) -> Tuple[Optional[bytes], int]:
+    """Apply the non-overlapping fixes of ``todo`` together: (new source, violations fixed)."""
+    plan = Plan(ctx)
+    taken: List[Violation] = []
+    for _, v in todo:
+        try:
+            if plan.add(v.fix):
+                taken.append(v)
+        except FixError as e:
+            msg = f"{state.display}: a fix of {v.code} was skipped: {e}"
+            if msg not in state.errors:
+                state.errors.append(msg)
+    if not plan.fixes:
+        return None, 0
+    try:
+        module = plan.apply()
+    except Exception as e:  # a rule built an edit libcst cannot render: keep the file as it is
+        codes = ", ".join(sorted({v.code for v in taken}))
+        state.errors.append(f"{state.display}: the fixes of {codes} could not be applied "
+                            f"({type(e).__name__}: {e}). Please report this as a bug.")
+        state.stuck = True
+        return None, 0
+    return module.bytes, len(taken)
+
+
+# ---- the project ---------------------------------------------------------------------------------
+class _FixedProject(Project):
+    """A project whose facts read the fixed, not yet written, contents of the files being fixed."""
+
+    def __init__(self, root: Path, discovery: Discovery, override: Optional[str], overlay: Dict[Path, bytes]) -> None:
+        super().__init__(root, discovery, override)
+        self._overlay = overlay
+
+    def read(self, path: Path) -> bytes:
+        fixed = self._overlay.get(path.resolve())
+        return fixed if fixed is not None else super().read(path)
+
+
+@dataclass
+class FixRun:
+    states: List[FileState]
+    errors: List[str] = field(default_factory=list)
+
+    @property
+    def fixed(self) -> int:
+        return sum(s.fixed for s in self.states)
+
+    @property
+    def changed(self) -> List[FileState]:
+        return [s for s in self.states if s.changed]
+
+
+def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSelection, unsafe: bool = False) -> FixRun:
+    """Fix the files under ``paths`` in memory (nothing is written): rounds over all files until
+    the project reaches a fixed point."""
+    discovery = Discovery(settings.exclude, settings.extend_exclude)
+    states: List[FileState] = []
+    for f in discovery.files(paths):
+        state = FileState(f, f.as_posix())
+        try:
+            state.mtime_ns = os.stat(f).st_mtime_ns
+            state.original = f.read_bytes()
+            state.source = state.original
+        except OSError as e:
+            state.errors.append(f"{state.display}: cannot read file: {e.strerror or e}")
+            state.stuck = True
+        states.append(state)
+    run = FixRun(states)
+    override = settings.precision if settings.precision != "auto" else None
+    for round_ in range(MAX_ROUNDS):
+        overlay = {s.path.resolve(): s.source for s in states if s.changed}
+        projects: Dict[Path, Project] = {}
+        changed = False
+        for s in states:
+            if s.source is None:
+                continue
+            root = project_root(s.path)
+            if root not in projects:
+                projects[root] = _FixedProject(root, discovery, override, overlay)
+            before = s.source
+            fix_file(s, projects[root], selection.for_file(s.path), settings, unsafe)
+            changed = changed or s.source != before
+        if not changed:
+            break
+    else:
+        for s in states:
+            if s.changed and not s.stuck:
+                s.errors.append(f"{s.display}: fixes did not reach a project-wide fixed point after "
+                                f"{MAX_ROUNDS} rounds. Please report this as a bug.")
+    return run
+
+
+# ---- writing -------------------------------------------------------------------------------------
+def write_atomically(state: FileState) -> Optional[str]:
+    """Replace the file with ``state.source`` unless it changed since it was read. None on
+    success, else the reason it was not written."""
+    target = Path(os.path.realpath(state.path))  # a symlink keeps pointing at the fixed file
+    tmp = None
+    try:
+        st = os.stat(target)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".amplint-tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(state.source)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        # The last look, as close to the replace as it can be.
+        now = os.stat(target)
+        if now.st_mtime_ns != state.mtime_ns or target.read_bytes() != state.original:
+            os.unlink(tmp)
+            return (f"{state.display}: changed on disk while amplint was fixing it; not overwritten "
+                    f"(run `amplint fix` again)")
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as e:
+        return f"{state.display}: cannot write the fixed file: {e.strerror or e}"
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return None
+
+
+def unified_diff(state: FileState) -> str:
+    a = state.original.decode(state.encoding, "replace").splitlines(keepends=True)
+    b = state.source.decode(state.encoding, "replace").splitlines(keepends=True)
+    out = []
+    for line in difflib.unified_diff(a, b, fromfile=state.display, tofile=state.display):
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+# ---- command line --------------------------------------------------------------------------------
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fix", action="store_true", help="apply fixes (the same as `amplint fix`)")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="also apply fixes that change behaviour beyond the hazard or need review")
+    p.add_argument("--diff", action="store_true",
+                   help="print the fixes as a unified diff and write nothing (exit 1 when there is something to fix)")
+
+
+def run_fix_command(args) -> int:
+    """``amplint fix``: ``amplint check --fix`` by another name."""
+    from .cli import run_check
+    args.fix = True
+    return run_check(args)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else ('es' if word.endswith('x') else 's')}"
+
+
+def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[Path], out: TextIO, err: TextIO) -> int:
+    from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, report
+
+    unsafe = bool(getattr(args, "unsafe_fixes", False))
+    run = fix_in_memory(paths, settings, selection, unsafe)
+    errors = [e for s in run.states for e in s.errors]
+    if getattr(args, "diff", False):
+        for s in run.changed:
+            out.write(unified_diff(s))
+        if not args.quiet:
+            n = run.fixed
+            err.write(f"Would fix {_plural(n, 'error')}.\n" if n else "No errors would be fixed.\n")
+        for e in errors:
+            err.write(f"amplint: error: {e}\n")
+        if errors:
+            return EXIT_ERROR
+        return EXIT_FINDINGS if run.changed else EXIT_CLEAN
+    findings: List[Finding] = []
+    fixed = 0
+    for s in run.states:
+        if s.changed:
+            problem = write_atomically(s)
+            if problem is not None:
+                errors.append(problem)
+                # What is on disk is what remains: report it as check would.
+                project = Project(project_root(s.path), Discovery(settings.exclude, settings.extend_exclude),
+                                  settings.precision)
+                result = lint_file(s.path, s.display, project, selection.for_file(s.path), settings)
+                findings.extend(result.findings)
+                continue
+        fixed += s.fixed
+        findings.extend(s.findings)
+    findings.sort(key=Finding.sort_key)
+    code = report(args, findings, errors, out, err, fixed=fixed)
+    if not unsafe and args.output_format in ("full", "concise") and not args.quiet and not args.statistics:
+        hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability != "safe")
+        if hidden:
+            out.write(f"{_plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.\n")
+    return code
+
+
+# ---- programmatic use (tests, editor integrations) -------------------------------------------------
+def fix_paths(paths: Sequence[Path], settings: Optional[Settings] = None, unsafe: bool = False,
+              write: bool = True) -> FixRun:
+    """Fix the files under ``paths`` (written unless ``write`` is False); errors are in
+    ``FixRun.errors`` and in each state's ``errors``."""
+    from .rules import rule_codes
+    settings = settings or Settings()
+    run = fix_in_memory(paths, settings, RuleSelection(settings, rule_codes()), unsafe)
+    for s in run.states:
+        run.errors.extend(s.errors)
+        if write and s.changed:
+            problem = write_atomically(s)
+            if problem is not None:
+                run.errors.append(problem)
+    return run
