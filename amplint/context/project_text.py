@@ -1,0 +1,60 @@
+"""Cheap project-wide text questions: "is ``logit_scale`` clamped anywhere?", "does any file call
+``scaler.update()``?".
+
+Some facts that decide a finding live in another file of the project (the training loop clamps the
+model's temperature; a trainer hook updates the scaler). Parsing every file for them would cost far
+more than the answer is worth, so these are line greps over the project's Python files, cached on
+the Project per pattern. The file being linted is read from its context (``ctx.source``), not from
+disk, so a fix that has just changed it is seen.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+Line = Tuple[str, int, str]  # (resolved path, 1-based line number, text of the line)
+
+
+def _project_lines(project, pattern: str) -> List[Line]:
+    cache: Dict[str, List[Line]] = project.__dict__.setdefault("_amplint_grep_cache", {})
+    if pattern in cache:
+        return cache[pattern]
+    rx = re.compile(pattern.encode())
+    read = getattr(project, "read", None)
+    out: List[Line] = []
+    for f in project.files():
+        try:
+            data = read(f) if read is not None else f.read_bytes()
+        except OSError:
+            continue
+        if not rx.search(data):
+            continue
+        resolved = str(Path(f).resolve())
+        for i, line in enumerate(data.splitlines(), 1):
+            if rx.search(line):
+                out.append((resolved, i, line.decode("utf-8", "replace")))
+    cache[pattern] = out
+    return out
+
+
+def grep(ctx, pattern: str) -> List[Line]:
+    """Lines of the project's Python files matching the regex ``pattern`` (this file's lines as
+    the context has them)."""
+    here = str(Path(ctx.path).resolve())
+    rx = re.compile(pattern)
+    out: List[Line] = []
+    text = ctx.source.decode("utf-8", "replace") if isinstance(ctx.source, bytes) else str(ctx.source)
+    for i, line in enumerate(text.splitlines(), 1):
+        if rx.search(line):
+            out.append((here, i, line))
+    if ctx.project is not None:
+        out.extend(l for l in _project_lines(ctx.project, pattern) if l[0] != here)
+    return out
+
+
+def strip_comment(line: str) -> str:
+    """The code of a line without a trailing ``# comment`` (strings are not parsed: good enough
+    for the greps here, which look for calls)."""
+    i = line.find("#")
+    return line if i < 0 else line[:i]

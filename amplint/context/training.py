@@ -1,0 +1,607 @@
+"""The training step, as the training-loop rules (AMP301-AMP304) see it.
+
+One pass over the file's calls classifies the events of a training step (``backward``, GradScaler
+``scale`` / ``unscale_`` / ``step`` / ``update``, a direct ``optimizer.step()``, ``zero_grad``,
+gradient clipping) and groups them by scope (a function, or module-level code for scripts). Then,
+per scope, a small path-sensitive walk over the statements in execution order records which states
+reach each event: is there a scaled backward whose gradients were not unscaled yet, a plain
+``backward`` while a GradScaler steps, and so on. Branches are followed separately; two ``if``
+statements testing the same condition (or conditions on the same AMP switch: ``use_amp``,
+``scaler is not None``, ``args.fp16`` ...) are taken the same way on one path, so the common
+``if amp: scaled backward ... else: plain backward`` / ``if amp: scaler.step ... else: opt.step()``
+shape is not read as mixing the two. Loops are iterated to a fixed point.
+
+Computed once per file (memoised in ``ctx._cache``) and shared by the rules.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from .evidence import GRAD_SCALER_NAMES, autocast_signal
+from .imports import dotted_name
+
+CLIP_NAMES = {
+    "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_value_",
+    "torch.nn.utils.clip_grad_norm",
+    "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_value_",
+    "torch.nn.utils.clip_grad.clip_grad_norm",
+}
+
+# ``accelerator.backward(loss)``, ``model_engine.backward(loss)`` (DeepSpeed), ``fabric.backward``:
+# a training engine's backward, which scales the loss itself when its precision asks for it.
+_ENGINE_RECEIVER = re.compile(r"accel|engine|fabric|deepspeed|trainer|strategy|runner|^ds|^model$", re.I)
+_SCALER_NAME = re.compile(r"scaler", re.I)
+_OPTIMIZER_NAME = re.compile(r"optim|^opt$|^opt_|_opt$|^opt[A-Z0-9]|^optD|^optG", re.I)
+_NOT_OPTIMIZER = re.compile(r"sched|lr|ema|swa|warmup", re.I)
+# Conditions that switch mixed precision on or off are taken to be one switch.
+_AMP_SWITCH = re.compile(r"(^|[._])(use_)?amp($|[._])|amp_|fp16|scaler|grad_scal|mixed_prec|half|autocast", re.I)
+_TEST_FUNCTION = re.compile(r"^test")
+
+MAX_STATES = 128
+# torch.amp.GradScaler's default init_scale (torch/amp/grad_scaler.py): the factor scaled gradients
+# carry until the first overflow halves it.
+GRAD_SCALER_INIT_SCALE = 2.0 ** 16
+
+
+@dataclass(frozen=True)
+class Event:
+    index: int  # position among the file's events, source order
+    kind: str  # backward | unscale | scaler_step | update | opt_step | zero_grad | clip
+    call: cst.Call
+    scaler: Optional[str] = None  # dotted text of the GradScaler (scaler, self.scaler, ...)
+    target: Optional[cst.BaseExpression] = None  # the optimizer argument / receiver
+    # backward only: "scaled" (GradScaler), "plain" (a loss computed here, unscaled), "engine"
+    # (accelerator / DeepSpeed / Lightning), "apex" (amp.scale_loss), "unknown"
+    how: str = ""
+
+
+@dataclass(frozen=True)
+class _State:
+    scaled: FrozenSet[str] = frozenset()  # scalers with a scaled backward since their last step
+    unscale_due: FrozenSet[str] = frozenset()  # scalers whose scaled grads were not unscaled yet
+    plain_backward: FrozenSet[int] = frozenset()  # plain backward events since the last step
+    assume: FrozenSet[Tuple[str, bool]] = frozenset()  # conditions taken on this path
+
+
+@dataclass
+class Step:
+    """The training-step facts of one scope (a function, or the module's top level)."""
+    scope: cst.CSTNode  # FunctionDef or Module
+    events: List[Event] = field(default_factory=list)
+    states: Dict[int, Set[_State]] = field(default_factory=dict)  # event index -> states reaching it
+
+    @property
+    def name(self) -> str:
+        return self.scope.name.value if isinstance(self.scope, cst.FunctionDef) else "<module>"
+
+    def of_kind(self, *kinds: str) -> List[Event]:
+        return [e for e in self.events if e.kind in kinds]
+
+    @property
+    def backwards(self) -> List[Event]:
+        return self.of_kind("backward")
+
+    @property
+    def is_test(self) -> bool:
+        return bool(_TEST_FUNCTION.match(self.name))
+
+    def reaching(self, event: Event) -> Set[_State]:
+        return self.states.get(event.index, set())
+
+    # ---- questions the rules ask --------------------------------------------------------------
+    def clip_before_unscale(self, event: Event) -> FrozenSet[str]:
+        """Scalers whose scaled gradients may reach this clip without ``unscale_``."""
+        out: Set[str] = set()
+        for s in self.reaching(event):
+            out |= s.unscale_due
+        return frozenset(out)
+
+    def scaled_at(self, event: Event) -> Tuple[FrozenSet[str], bool]:
+        """Scalers that may have scaled the gradients this event sees (since their last step), and
+        whether every path reaching it carries exactly those."""
+        states = self.reaching(event)
+        union: Set[str] = set()
+        for s in states:
+            union |= s.scaled
+        every = bool(states) and all(s.scaled == frozenset(union) for s in states)
+        return frozenset(union), every
+
+    def plain_backwards_before(self, event: Event) -> List[Event]:
+        """Plain (unscaled) backward events that reach this ``scaler.step`` with no scaled
+        backward of that scaler on the same path."""
+        found: Set[int] = set()
+        for s in self.reaching(event):
+            if event.scaler not in s.scaled:
+                found |= s.plain_backward
+        return [e for e in self.events if e.index in found]
+
+    def following(self, event: Event, kind: str, scaler: Optional[str] = None) -> List[Event]:
+        """Events of ``kind`` (of the same scaler) after ``event`` in source order."""
+        return [e for e in self.events if e.index > event.index and e.kind == kind
+                and (scaler is None or e.scaler == scaler)]
+
+
+# ---- classification of calls ------------------------------------------------------------------
+
+def _last(dotted: Optional[str]) -> str:
+    return dotted.rsplit(".", 1)[-1] if dotted else ""
+
+
+def _text(ctx, expr: cst.CSTNode) -> str:
+    name = dotted_name(expr) if isinstance(expr, cst.BaseExpression) else None
+    return name if name is not None else ctx.code(expr)
+
+
+def scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
+    """The function holding ``node`` (lambdas and classes are seen through), or the module."""
+    for a in ctx.ancestors(node):
+        if isinstance(a, cst.FunctionDef):
+            return a
+    return ctx.module
+
+
+def _known_scalers(ctx) -> Set[str]:
+    """Dotted targets assigned a GradScaler in this file (``scaler``, ``self.scaler``)."""
+    out: Set[str] = set()
+    for call in ctx.nodes(cst.Call):
+        name = ctx.call_name(call) or ""
+        if name in GRAD_SCALER_NAMES or (name.startswith("torch.") and name.endswith(".GradScaler")):
+            parent = ctx.parent(call)
+            if isinstance(parent, cst.Assign):
+                for t in parent.targets:
+                    d = dotted_name(t.target)
+                    if d:
+                        out.add(d)
+            elif isinstance(parent, cst.AnnAssign):
+                d = dotted_name(parent.target)
+                if d:
+                    out.add(d)
+    return out
+
+
+def _is_scaler(receiver: Optional[str], known: Set[str]) -> bool:
+    if not receiver:
+        return False
+    return receiver in known or bool(_SCALER_NAME.search(_last(receiver)))
+
+
+def _is_optimizer(receiver: Optional[str], known_optimizers: Set[str]) -> bool:
+    if not receiver:
+        return False
+    if receiver in known_optimizers:
+        return True
+    last = _last(receiver)
+    return bool(_OPTIMIZER_NAME.search(last)) and not _NOT_OPTIMIZER.search(last)
+
+
+def _known_optimizers(ctx) -> Set[str]:
+    out: Set[str] = set()
+    for call in ctx.nodes(cst.Call):
+        name = ctx.call_name(call) or ""
+        if name.startswith("torch.optim.") and name.count(".") <= 3 and "lr_scheduler" not in name:
+            parent = ctx.parent(call)
+            if isinstance(parent, cst.Assign):
+                for t in parent.targets:
+                    d = dotted_name(t.target)
+                    if d:
+                        out.add(d)
+    return out
+
+
+def _scale_call_scaler(ctx, expr: cst.CSTNode, known: Set[str]) -> Optional[str]:
+    """``S`` when ``expr`` is (or wraps) ``S.scale(...)``: ``scaler.scale(loss)``,
+    ``scaler.scale(loss) / accum``, ``(scaler.scale(loss))``."""
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "scale":
+            receiver = _text(ctx, expr.func.value)
+            return receiver
+        if isinstance(expr, cst.BinaryOperation):
+            expr = expr.left
+            continue
+        return None
+
+
+class _Bindings:
+    """Per scope: local names assigned from ``S.scale(...)``, names assigned anything else, and
+    ``with amp.scale_loss(...) as name`` (apex)."""
+
+    def __init__(self) -> None:
+        self.scaled: Dict[str, str] = {}
+        self.assigned: Set[str] = set()
+        self.apex: Set[str] = set()
+        self.params: Set[str] = set()
+
+
+def _bindings(ctx, known: Set[str]) -> Dict[cst.CSTNode, _Bindings]:
+    out: Dict[cst.CSTNode, _Bindings] = {}
+    for fn in ctx.nodes(cst.FunctionDef):
+        b = out.setdefault(fn, _Bindings())
+        for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
+            b.params.add(p.name.value)
+    for assign in ctx.nodes(cst.Assign):
+        b = out.setdefault(scope_of(ctx, assign), _Bindings())
+        scaler = _scale_call_scaler(ctx, assign.value, known)
+        for t in assign.targets:
+            if isinstance(t.target, cst.Name):
+                if scaler is not None:
+                    b.scaled[t.target.value] = scaler
+                else:
+                    b.assigned.add(t.target.value)
+    for aug in ctx.nodes(cst.AugAssign):
+        if isinstance(aug.target, cst.Name):
+            out.setdefault(scope_of(ctx, aug), _Bindings()).assigned.add(aug.target.value)
+    for with_node in ctx.nodes(cst.With):
+        for item in with_node.items:
+            call = item.item
+            if isinstance(call, cst.Call) and _last(ctx.call_name(call)) == "scale_loss" \
+                    and item.asname is not None and isinstance(item.asname.name, cst.Name):
+                out.setdefault(scope_of(ctx, with_node), _Bindings()).apex.add(item.asname.name.value)
+    return out
+
+
+def _root_name(expr: cst.BaseExpression) -> Optional[str]:
+    """``loss`` for ``loss``, ``loss.mean()``, ``loss / accum``, ``(loss * w).sum()``."""
+    while True:
+        if isinstance(expr, cst.Name):
+            return expr.value
+        if isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, cst.BinaryOperation):
+            expr = expr.left
+        else:
+            return None
+
+
+def _classify_backward(ctx, call: cst.Call, known: Set[str], bind: _Bindings) -> Tuple[str, Optional[str]]:
+    """(how, scaler) of a ``X.backward(...)`` call."""
+    receiver = call.func.value  # type: ignore[union-attr]
+    scaler = _scale_call_scaler(ctx, receiver, known)
+    if scaler is not None:
+        return "scaled", scaler
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    rtext = dotted_name(receiver)
+    if positional and rtext is not None:
+        first = ctx.code(positional[0].value)
+        if _ENGINE_RECEIVER.search(_last(rtext)) or "loss" in first.lower():
+            return "engine", None
+    root = _root_name(receiver)
+    if root is not None:
+        if root in bind.scaled:
+            return "scaled", bind.scaled[root]
+        if root in bind.apex:
+            return "apex", None
+        if root in bind.assigned and root not in bind.params:
+            return "plain", None
+    return "unknown", None
+
+
+def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
+              bindings: Dict[cst.CSTNode, _Bindings]) -> Optional[Tuple[str, Optional[str], Optional[cst.BaseExpression], str]]:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        method = func.attr.value
+        receiver = dotted_name(func.value)
+        if method == "backward":
+            bind = bindings.get(scope_of(ctx, call)) or _Bindings()
+            how, scaler = _classify_backward(ctx, call, known, bind)
+            return "backward", scaler, None, how
+        if method == "manual_backward":
+            return "backward", None, None, "engine"
+        if method == "zero_grad":
+            return "zero_grad", None, None, ""
+        if method in ("unscale_", "step", "update") and _is_scaler(receiver, known):
+            target = call.args[0].value if call.args and call.args[0].keyword is None else None
+            if method == "unscale_":
+                return "unscale", receiver, target, ""
+            if method == "step" and target is not None:
+                return "scaler_step", receiver, target, ""
+            if method == "update":
+                return "update", receiver, None, ""
+            return None
+        if method == "step" and _is_optimizer(receiver, optimizers) and not _is_scaler(receiver, known):
+            return "opt_step", None, func.value, ""
+    name = ctx.call_name(call)
+    if name in CLIP_NAMES:
+        return "clip", None, None, ""
+    if name == "torch.autograd.backward":
+        return "backward", None, None, "unknown"
+    return None
+
+
+# ---- the path-sensitive walk ------------------------------------------------------------------
+
+def _owner(ctx, call: cst.Call) -> cst.CSTNode:
+    """The statement line, one-line suite, or compound statement header evaluating ``call``."""
+    cur = ctx.parent(call)
+    while cur is not None and not isinstance(cur, (cst.SimpleStatementLine, cst.SimpleStatementSuite,
+                                                   cst.BaseCompoundStatement)):
+        cur = ctx.parent(cur)
+    return cur if cur is not None else ctx.module
+
+
+def _facts(ctx, test: cst.BaseExpression, truth: bool) -> List[Tuple[str, bool]]:
+    """What a path that took ``test`` as ``truth`` knows."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _facts(ctx, test.expression, not truth)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) and truth:
+            return _facts(ctx, test.left, True) + _facts(ctx, test.right, True)
+        if isinstance(test.operator, cst.Or) and not truth:
+            return _facts(ctx, test.left, False) + _facts(ctx, test.right, False)
+        return []
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        if isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None":
+            if isinstance(comp.operator, (cst.IsNot, cst.NotEqual)):
+                return _facts(ctx, test.left, truth)
+            if isinstance(comp.operator, (cst.Is, cst.Equal)):
+                return _facts(ctx, test.left, not truth)
+    text = " ".join(ctx.code(test).split())
+    if _AMP_SWITCH.search(text) and not isinstance(test, cst.Comparison):
+        text = "<amp>"
+    return [(text, truth)]
+
+
+def _assume(states: Iterable[_State], facts: List[Tuple[str, bool]]) -> Set[_State]:
+    out: Set[_State] = set()
+    for s in states:
+        if any((atom, not v) in s.assume for atom, v in facts):
+            continue  # this path took the other way at an earlier test of the same condition
+        out.add(_State(s.scaled, s.unscale_due, s.plain_backward, s.assume | frozenset(facts)))
+    return out
+
+
+def _forget(states: Iterable[_State], keep_amp: bool = True) -> Set[_State]:
+    """Drop the conditions a loop iteration may change (all but the AMP switch)."""
+    return {_State(s.scaled, s.unscale_due, s.plain_backward,
+                   frozenset(a for a in s.assume if keep_amp and a[0] == "<amp>")) for s in states}
+
+
+def _bound(states: Set[_State]) -> Set[_State]:
+    if len(states) <= MAX_STATES:
+        return states
+    return _forget(states, keep_amp=False)
+
+
+class _Walk:
+    def __init__(self, ctx, step: Step, by_owner: Dict[cst.CSTNode, List[Event]]) -> None:
+        self.ctx = ctx
+        self.step = step
+        self.by_owner = by_owner
+        self.loop_exits: List[Tuple[Set[_State], Set[_State]]] = []  # (continue, break) per loop
+
+    # events ----------------------------------------------------------------------------------
+    def events(self, owner: cst.CSTNode, states: Set[_State]) -> Set[_State]:
+        for e in self.by_owner.get(owner, ()):
+            self.step.states.setdefault(e.index, set()).update(states)
+            states = {self.apply(e, s) for s in states}
+        return states
+
+    @staticmethod
+    def apply(e: Event, s: _State) -> _State:
+        if e.kind == "backward":
+            if e.how == "scaled" and e.scaler:
+                return _State(s.scaled | {e.scaler}, s.unscale_due | {e.scaler}, s.plain_backward, s.assume)
+            if e.how == "plain":
+                return _State(s.scaled, s.unscale_due, s.plain_backward | {e.index}, s.assume)
+            return s
+        if e.kind == "unscale" and e.scaler:
+            return _State(s.scaled, s.unscale_due - {e.scaler}, s.plain_backward, s.assume)
+        if e.kind == "scaler_step" and e.scaler:
+            return _State(s.scaled - {e.scaler}, s.unscale_due - {e.scaler}, frozenset(), s.assume)
+        if e.kind in ("opt_step", "zero_grad"):
+            return _State(frozenset(), frozenset(), frozenset(), s.assume)
+        return s
+
+    # statements ------------------------------------------------------------------------------
+    def block(self, body, states: Set[_State]) -> Set[_State]:
+        if isinstance(body, cst.SimpleStatementSuite):
+            return self.simple(body, states)
+        stmts = body.body if isinstance(body, (cst.IndentedBlock, cst.Module)) else body
+        for stmt in stmts:
+            if not states:
+                break
+            states = _bound(self.statement(stmt, states))
+        return states
+
+    def simple(self, line, states: Set[_State]) -> Set[_State]:
+        states = self.events(line, states)
+        for small in line.body:
+            if isinstance(small, (cst.Return, cst.Raise)):
+                return set()
+            if isinstance(small, cst.Continue) and self.loop_exits:
+                self.loop_exits[-1][0].update(states)
+                return set()
+            if isinstance(small, cst.Break) and self.loop_exits:
+                self.loop_exits[-1][1].update(states)
+                return set()
+        return states
+
+    def statement(self, stmt: cst.CSTNode, states: Set[_State]) -> Set[_State]:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return self.simple(stmt, states)
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return states  # its own scope
+        if isinstance(stmt, cst.If):
+            return self.if_(stmt, states)
+        if isinstance(stmt, (cst.For, cst.While)):
+            return self.loop(stmt, states)
+        if isinstance(stmt, cst.With):
+            return self.block(stmt.body, self.events(stmt, states))
+        if isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+            body = self.block(stmt.body, states)
+            out = set()
+            for h in stmt.handlers:
+                out |= self.block(h.body, states | body)
+            if stmt.orelse is not None:
+                body = self.block(stmt.orelse.body, body)
+            out |= body
+            if stmt.finalbody is not None:
+                out = self.block(stmt.finalbody.body, out)
+            return out
+        if type(stmt).__name__ == "Match":
+            states = self.events(stmt, states)
+            out = set(states)
+            for case in stmt.cases:  # type: ignore[attr-defined]
+                out |= self.block(case.body, states)
+            return out
+        return self.events(stmt, states)
+
+    def if_(self, stmt: cst.If, states: Set[_State]) -> Set[_State]:
+        states = self.events(stmt, states)
+        out = self.block(stmt.body, _assume(states, _facts(self.ctx, stmt.test, True)))
+        other = _assume(states, _facts(self.ctx, stmt.test, False))
+        if isinstance(stmt.orelse, cst.If):
+            out |= self.if_(stmt.orelse, other)
+        elif isinstance(stmt.orelse, cst.Else):
+            out |= self.block(stmt.orelse.body, other)
+        else:
+            out |= other
+        return out
+
+    def loop(self, stmt, states: Set[_State]) -> Set[_State]:
+        if isinstance(stmt, cst.For):
+            states = self.events(stmt, states)
+        entry = _forget(states)
+        breaks: Set[_State] = set()
+        for _ in range(4):
+            if isinstance(stmt, cst.While):
+                entry = self.events(stmt, entry)
+            self.loop_exits.append((set(), set()))
+            body = self.block(stmt.body, entry)
+            cont, brk = self.loop_exits.pop()
+            breaks |= brk
+            new = _bound(entry | _forget(body | cont))
+            if new == entry:
+                break
+            entry = new
+        out = entry | breaks
+        if stmt.orelse is not None:
+            out = self.block(stmt.orelse.body, entry) | breaks
+        return out
+
+
+def training_steps(ctx) -> Dict[cst.CSTNode, Step]:
+    """Scope -> Step, for every scope of the file with training-step events. Memoised."""
+    cached = ctx._cache.get("training_steps")
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    known = _known_scalers(ctx)
+    # Receivers of ``S.scale(...)`` and ``S.unscale_(...)`` are scalers whatever their name.
+    for call in ctx.nodes(cst.Call):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("unscale_",):
+            d = dotted_name(call.func.value)
+            if d:
+                known.add(d)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+            s = _scale_call_scaler(ctx, call.func.value, known)
+            if s:
+                known.add(s)
+    optimizers = _known_optimizers(ctx)
+    bindings = _bindings(ctx, known)
+    steps: Dict[cst.CSTNode, Step] = {}
+    by_owner: Dict[cst.CSTNode, List[Event]] = {}
+    index = 0
+    for call in ctx.nodes(cst.Call):
+        c = _classify(ctx, call, known, optimizers, bindings)
+        if c is None:
+            continue
+        kind, scaler, target, how = c
+        event = Event(index, kind, call, scaler, target, how)
+        index += 1
+        scope = scope_of(ctx, call)
+        steps.setdefault(scope, Step(scope)).events.append(event)
+        by_owner.setdefault(_owner(ctx, call), []).append(event)
+    for scope, step in steps.items():
+        walk = _Walk(ctx, step, by_owner)
+        body = scope.body if isinstance(scope, cst.FunctionDef) else scope
+        walk.block(body, {_State()})
+    ctx._cache["training_steps"] = steps
+    return steps
+
+
+# ---- precision of a scope ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScopeRegion:
+    region: object  # PrecisionRegion
+    call: Optional[cst.Call]  # the autocast call (None for a decorator region found otherwise)
+    dtype_literal: bool  # the dtype was written (or is the device default), not a variable
+
+
+def scope_regions(ctx, scope: cst.CSTNode) -> List[ScopeRegion]:
+    """The autocast regions whose code is run by ``scope`` itself (not by nested functions):
+    ``with`` blocks in its body and an autocast decorator on it."""
+    table = ctx._cache.get("training_scope_regions")
+    if table is None:
+        table = {}
+        for owner, region in ctx.regions().items():
+            if isinstance(owner, cst.FunctionDef):
+                call = None
+                for dec in owner.decorators:
+                    if isinstance(dec.decorator, cst.Call) and autocast_signal(ctx.call_facts(dec.decorator)):
+                        call = dec.decorator
+                sc = owner
+            else:
+                call = None
+                for item in owner.items:  # type: ignore[attr-defined]
+                    if isinstance(item.item, cst.Call) and autocast_signal(ctx.call_facts(item.item)):
+                        call = item.item
+                sc = scope_of(ctx, owner)
+            literal = True
+            if call is not None:
+                sig = autocast_signal(ctx.call_facts(call))
+                literal = sig is not None and "dtype not a literal" not in sig.note
+            table.setdefault(sc, []).append(ScopeRegion(region, call, literal))
+        ctx._cache["training_scope_regions"] = table
+    return table.get(scope, [])
+
+
+def call_order(ctx) -> Dict[cst.CSTNode, int]:
+    """Source order of the file's calls (pre-order), for "is this call after that one"."""
+    order = ctx._cache.get("training_call_order")
+    if order is None:
+        order = {c: i for i, c in enumerate(ctx.nodes(cst.Call))}
+        ctx._cache["training_call_order"] = order
+    return order  # type: ignore[return-value]
+
+
+def fp16_region_before(ctx, scope: cst.CSTNode, node: cst.Call) -> Optional[ScopeRegion]:
+    """An enabled float16 autocast region of ``scope`` that holds ``node`` or opens before it."""
+    order = call_order(ctx)
+    at = order.get(node, -1)
+    for r in scope_regions(ctx, scope):
+        reg = r.region
+        if not (reg.enabled and reg.dtype == "float16" and r.dtype_literal):  # type: ignore[attr-defined]
+            continue
+        if isinstance(reg.node, cst.FunctionDef):  # type: ignore[attr-defined]
+            return r
+        if r.call is not None and order.get(r.call, 1 << 30) < at:
+            return r
+    return None
+
+
+def insertion_anchor(ctx, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The statement next to which code running right before / after ``node`` can be inserted:
+    its statement line in a block, the small statement of a one-line suite (``if ok: step()``),
+    or a compound statement whose header holds it; None where no such place exists (an ``elif``
+    test, a lambda, a comprehension)."""
+    cur = node
+    parent = ctx.parent(cur)
+    while parent is not None:
+        if isinstance(parent, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            return None
+        if isinstance(cur, cst.BaseSmallStatement) and isinstance(parent, cst.SimpleStatementSuite):
+            return cur
+        if isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return cur if isinstance(parent, (cst.IndentedBlock, cst.Module)) else None
+        cur, parent = parent, ctx.parent(parent)
+    return None

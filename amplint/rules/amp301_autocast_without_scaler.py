@@ -1,0 +1,61 @@
+"""AMP301 fp16-autocast-without-grad-scaler."""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from ..context.file_context import Evidence
+from ..context.training import fp16_region_before, training_steps
+from ..findings import Confidence, Violation
+from ..fp16 import FLOAT16, fmt, pow2
+from .base import Rule
+
+
+def loss_scaling_evidence(regime) -> Optional[Evidence]:
+    """Project-wide evidence that float16 steps are loss-scaled: a GradScaler anywhere (directly,
+    or constructed by a wrapper such as timm's NativeScaler), or a trainer / accelerator / apex
+    fp16 flag (they bring their own scaler)."""
+    if regime is None:
+        return None
+    if regime.grad_scaler is not None:
+        return regime.grad_scaler
+    for sig, ev in regime.signals:
+        if sig.kind == "flag" and sig.dtype == "float16" and sig.enabled:
+            return ev
+    return None
+
+
+class Fp16AutocastWithoutGradScaler(Rule):
+    code = "AMP301"
+    name = "fp16-autocast-without-grad-scaler"
+    summary = "Training step under float16 autocast with no GradScaler anywhere in the project"
+    fix_safety = "none"
+    applies_under = "fp16 (autocast)"
+
+    def check(self, ctx) -> Iterable[Violation]:
+        regime = ctx.project.regime if ctx.project is not None else None
+        if loss_scaling_evidence(regime) is not None:
+            return
+        if regime is not None and regime.half_params is not None:
+            return  # pure half: GradScaler cannot unscale float16 gradients; another problem
+        for scope, step in training_steps(ctx).items():
+            if step.is_test:
+                continue
+            if any(e.kind in ("scaler_step", "unscale", "update") or e.how in ("scaled", "apex", "engine")
+                   for e in step.events):
+                continue  # a scaler (or an engine that scales) is handed in
+            for bw in step.backwards:
+                if bw.how not in ("plain", "unknown"):
+                    continue
+                region = fp16_region_before(ctx, scope, bw.call)
+                if region is None:
+                    continue
+                tiny = FLOAT16.smallest_subnormal
+                message = (f"`{ctx.code(bw.call.func)}()` of a float16 autocast step with no GradScaler in the "
+                           f"project: activation gradients below {pow2(tiny)} ≈ {fmt(tiny)} flush to 0 in "
+                           f"float16, so small gradients vanish and training stalls; scale the loss "
+                           f"(`scaler.scale(loss).backward()`, `scaler.step(optimizer)`, `scaler.update()` "
+                           f"with `torch.amp.GradScaler(\"cuda\")`). Float16 because of "
+                           f"`{region.region.evidence.what}` at {region.region.evidence.path}:"
+                           f"{region.region.evidence.line}")
+                yield Violation(bw.call, message, Confidence.CERTAIN)
+                break  # one finding per training step

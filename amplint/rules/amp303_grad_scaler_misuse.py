@@ -1,0 +1,116 @@
+"""AMP303 grad-scaler-misuse."""
+from __future__ import annotations
+
+import re
+from typing import Iterable, List, Optional, Set
+
+import libcst as cst
+
+from ..context.project_text import grep, strip_comment
+from ..context.training import GRAD_SCALER_INIT_SCALE, Event, Step, insertion_anchor, training_steps
+from ..findings import Applicability, Confidence, Fix, Violation
+from .amp302_clip_before_unscale import bf16_only
+from .base import Rule
+
+
+def scaler_updated_somewhere(ctx, scaler: str) -> bool:
+    """``<scaler>.update()`` is called somewhere in the project (this file included): by the last
+    name of the scaler, since another file may reach it as ``trainer.scaler`` or ``self.scaler``."""
+    last = re.escape(scaler.rsplit(".", 1)[-1])
+    pattern = rf"\b{last}\s*\.\s*update\s*\(\s*(new_scale\b[^)]*)?\)"
+    rx = re.compile(pattern)
+    return any(rx.search(strip_comment(line)) for _, _, line in grep(ctx, pattern))
+
+
+def update_statement(scaler: str) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[cst.Expr(value=cst.parse_expression(f"{scaler}.update()"))])
+
+
+def _after_anchor(ctx, call: cst.Call) -> Optional[cst.CSTNode]:
+    """Where a statement right after ``call`` goes: ``call`` must be a whole expression statement
+    (``x = scaler.step(opt)`` keeps the update after it too)."""
+    parent = ctx.parent(call)
+    if not isinstance(parent, (cst.Expr, cst.Assign)):
+        return None
+    return insertion_anchor(ctx, parent)
+
+
+class GradScalerMisuse(Rule):
+    code = "AMP303"
+    name = "grad-scaler-misuse"
+    summary = ("optimizer.step() on scaled gradients, scaler.step() without scaler.update(), or an "
+               "unscaled backward stepped by a GradScaler")
+    fix_safety = "safe"
+    applies_under = "any precision with a GradScaler"
+
+    def check(self, ctx) -> Iterable[Violation]:
+        for scope, step in training_steps(ctx).items():
+            if bf16_only(ctx, scope):
+                continue
+            yield from self._direct_steps(ctx, step)
+            yield from self._missing_update(ctx, step)
+            yield from self._unscaled_backward(ctx, step)
+
+    # optimizer.step() while the loss was scaled -------------------------------------------------
+    def _direct_steps(self, ctx, step: Step) -> Iterable[Violation]:
+        for e in step.of_kind("opt_step"):
+            scalers, every = step.scaled_at(e)
+            if not scalers:
+                continue
+            scaler = sorted(scalers)[0]
+            optimizer = ctx.code(e.target)
+            still_scaled = any(scaler in s.unscale_due for s in step.reaching(e))
+            if still_scaled:
+                why = (f"applies gradients that `{scaler}.scale(loss).backward()` multiplied by the loss "
+                       f"scale ({GRAD_SCALER_INIT_SCALE:g} at the start), so the update is that many times "
+                       f"too large, and inf/NaN gradients of overflowing steps are applied instead of skipped")
+            else:
+                why = (f"bypasses `{scaler}`'s inf/NaN check after `unscale_`: the gradients of an "
+                       f"overflowing step are applied instead of the step being skipped")
+            message = f"`{optimizer}.step()` {why}; use `{scaler}.step({optimizer})` and `{scaler}.update()`"
+            fix = None
+            if len(scalers) == 1 and every and not e.call.args:
+                new = cst.Call(func=cst.parse_expression(f"{scaler}.step"), args=[cst.Arg(value=e.target.deep_clone())])
+                fix = Fix(f"Route the step through the scaler: `{scaler}.step({optimizer})`", Applicability.SAFE,
+                          replacements=[(e.call, new)])
+                if not step.following(e, "update", scaler) and not scaler_updated_somewhere(ctx, scaler):
+                    stmt = _after_anchor(ctx, e.call)
+                    if stmt is not None:
+                        fix.insert_after.append((stmt, [update_statement(scaler)]))
+                        fix.description += f" followed by `{scaler}.update()`"
+                    else:
+                        fix = None
+            yield Violation(e.call, message, Confidence.CERTAIN, fix=fix)
+
+    # scaler.step(...) and no scaler.update() ----------------------------------------------------
+    def _missing_update(self, ctx, step: Step) -> Iterable[Violation]:
+        last_step = {}
+        for e in step.of_kind("scaler_step"):
+            last_step[e.scaler] = e
+        for scaler, e in last_step.items():
+            if step.following(e, "update", scaler) or scaler_updated_somewhere(ctx, scaler):
+                continue
+            message = (f"`{scaler}.step(...)` with no `{scaler}.update()` anywhere in the project: the loss "
+                       f"scale never adapts (an overflow is never backed off) and the next iteration's "
+                       f"`step` raises \"step() has already been called since the last update()\"; call "
+                       f"`{scaler}.update()` once per iteration, after the step(s)")
+            fix = None
+            stmt = _after_anchor(ctx, e.call)
+            if stmt is not None:
+                fix = Fix(f"Insert `{scaler}.update()` after `{scaler}.step(...)`", Applicability.SAFE,
+                          insert_after=[(stmt, [update_statement(scaler)])])
+            yield Violation(e.call, message, Confidence.CERTAIN, fix=fix)
+
+    # loss.backward() unscaled, then scaler.step(...) ----------------------------------------------
+    def _unscaled_backward(self, ctx, step: Step) -> Iterable[Violation]:
+        seen: Set[int] = set()
+        for e in step.of_kind("scaler_step"):
+            for bw in step.plain_backwards_before(e):
+                if bw.index in seen:
+                    continue
+                seen.add(bw.index)
+                message = (f"`{ctx.code(bw.call)}` is not scaled but `{e.scaler}.step(...)` unscales its "
+                           f"gradients: they are divided by the loss scale ({GRAD_SCALER_INIT_SCALE:g} at the "
+                           f"start), so the update is that many times too small, and small float16 gradients "
+                           f"underflow; use `{e.scaler}.scale(loss).backward()`")
+                yield Violation(bw.call, message, Confidence.CERTAIN)

@@ -1,0 +1,145 @@
+"""AMP304 nan-check-raises."""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional, Tuple
+
+import libcst as cst
+
+from ..context.training import fp16_region_before, scope_of, scope_regions, training_steps
+from ..findings import Confidence, Violation
+from .base import Rule
+
+NONFINITE_CHECKS = {
+    "torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf",
+    "math.isnan", "math.isinf", "math.isfinite",
+    "numpy.isnan", "numpy.isinf", "numpy.isfinite",
+}
+NONFINITE_METHODS = {"isnan", "isinf", "isfinite"}
+EXITS = {"sys.exit", "os._exit", "exit", "quit"}
+# What a training step checks that fp16 can make non-finite for a step: the loss, the outputs,
+# the gradients (and their norm). Checks of the input data are a different matter.
+CHECKED_VALUE = re.compile(r"loss|out|logit|pred|grad|norm|score", re.I)
+TRAINING_NAME = re.compile(r"(^|_)(train|training|fit)(_|$)", re.I)
+# Expressions a check may sit in on its way to the ``if`` / ``assert`` test.
+_WRAPPERS = (cst.Call, cst.Arg, cst.Attribute, cst.UnaryOperation, cst.BooleanOperation,
+             cst.Comparison, cst.ComparisonTarget)
+
+
+def nonfinite_check(ctx, call: cst.Call) -> Optional[cst.CSTNode]:
+    """The value checked by ``torch.isnan(v)`` / ``math.isfinite(v)`` / ``v.isnan()``, or None."""
+    name = ctx.call_name(call)
+    if name in NONFINITE_CHECKS and call.args:
+        return call.args[0].value
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in NONFINITE_METHODS and not call.args \
+            and (name is None or not name.startswith(("math.", "numpy.", "torch."))):
+        return call.func.value
+    return None
+
+
+def _test_holding(ctx, call: cst.Call) -> Tuple[Optional[cst.CSTNode], bool]:
+    """The ``If`` or ``Assert`` whose test is made of this check, and whether a threshold comparison
+    (``bad_steps > limit``) is combined with it."""
+    cur: cst.CSTNode = call
+    threshold = False
+    while True:
+        parent = ctx.parent(cur)
+        if isinstance(parent, (cst.If, cst.Assert)) and parent.test is cur:
+            return parent, threshold
+        if not isinstance(parent, _WRAPPERS):
+            return None, threshold
+        if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And):
+            other = parent.right if parent.left is cur else parent.left
+            if isinstance(other, cst.Comparison) or re.search(r"[<>]", ctx.code(other)):
+                threshold = True
+        cur = parent
+
+
+def _exits_in(ctx, block) -> Optional[cst.CSTNode]:
+    """A ``raise`` or ``sys.exit(...)`` among the block's own statements (not nested in a further
+    condition: a counter compared to a limit there is the recommended pattern)."""
+    if block is None:
+        return None
+    body = block.body
+    lines = body if isinstance(block, cst.SimpleStatementSuite) else [s for s in body]
+    smalls = []
+    for line in lines:
+        if isinstance(line, cst.SimpleStatementLine):
+            smalls.extend(line.body)
+        elif isinstance(line, cst.BaseSmallStatement):
+            smalls.append(line)
+    for small in smalls:
+        if isinstance(small, cst.Raise) and small.exc is not None:
+            return small
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                and ctx.call_name(small.value) in EXITS:
+            return small.value
+    return None
+
+
+def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, str]:
+    """Is ``scope`` a training path that runs float16 autocast? (yes, confidence, evidence)."""
+    step = training_steps(ctx).get(scope)
+    is_step = step is not None and any(e.kind in ("backward", "scaler_step", "opt_step") for e in step.events)
+    named = isinstance(scope, cst.FunctionDef) and bool(TRAINING_NAME.search(scope.name.value))
+    if not (is_step or named):
+        return False, Confidence.LIKELY, ""
+    if isinstance(scope, cst.FunctionDef) and scope.name.value.startswith("test"):
+        return False, Confidence.LIKELY, ""
+    region = fp16_region_before(ctx, scope, at)
+    if region is None:
+        # A check before the autocast block of the same loop body still sees its outputs next time.
+        for r in scope_regions(ctx, scope):
+            if r.region.enabled and r.region.dtype == "float16" and r.dtype_literal:
+                region = r
+                break
+    if region is not None:
+        ev = region.region.evidence
+        return True, Confidence.CERTAIN, f"`{ev.what}` at {ev.path}:{ev.line}"
+    if scope_regions(ctx, scope):
+        return False, Confidence.LIKELY, ""  # its own regions are bf16 / disabled / not literal
+    regime = ctx.project.regime if ctx.project is not None else None
+    if regime is None or regime.half_params is not None:
+        return False, Confidence.LIKELY, ""
+    ev = regime.fp16_autocast
+    if ev is None or regime.bf16 is not None:
+        return False, Confidence.LIKELY, ""
+    return True, Confidence.LIKELY, str(ev)
+
+
+class NanCheckRaises(Rule):
+    code = "AMP304"
+    name = "nan-check-raises"
+    summary = "Training stops on the first NaN/inf loss or gradient under float16 autocast"
+    fix_safety = "none"
+    applies_under = "fp16 (autocast with loss scaling)"
+
+    def check(self, ctx) -> Iterable[Violation]:
+        reported = set()
+        for call in ctx.nodes(cst.Call):
+            value = nonfinite_check(ctx, call)
+            if value is None or not CHECKED_VALUE.search(ctx.code(value)):
+                continue
+            holder, threshold = _test_holding(ctx, call)
+            if holder is None or threshold or holder in reported:
+                continue
+            if isinstance(holder, cst.Assert):
+                stop: Optional[cst.CSTNode] = holder
+                how = "`assert`"
+            else:
+                stop = _exits_in(ctx, holder.body)
+                if stop is None and isinstance(holder.orelse, cst.Else):
+                    stop = _exits_in(ctx, holder.orelse.body)
+                if stop is None:
+                    continue
+                how = "`raise`" if isinstance(stop, cst.Raise) else f"`{ctx.code(stop.func)}`"  # type: ignore[union-attr]
+            scope = scope_of(ctx, holder)
+            ok, confidence, evidence = fp16_training_scope(ctx, scope, call)
+            if not ok:
+                continue
+            reported.add(holder)
+            message = (f"{how} on the first non-finite `{ctx.code(value)}` kills a float16 run that would "
+                       f"recover: with loss scaling an inf/NaN step is expected now and then (GradScaler "
+                       f"skips it and lowers the scale); count non-finite steps and fail only past a "
+                       f"threshold, saving the batch and state for analysis. Float16 because of {evidence}")
+            yield Violation(stop, message, confidence)

@@ -1,0 +1,248 @@
+"""AMP401 unclamped-learnable-temperature."""
+from __future__ import annotations
+
+import math
+import re
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from ..context.imports import dotted_name
+from ..context.project_text import grep, strip_comment
+from ..findings import Applicability, Confidence, Fix, Violation
+from ..fp16 import FLOAT16, fmt
+from .base import Rule
+
+PARAMETER_NAMES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+CLAMPS = {"clamp", "clip", "clamp_", "clip_", "clamp_max", "clamp_min", "clamp_max_", "clamp_min_"}
+CLAMP_FUNCTIONS = {"torch.clamp", "torch.clip", "torch.clamp_max", "torch.clamp_min", "min", "max",
+                   "torch.minimum", "torch.maximum"}
+EXPS = {"torch.exp", "math.exp", "numpy.exp"}
+# Names that say "this parameter scales logits": CLIP's logit_scale, a temperature / tau.
+SCALE_NAME = re.compile(r"logit_?scale|temp|tau", re.I)
+# What the other operand of ``scale * x`` / ``x / tau`` looks like when it is logits.
+LOGITS_NAME = re.compile(r"logit|sim|score|cos|dot|@|matmul|einsum|\bmm\b|bmm", re.I)
+CLAMP_CALL = r"\b(clamp|clip)(_max|_min)?_?\s*\("
+
+DEFAULT_LOGIT_SCALE_MAX = "math.log(100)"
+DEFAULT_TEMPERATURE_MIN = 0.01
+
+
+def _parameters(ctx) -> Dict[cst.ClassDef, Dict[str, cst.Call]]:
+    """class -> {attribute: the nn.Parameter(...) call} for ``self.x = nn.Parameter(...)``, skipping
+    ``requires_grad=False`` (not learnable)."""
+    out: Dict[cst.ClassDef, Dict[str, cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        if ctx.call_name(call) not in PARAMETER_NAMES:
+            continue
+        if any(a.keyword is not None and a.keyword.value == "requires_grad" and isinstance(a.value, cst.Name)
+               and a.value.value == "False" for a in call.args):
+            continue
+        parent = ctx.parent(call)
+        targets = []
+        if isinstance(parent, cst.Assign):
+            targets = [t.target for t in parent.targets]
+        elif isinstance(parent, cst.AnnAssign):
+            targets = [parent.target]
+        cls = ctx.enclosing_class(call)
+        if cls is None:
+            continue
+        for t in targets:
+            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                out.setdefault(cls, {})[t.attr.value] = call
+    return out
+
+
+def _is_clamp(ctx, node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.Call):
+        return False
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in CLAMPS:
+        return True
+    return ctx.call_name(node) in CLAMP_FUNCTIONS
+
+
+def _clamped_on_the_way(ctx, node: cst.CSTNode) -> bool:
+    """A clamp / clip / min / max between ``node`` and its statement (``x.clamp(max=m).exp()``,
+    ``torch.clamp(x.exp(), max=100)``)."""
+    for a in ctx.ancestors(node):
+        if isinstance(a, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return False
+        if _is_clamp(ctx, a):
+            return True
+    return False
+
+
+def _exp_of(ctx, attr: cst.Attribute) -> Optional[cst.Call]:
+    """``self.p.exp()`` or ``torch.exp(self.p)`` around ``attr``."""
+    parent = ctx.parent(attr)
+    if isinstance(parent, cst.Attribute) and parent.value is attr and parent.attr.value == "exp":
+        call = ctx.parent(parent)
+        if isinstance(call, cst.Call) and call.func is parent and not call.args:
+            return call
+    if isinstance(parent, cst.Arg) and parent.value is attr:
+        call = ctx.parent(parent)
+        if isinstance(call, cst.Call) and ctx.call_name(call) in EXPS:
+            return call
+    return None
+
+
+def _binary_use(ctx, node: cst.CSTNode) -> Tuple[Optional[str], Optional[cst.CSTNode]]:
+    """('mul', other operand) when ``node`` multiplies something, ('div', numerator) when it is a
+    divisor; else (None, None)."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.BinaryOperation):
+        if isinstance(parent.operator, cst.Multiply):
+            return "mul", parent.right if parent.left is node else parent.left
+        if isinstance(parent.operator, cst.Divide) and parent.right is node:
+            return "div", parent.left
+    return None, None
+
+
+def _local_alias(ctx, node: cst.CSTNode, fn: Optional[cst.FunctionDef]) -> Optional[str]:
+    """``s`` when ``node`` is the whole value of ``s = <node>``."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0].target, cst.Name):
+        return parent.targets[0].target.value
+    return None
+
+
+class UnclampedLearnableTemperature(Rule):
+    code = "AMP401"
+    name = "unclamped-learnable-temperature"
+    summary = "Learnable logit scale or temperature with no clamp, under float16"
+    fix_safety = "unsafe"
+    applies_under = "fp16"
+
+    def check(self, ctx) -> Iterable[Violation]:
+        regime = ctx.project.regime if ctx.project is not None else None
+        evidence = regime.fp16 if regime is not None else None
+        if evidence is None:
+            return  # bf16 and fp32 have float32's range: a large logit scale does not overflow
+        params = _parameters(ctx)
+        if not params:
+            return
+        wanted: Set[str] = {name for names in params.values() for name in names}
+        uses: List[Tuple[cst.Attribute, cst.ClassDef]] = []
+        for attr in ctx.nodes(cst.Attribute):
+            if attr.attr.value in wanted and isinstance(attr.value, cst.Name) and attr.value.value == "self":
+                cls = ctx.enclosing_class(attr)
+                if cls is not None and attr.attr.value in params.get(cls, {}):
+                    uses.append((attr, cls))
+        clamped_names: Dict[str, bool] = {}
+        for attr, cls in uses:
+            name = attr.attr.value
+            target = ctx.parent(attr)
+            if isinstance(target, cst.AssignTarget) or (isinstance(ctx.parent(attr), cst.AnnAssign)
+                                                         and ctx.parent(attr).target is attr):
+                continue  # the definition itself
+            found = self._use(ctx, attr, name)
+            if found is None:
+                continue
+            kind, site, fix_at = found
+            if name not in clamped_names:
+                clamped_names[name] = self._clamped_anywhere(ctx, name)
+            if clamped_names[name]:
+                continue
+            yield self._violation(ctx, kind, attr, site, fix_at, evidence)
+
+    # ---- what a use is -----------------------------------------------------------------------------
+    def _use(self, ctx, attr: cst.Attribute, name: str):
+        """(kind, reported node, node to clamp) for a logit-scale or temperature use, or None."""
+        fn = ctx.enclosing_function(attr)
+        named = bool(SCALE_NAME.search(name))
+        if _clamped_on_the_way(ctx, attr):
+            return None
+        exp = _exp_of(ctx, attr)
+        value = exp if exp is not None else attr
+        op, other = _binary_use(ctx, value)
+        divisor: cst.CSTNode = value
+        if op is None:
+            alias = _local_alias(ctx, value, fn)
+            if alias is not None:
+                if self._alias_clamped(ctx, alias, fn):
+                    return None
+                op, other, divisor = self._alias_use(ctx, alias, fn)
+        logits = other is not None and bool(LOGITS_NAME.search(ctx.code(other)))
+        if op == "div" and (named or logits):
+            return "temperature", divisor, divisor
+        if exp is not None and (named or (op == "mul" and logits)):
+            return "logit_scale", exp, attr
+        return None
+
+    def _alias_uses(self, ctx, alias: str, fn) -> List[cst.Name]:
+        if fn is None:
+            return []
+        return [n for n in ctx.nodes(cst.Name) if n.value == alias and ctx.enclosing_function(n) is fn]
+
+    def _alias_clamped(self, ctx, alias: str, fn) -> bool:
+        for n in self._alias_uses(ctx, alias, fn):
+            parent = ctx.parent(n)
+            if isinstance(parent, cst.Attribute) and parent.value is n and parent.attr.value in CLAMPS:
+                return True
+            if isinstance(parent, cst.Arg) and _is_clamp(ctx, ctx.parent(parent)):
+                return True
+        return False
+
+    def _alias_use(self, ctx, alias: str, fn):
+        """How the local alias is used: (op, other operand, the alias node there)."""
+        for n in self._alias_uses(ctx, alias, fn):
+            op, other = _binary_use(ctx, n)
+            if op is not None:
+                return op, other, n
+        return None, None, None
+
+    def _clamped_anywhere(self, ctx, name: str) -> bool:
+        """A line of the project that clamps this attribute (``model.logit_scale.clamp_(0,
+        math.log(100))`` in the training loop, ``self.logit_scale.data.clamp_(...)`` in forward)."""
+        rx = re.compile(rf"\b{re.escape(name)}\b")
+        clamp = re.compile(CLAMP_CALL)
+        for _, _, line in grep(ctx, CLAMP_CALL):
+            code = strip_comment(line)
+            if rx.search(code) and clamp.search(code):
+                return True
+        return False
+
+    # ---- the finding -------------------------------------------------------------------------------
+    def _violation(self, ctx, kind: str, attr: cst.Attribute, site: cst.CSTNode, fix_at: cst.CSTNode,
+                   evidence) -> Violation:
+        settings = getattr(ctx, "settings", None)
+        scale_max = getattr(settings, "logit_scale_max", None) or DEFAULT_LOGIT_SCALE_MAX
+        temp_min = getattr(settings, "temperature_min", None) or DEFAULT_TEMPERATURE_MIN
+        text = ctx.code(attr)
+        overflow_at = math.log(FLOAT16.max)
+        if kind == "logit_scale":
+            bound = cst.parse_expression(str(scale_max))
+            new = cst.Call(func=cst.Attribute(value=fix_at.deep_clone(), attr=cst.Name("clamp")),
+                           args=[_keyword("max", bound)])
+            imports = ["import math"] if re.search(r"\bmath\.", str(scale_max)) else []
+            message = (f"learnable logit scale `{text}` is exponentiated with no clamp (here, in forward or "
+                       f"anywhere in the project): the optimizer keeps growing it to sharpen the logits, "
+                       f"and once `{text}` passes ln({fmt(FLOAT16.max)}) ≈ {overflow_at:.1f} the scaled logits "
+                       f"overflow float16 to inf and the loss scale collapses; clamp it "
+                       f"(`{text}.clamp(max={scale_max})`, as CLIP does). Float16 because of {evidence}")
+            description = f"Clamp the logit scale: `{text}.clamp(max={scale_max})` before `exp()`"
+        else:
+            bound = cst.parse_expression(repr(float(temp_min)))
+            divisor = fix_at
+            base = divisor if isinstance(divisor, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) \
+                else divisor.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            new = cst.Call(func=cst.Attribute(value=base.deep_clone(), attr=cst.Name("clamp")),
+                           args=[_keyword("min", bound)])
+            imports = []
+            d = ctx.code(divisor)
+            shown = f"`{d}`" if d == text else f"`{d}` (= `{text}`)"
+            message = (f"learnable temperature {shown} divides logits with no clamp (here, in "
+                       f"forward or anywhere in the project): the optimizer keeps shrinking it to sharpen "
+                       f"the logits, and logits / temperature pass float16's max {fmt(FLOAT16.max)}, become "
+                       f"inf and the loss scale collapses; clamp it (`.clamp(min={temp_min})`). Float16 "
+                       f"because of {evidence}")
+            description = f"Clamp the temperature: `.clamp(min={temp_min})` on the divisor"
+        fix = Fix(description, Applicability.UNSAFE, replacements=[(fix_at, new)], imports=imports)
+        return Violation(site, message, Confidence.LIKELY, fix=fix)
+
+
+def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(value=value, keyword=cst.Name(name),
+                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                         whitespace_after=cst.SimpleWhitespace("")))
