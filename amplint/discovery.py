@@ -98,8 +98,9 @@ class Discovery:
                 return True
         return False
 
-    def walk(self, directory: Path, root: Optional[Path] = None) -> Iterator[Path]:
-        """``.py`` files under ``directory``, in sorted order."""
+    def walk(self, directory: Path, root: Optional[Path] = None, stop_at_projects: bool = False) -> Iterator[Path]:
+        """``.py`` files under ``directory``, in sorted order; with ``stop_at_projects``, not
+        descending into sub-directories that are project roots of their own."""
         directory = directory.resolve()
         root = (root or directory).resolve()
         gitignores: List[Tuple[Path, pathspec.GitIgnoreSpec]] = []
@@ -114,9 +115,9 @@ class Discovery:
                     spec = self._spec(d)
                     if spec is not None:
                         gitignores.append((d, spec))
-        yield from self._walk(directory, root, gitignores)
+        yield from self._walk(directory, root, gitignores, stop_at_projects)
 
-    def _walk(self, directory: Path, root: Path, gitignores) -> Iterator[Path]:
+    def _walk(self, directory: Path, root: Path, gitignores, stop_at_projects: bool = False) -> Iterator[Path]:
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
@@ -131,12 +132,14 @@ class Discovery:
             if is_dir:
                 if _is_virtualenv(p):
                     continue
+                if stop_at_projects and any((p / m).exists() for m in ROOT_MARKERS):
+                    continue
                 sub = gitignores
                 if self.respect_gitignore:
                     spec = self._spec(p)
                     if spec is not None:
                         sub = [*gitignores, (p, spec)]
-                yield from self._walk(p, root, sub)
+                yield from self._walk(p, root, sub, stop_at_projects)
             elif entry.name.endswith(".py") and entry.is_file():
                 yield p
 

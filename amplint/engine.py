@@ -3,7 +3,9 @@ suppressions. Per-file work is pure (a function of the file's bytes, the project
 selected codes), so it can run in worker processes and be cached."""
 from __future__ import annotations
 
+import sys
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, List, Optional, Set, Tuple
@@ -35,17 +37,43 @@ def parse(source: bytes) -> cst.Module:
     return cst.parse_module(source)
 
 
-def syntax_error_finding(path: str, exc: Exception) -> Finding:
+def syntax_error_finding(path: str, exc: Exception, source: Optional[bytes] = None) -> Finding:
+    """E999 for a file that does not parse (or decode). CPython's own parser gives the familiar
+    message and position (``'(' was never closed``, ``unexpected indent``, the codec error of
+    undecodable bytes); libcst's is used when only libcst rejects the file."""
+    line, col, message = 1, 1, str(exc)
+    python_error = _python_syntax_error(source) if source is not None else None
+    if python_error is not None:
+        exc = python_error
     if isinstance(exc, cst.ParserSyntaxError):
-        line, col = exc.raw_line, exc.raw_column + 1
-        message = exc.message
+        line, col = exc.editor_line, exc.editor_column
+        message = f"SyntaxError: {exc.message}"
     elif isinstance(exc, SyntaxError):
-        line, col = exc.lineno or 1, (exc.offset or 1)
-        message = exc.msg
-    else:  # UnicodeDecodeError and the like
-        line, col = 1, 1
-        message = str(exc)
-    return Finding(SYNTAX_ERROR, "syntax-error", f"SyntaxError: {message}", path, line, col, line, col)
+        line, col = exc.lineno or 1, exc.offset or 1
+        if exc.lineno is None and source is not None and b"\0" in source:
+            line = source[: source.index(b"\0")].count(b"\n") + 1
+        message = f"{type(exc).__name__}: {exc.msg}"
+    elif isinstance(exc, UnicodeDecodeError):
+        message = f"SyntaxError: {exc}"
+    line, col = max(int(line), 1), max(int(col), 1)
+    return Finding(SYNTAX_ERROR, "syntax-error", message, path, line, col, line, col)
+
+
+def _python_syntax_error(source: bytes) -> Optional[SyntaxError]:
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like
+            ast.parse(source)
+    except SyntaxError as e:  # includes IndentationError and undecodable source
+        return e
+    except (ValueError, UnicodeDecodeError) as e:  # null bytes on older Pythons, odd codecs
+        return SyntaxError(str(e))
+    except (RecursionError, MemoryError):
+        return None
+    return None
 
 
 def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[str]]:
@@ -108,15 +136,40 @@ def lint_file(path: Path, display: str, project, codes: Set[str], settings=None)
     except OSError as e:
         result.errors.append(f"{display}: cannot read file: {e.strerror or e}")
         return result
+    with _recursion_limit(_DEEP):
+        return _lint_source(path, display, source, project, codes, settings, result)
+
+
+# libcst's visitors recurse a few frames per tree level: a valid file nested ~150 levels deep (a long
+# literal list of lists) exceeds Python's default limit of 1000 frames.
+_DEEP = 10000
+
+
+@contextmanager
+def _recursion_limit(limit: int):
+    old = sys.getrecursionlimit()
+    if old < limit:
+        sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _lint_source(path: Path, display: str, source: bytes, project, codes: Set[str], settings,
+                 result: FileResult) -> FileResult:
     try:
         ctx = build_context(path, display, source, project, settings)
     except (cst.ParserSyntaxError, SyntaxError, UnicodeDecodeError, ValueError) as e:
         # A file that does not parse is always reported, whatever is selected.
-        result.findings.append(syntax_error_finding(display, e))
+        result.findings.append(syntax_error_finding(display, e, source))
         return result
     except RecursionError:
-        result.findings.append(Finding(SYNTAX_ERROR, "syntax-error", "file is nested too deeply to parse",
+        result.findings.append(Finding(SYNTAX_ERROR, "syntax-error", "file is nested too deeply for amplint to parse",
                                        display, 1, 1, 1, 1))
+        return result
+    except Exception:  # a bug while building the context: report it, go on with the other files
+        result.errors.append(f"{display}: internal error while parsing: {traceback.format_exc()}")
         return result
     violations, errors = analyse(ctx, codes)
     result.errors.extend(errors)

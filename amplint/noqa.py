@@ -8,6 +8,7 @@ from typing import Dict, Optional, Set
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,?\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _AMPLINT = re.compile(r"#\s*amplint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+_MAYBE = re.compile(rb"noqa|amplint:", re.IGNORECASE)  # cheap test before tokenizing
 ALL = "*"
 
 
@@ -20,7 +21,7 @@ def _codes(text: Optional[str]) -> Set[str]:
 def suppressions(source: bytes) -> Dict[int, Set[str]]:
     """line number -> codes suppressed on that line (``*`` for all). Only real comments count:
     the text is tokenized, so ``"# noqa"`` inside a string suppresses nothing."""
-    if b"noqa" not in source and b"amplint:" not in source:
+    if not _MAYBE.search(source):
         return {}
     out: Dict[int, Set[str]] = {}
     try:

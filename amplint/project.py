@@ -20,7 +20,7 @@ from .context.imports import ImportTable
 from .discovery import Discovery
 
 PRECISION_WORDS = re.compile(
-    rb"autocast|GradScaler|\.half\(|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|set_default_dtype"
+    rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|set_default_dtype"
 )
 TRAINING_WORDS = re.compile(rb"\.backward\(|optim\b|optimizer")
 
@@ -167,7 +167,10 @@ class Project:
         self.display_base = display_base
 
     def files(self) -> List[Path]:
-        return list(self.discovery.walk(self.root, self.root))
+        """The project's Python files: what discovery would lint under the root, less nested
+        projects (a directory with its own pyproject.toml, setup.py, setup.cfg or .git is a project
+        of its own, with its own regime)."""
+        return list(self.discovery.walk(self.root, self.root, stop_at_projects=True))
 
     def display(self, path: Path) -> str:
         base = self.display_base or Path.cwd()
