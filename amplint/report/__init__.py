@@ -1,8 +1,11 @@
 """One formatter per output format. Formatters only format findings."""
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
+import tokenize
 from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
@@ -21,23 +24,43 @@ def concise(findings: Sequence[Finding], out: TextIO, **_) -> None:
         out.write(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}\n")
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # Python's line ends only (str.splitlines also splits on \f, \x1c, ...)
+
+
+def _source_lines(path: str) -> List[str]:
+    """The lines of a file as the linter numbered them: decoded with its coding cookie or BOM."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return []
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        encoding = "utf-8"
+    try:
+        text = data.decode(encoding, errors="replace")
+    except LookupError:
+        text = data.decode("utf-8", errors="replace")
+    return _NEWLINE.split(text.lstrip("\ufeff"))
+
+
 def full(findings: Sequence[Finding], out: TextIO, sources: Optional[Dict[str, List[str]]] = None, **_) -> None:
     sources = sources if sources is not None else {}
     for f in findings:
         out.write(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}\n")
         lines = sources.get(f.path)
         if lines is None:
-            try:
-                lines = Path(f.path).read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                lines = []
-            sources[f.path] = lines
+            lines = sources[f.path] = _source_lines(f.path)
         if 0 < f.line <= len(lines):
             text = lines[f.line - 1]
             width = len(str(f.line))
             end = f.end_column if f.end_line == f.line else len(text) + 1
-            carets = "^" * max(1, end - f.column)
-            out.write(f"{' ' * width} |\n{f.line} | {text}\n{' ' * width} | {' ' * (f.column - 1)}{carets}\n")
+            # Tabs are shown as spaces so the carets line up under the code.
+            before = text[: f.column - 1].expandtabs(4)
+            marked = text[f.column - 1: max(end, f.column) - 1].expandtabs(4)
+            shown = text.expandtabs(4)
+            carets = "^" * max(1, len(marked))
+            out.write(f"{' ' * width} |\n{f.line} | {shown}\n{' ' * width} | {' ' * len(before)}{carets}\n")
         if f.fix is not None:
             tag = "" if f.fix.applicability == "safe" else " (unsafe: needs --unsafe-fixes)"
             out.write(f"  = help: {f.fix.message}{tag}\n")
@@ -74,8 +97,8 @@ def github(findings: Sequence[Finding], out: TextIO, **_) -> None:
     for f in findings:
         title = _gh_escape(f"amplint ({f.code})", prop=True)
         out.write(
-            f"::error title={title},file={_gh_escape(f.path, True)},line={f.line},col={f.column},"
-            f"endLine={f.end_line},endColumn={f.end_column}::{_gh_escape(f'{f.code} {f.message}')}\n"
+            f"::error file={_gh_escape(f.path, True)},line={f.line},col={f.column},"
+            f"endLine={f.end_line},endColumn={f.end_column},title={title}::{_gh_escape(f'{f.code} {f.message}')}\n"
         )
 
 
@@ -92,8 +115,8 @@ def sarif(findings: Sequence[Finding], out: TextIO, rules=None, **_) -> None:
             "name": registry[code].name,
             "shortDescription": {"text": registry[code].summary},
             "fullDescription": {"text": registry[code].summary},
-            "helpUri": f"https://github.com/amplint/amplint/blob/main/rules/{code}.md",
-            "help": {"text": f"Run `amplint rule {code}` for the full explanation."},
+            "help": _sarif_help(code),
+            "defaultConfiguration": {"level": "error"},
             "properties": {"fix": registry[code].fix_safety},
         }
         for code in rule_ids
@@ -125,14 +148,24 @@ def sarif(findings: Sequence[Finding], out: TextIO, rules=None, **_) -> None:
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": "amplint", "version": __version__,
-                                "informationUri": "https://github.com/amplint/amplint", "rules": sarif_rules}},
+            "tool": {"driver": {"name": "amplint", "version": __version__, "semanticVersion": __version__,
+                                "rules": sarif_rules}},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": cwd.as_uri() + "/"}},
             "results": results,
         }],
     }
     json.dump(doc, out, indent=2)
     out.write("\n")
+
+
+def _sarif_help(code: str) -> dict:
+    """The rule's page (what code scanning shows as the rule's help), or a pointer to it."""
+    from ..docs import read_page
+
+    page = read_page(code)
+    if page is None:
+        return {"text": f"Run `amplint rule {code}` for the full explanation."}
+    return {"text": page, "markdown": page}
 
 
 WRITERS = {"full": full, "concise": concise, "json": to_json, "sarif": sarif, "github": github}
