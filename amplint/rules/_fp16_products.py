@@ -1,0 +1,252 @@
+"""Shared by AMP203 (fp16-reduction-normaliser) and AMP204 (scale-after-fp16-product): which
+expressions are matrix products and reductions, how to see through guards, views and casts to
+them, and the float32 rewrite (``torch.autocast(..., enabled=False)`` with ``.float()`` operands).
+
+Dtypes come from the precision model (amplint.context.precision); nothing here re-derives them.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ..context import autocast_ops
+from ..context.imports import dotted_name
+from ..findings import Applicability, Fix
+
+# Ops whose result is a sum of many products: CUDA autocast runs them in float16.
+PRODUCTS = frozenset({"__matmul__", "matmul", "mm", "bmm", "einsum", "mv"})
+# Reductions that normalise: sums (autocast runs them in float32, pure half in float16).
+SUMS = frozenset({"sum", "cumsum", "nansum"})
+# Methods that change a tensor's shape or view but not its values.
+VIEWS = frozenset({
+    "transpose", "permute", "view", "reshape", "unsqueeze", "squeeze", "contiguous", "flatten",
+    "expand", "expand_as", "view_as", "reshape_as", "t", "movedim", "swapaxes", "swapdims",
+    "unflatten", "repeat", "repeat_interleave", "detach", "clone",
+})
+# Casts after the fact: they do not undo an overflow that already happened in float16.
+CASTS = frozenset({"float", "double", "half", "to", "type_as", "type"})
+# Guards that bound a denominator from below (against 0) but not from above (against inf).
+LOWER_GUARDS = frozenset({"clamp", "clamp_min", "clamp_", "clamp_min_", "clip", "clip_"})
+# Values bounded by 1 (or unit vectors): their products and sums cannot overflow.
+BOUNDED = frozenset({"softmax", "softmin", "sigmoid", "normalize", "tanh", "cosine_similarity"})
+
+
+def call_op(ctx, pm, call: cst.Call) -> Tuple[Optional[str], bool]:
+    """(op name as autocast knows it, whether it is a method on a tensor) for a call:
+    ``torch.einsum(...)`` / ``einsum(...)`` (imported from torch) -> ("einsum", False),
+    ``x.sum(-1)`` -> ("sum", True), ``self.fc(x)`` with ``nn.Linear`` -> ("linear", False).
+    (None, False) for calls of other libraries (``np.sum``) and unknown callables."""
+    func = call.func
+    name = ctx.call_name(call) or ""
+    if name.startswith("torch."):
+        short = name.rsplit(".", 1)[-1]
+        if ".linalg." in name:
+            short = "linalg_" + short
+        return autocast_ops.ALIASES.get(short, short), False
+    if isinstance(func, cst.Attribute):
+        receiver = func.value
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            cls = pm.module_class(func)
+            return (autocast_ops.MODULE_OPS.get(cls.rsplit(".", 1)[-1]) if cls else None), False
+        head = (dotted_name(receiver) or "").split(".", 1)[0]
+        if head and ctx.imports.binds(head):
+            return None, False  # np.sum(x), math.sqrt(d), F.something outside torch
+        return func.attr.value, True
+    if isinstance(func, cst.Name):
+        cls = pm.module_class(func)
+        if cls:
+            return autocast_ops.MODULE_OPS.get(cls.rsplit(".", 1)[-1]), False
+    return None, False
+
+
+def op_of(ctx, pm, expr: cst.CSTNode) -> Optional[str]:
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.MatrixMultiply):
+        return "__matmul__"
+    if isinstance(expr, cst.Call):
+        return call_op(ctx, pm, expr)[0]
+    return None
+
+
+def positional(call: cst.Call) -> List[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and a.star == ""]
+
+
+def tensor_operands(ctx, pm, expr: cst.CSTNode) -> List[cst.BaseExpression]:
+    """The tensor operands of a product or a sum: both sides of ``@``, the operands of an einsum
+    (after its equation), the arguments of matmul / bmm, the receiver of ``x.sum()``."""
+    if isinstance(expr, cst.BinaryOperation):
+        return [expr.left, expr.right]
+    if not isinstance(expr, cst.Call):
+        return []
+    op, is_method = call_op(ctx, pm, expr)
+    args = positional(expr)
+    if any(a.star for a in expr.args):
+        return []
+    if is_method:
+        receiver = expr.func.value  # type: ignore[attr-defined]
+        return [receiver] + ([a.value for a in args[:1]] if op in PRODUCTS else [])
+    if op == "einsum":
+        if args and isinstance(args[0].value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return [a.value for a in args[1:]]
+        return []
+    if op in PRODUCTS:
+        return [a.value for a in args[:2]]
+    if op in SUMS:
+        return [a.value for a in args[:1]]
+    return []
+
+
+def through_views(ctx, pm, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``k.transpose(-2, -1)`` -> ``k``; ``x[..., None]`` -> ``x``."""
+    for _ in range(12):
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+            continue
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "H", "mH"):
+            expr = expr.value
+            continue
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            op, is_method = call_op(ctx, pm, expr)
+            if is_method and op in VIEWS:
+                expr = expr.func.value
+                continue
+        break
+    return expr
+
+
+def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """A value in [-1, 1] or a unit vector: the output of softmax, sigmoid, F.normalize, ...
+    (directly or through a local name)."""
+    expr = through_views(ctx, pm, expr)
+    if isinstance(expr, cst.Name) and depth < 3:
+        value = pm.value_of(expr)
+        return value is not None and bounded(ctx, pm, value, depth + 1)
+    return op_of(ctx, pm, expr) in BOUNDED
+
+
+def short_code(ctx, node: cst.CSTNode, limit: int = 60) -> str:
+    text = " ".join(ctx.code(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def single_binding(ctx, pm, name: cst.Name) -> Optional[Tuple[cst.BaseExpression, cst.SimpleStatementLine]]:
+    """``(value, statement)`` when ``name`` was last bound by a plain ``name = value`` statement
+    (not an unpacking, not a parameter)."""
+    value = pm.value_of(name)
+    if value is None:
+        return None
+    assign = ctx.parent(value)
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == name.value):
+        return None
+    line = ctx.parent(assign)
+    if not isinstance(line, cst.SimpleStatementLine):
+        return None
+    return value, line
+
+
+# ---- the float32 rewrite -------------------------------------------------------------------------
+class _Replace(cst.CSTTransformer):
+    def __init__(self, table: Dict[cst.CSTNode, cst.CSTNode]) -> None:
+        super().__init__()
+        self.table = table
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        return self.table.get(original_node, updated_node)
+
+
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+
+
+def as_float(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr.float()``, with parentheses around ``expr`` unless it is an atom."""
+    if not isinstance(expr, _ATOMS) and not expr.lpar:
+        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("float")))
+
+
+def float_targets(ctx, pm, core: cst.CSTNode) -> List[cst.BaseExpression]:
+    """Where ``.float()`` goes so that ``core`` runs in float32: on each tensor operand, below the
+    views and sums applied to it (``K.sum(dim=1)`` -> ``K.float().sum(dim=1)``: the sum must not
+    run in float16 first)."""
+    out: List[cst.BaseExpression] = []
+    for operand in tensor_operands(ctx, pm, core):
+        target = operand
+        for _ in range(12):
+            if isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute):
+                op, is_method = call_op(ctx, pm, target)
+                if is_method and (op in VIEWS or op in SUMS or op == "mean"):
+                    target = target.func.value
+                    continue
+            break
+        fact = pm.dtype_of(target)
+        if fact.dtype == "float32" and fact.confidence == "certain":
+            continue  # already cast
+        out.append(target)
+    return out
+
+
+def _lower_ops_in(ctx, pm, stmt: cst.CSTNode) -> List[cst.CSTNode]:
+    """Nodes of ``stmt`` that run in float16 under autocast (products, layers, module calls)."""
+    found: List[cst.CSTNode] = []
+    for kind in (cst.Call, cst.BinaryOperation):
+        for node in ctx.nodes(kind):
+            if not ctx.is_ancestor(stmt, node):
+                continue
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and isinstance(node.func.value, cst.Name) and node.func.value.value == "self":
+                found.append(node)  # a submodule: it would see float16 inputs and float32 weights
+                continue
+            op = op_of(ctx, pm, node)
+            if op is not None and autocast_ops.policy(op) == "lower":
+                found.append(node)
+    return found
+
+
+def fp32_block_fix(ctx, pm, stmt: cst.SimpleStatementLine, core: cst.CSTNode, description: str) -> Optional[Fix]:
+    """Move ``stmt`` into ``with torch.autocast(device_type=<t>.device.type, enabled=False):`` with
+    ``.float()`` on ``core``'s tensor operands. None where that is not certainly correct: under
+    pure half (no autocast to leave), when the statement holds other float16 ops that would then
+    mix float16 and float32 inputs, or when the line holds several statements."""
+    from ..edits import module_alias  # the fix helpers; imported here to keep `check` light
+
+    if len(stmt.body) != 1 or not isinstance(ctx.parent(stmt), (cst.IndentedBlock, cst.Module)):
+        return None
+    state = pm.autocast_at(core)
+    if not state.active:
+        return None
+    if any(node is not core for node in _lower_ops_in(ctx, pm, stmt)):
+        return None
+    targets = float_targets(ctx, pm, core)
+    device = next((t for t in targets if dotted_name(t) is not None), None)
+    if device is None:
+        return None
+    torch_name, imports = module_alias(ctx, "torch")
+    if torch_name is None:
+        return None
+    new_stmt = stmt.visit(_Replace({t: as_float(t) for t in targets}))
+    assert isinstance(new_stmt, cst.SimpleStatementLine)
+    autocast = cst.Call(
+        func=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("autocast")),
+        args=[
+            _kw("device_type", cst.Attribute(value=cst.Attribute(value=device.deep_clone(), attr=cst.Name("device")),
+                                             attr=cst.Name("type")), comma=True),
+            _kw("enabled", cst.Name("False")),
+        ],
+    )
+    block = cst.With(
+        items=[cst.WithItem(item=autocast)],
+        body=cst.IndentedBlock(body=[new_stmt.with_changes(leading_lines=[])]),
+        leading_lines=stmt.leading_lines,
+    )
+    return Fix(description, Applicability.UNSAFE, replacements=[(stmt, block)], imports=list(imports))
+
+
+def _kw(name: str, value: cst.BaseExpression, comma: bool = False) -> cst.Arg:
+    return cst.Arg(
+        value=value, keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if comma else cst.MaybeSentinel.DEFAULT,
+    )
+

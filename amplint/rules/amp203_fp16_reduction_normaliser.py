@@ -1,0 +1,160 @@
+"""AMP203 fp16-reduction-normaliser."""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Iterator, Optional, Tuple
+
+import libcst as cst
+
+from ..context.precision import precision_model
+from ..findings import Confidence, Violation
+from ..fp16 import FLOAT16, fmt
+from . import _fp16_products as P
+from .base import Rule
+
+# Sums of these are counts or bounded weights, not normalisers that can overflow (and mostly not
+# float tensors at all: ``mask.sum()`` of a bool mask is int64).
+_COUNT_NAME = re.compile(r"mask|len|count|num|valid|label|target|index|idx|ones|weight", re.IGNORECASE)
+_EPS_NAME = re.compile(r"eps|epsilon|tiny|delta|smooth", re.IGNORECASE)
+
+
+class Fp16ReductionNormaliser(Rule):
+    code = "AMP203"
+    name = "fp16-reduction-normaliser"
+    summary = "Float16 einsum / matmul / sum used as a denominator or normaliser"
+    fix_safety = "unsafe"
+    applies_under = "fp16 (mixed or pure half)"
+
+    def check(self, ctx) -> Iterable[Violation]:
+        pm = precision_model(ctx)
+        fixed = set()
+        for site, denominator in self._normaliser_sites(ctx):
+            found = self._reduction(ctx, pm, denominator)
+            if found is None:
+                continue
+            core, named, binding = found
+            fact = pm.dtype_of(core)
+            if not fact.is_half:
+                continue
+            op = P.op_of(ctx, pm, core)
+            if op in P.SUMS and self._harmless_sum(ctx, pm, core):
+                continue
+            message = self._message(ctx, core, op, named, binding, fact)
+            stmt = binding if binding is not None else ctx.statement_of(site)
+            fix = None
+            if isinstance(stmt, cst.SimpleStatementLine) and stmt not in fixed:
+                fix = P.fp32_block_fix(ctx, pm, stmt, core, "compute the normaliser in float32 (autocast disabled, "
+                                                            "`.float()` operands)")
+                if fix is not None:
+                    fixed.add(stmt)
+            conf = Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
+            yield Violation(named if named is not None else core, message, conf, fix=fix)
+
+    # ---- where normalisers are used -------------------------------------------------------------
+    @staticmethod
+    def _normaliser_sites(ctx) -> Iterator[Tuple[cst.CSTNode, cst.BaseExpression]]:
+        """(the use, the denominator): ``a / d``, ``a /= d``, ``torch.div(a, d)``, ``a.div(d)``,
+        ``torch.reciprocal(d)``, ``d.reciprocal()``."""
+        for b in ctx.nodes(cst.BinaryOperation):
+            if isinstance(b.operator, cst.Divide):
+                yield b, b.right
+        for a in ctx.nodes(cst.AugAssign):
+            if isinstance(a.operator, cst.DivideAssign):
+                yield a, a.value
+        for call in ctx.nodes(cst.Call):
+            name = ctx.call_name(call) or ""
+            args = P.positional(call)
+            if name in ("torch.div", "torch.true_divide", "torch.divide"):
+                if len(args) >= 2:
+                    yield call, args[1].value
+            elif name == "torch.reciprocal":
+                if args:
+                    yield call, args[0].value
+            elif isinstance(call.func, cst.Attribute) and not name.startswith("torch."):
+                method = call.func.attr.value
+                if method in ("div", "div_", "true_divide", "divide") and args:
+                    yield call, args[0].value
+                elif method in ("reciprocal", "reciprocal_") and not args:
+                    yield call, call.func.value
+
+    # ---- what the denominator is ----------------------------------------------------------------
+    def _reduction(self, ctx, pm, denominator) -> Optional[Tuple[cst.CSTNode, Optional[cst.Name], Optional[cst.SimpleStatementLine]]]:
+        """The product or sum a denominator is, seen through ``+ eps``, clamps, views, casts and
+        ``sqrt``, and through one local name (``denom = einsum(...); x / denom``): (the
+        reduction, the name it was bound to, the binding statement)."""
+        core = self._strip(ctx, pm, denominator)
+        named = binding = None
+        if isinstance(core, cst.Name):
+            bound = P.single_binding(ctx, pm, core)
+            if bound is None:
+                return None
+            named, (value, binding) = core, bound
+            core = self._strip(ctx, pm, value)
+        op = P.op_of(ctx, pm, core)
+        if op in P.PRODUCTS or op in P.SUMS:
+            return core, named, binding
+        return None
+
+    def _strip(self, ctx, pm, expr: cst.BaseExpression) -> cst.BaseExpression:
+        for _ in range(16):
+            if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+                if self._is_guard(ctx, expr.right):
+                    expr = expr.left
+                    continue
+                if isinstance(expr.operator, cst.Add) and self._is_guard(ctx, expr.left):
+                    expr = expr.right
+                    continue
+                break
+            if isinstance(expr, cst.Subscript):
+                expr = expr.value
+                continue
+            if isinstance(expr, cst.Call):
+                op, is_method = P.call_op(ctx, pm, expr)
+                if is_method and (op in P.VIEWS or op in P.CASTS or op in P.LOWER_GUARDS or op == "sqrt"):
+                    expr = expr.func.value  # type: ignore[attr-defined]
+                    continue
+                args = P.positional(expr)
+                if not is_method and op in ("clamp", "clamp_min", "clip", "sqrt") and args:
+                    expr = args[0].value
+                    continue
+            break
+        return expr
+
+    @staticmethod
+    def _is_guard(ctx, expr: cst.BaseExpression) -> bool:
+        """A small constant added against division by zero: a number, or a name like ``eps``."""
+        if ctx.number(expr) is not None:
+            return True
+        last = expr
+        if isinstance(expr, cst.Attribute):
+            last = expr.attr
+        return isinstance(last, cst.Name) and bool(_EPS_NAME.search(last.value))
+
+    def _harmless_sum(self, ctx, pm, core: cst.CSTNode) -> bool:
+        """A sum of a mask or count (an integer tensor, or a float one bounded by its length), or
+        of values in [0, 1] (softmax / sigmoid outputs)."""
+        for operand in P.tensor_operands(ctx, pm, core):
+            base = P.through_views(ctx, pm, operand)
+            text = P.short_code(ctx, base, 200)
+            if _COUNT_NAME.search(text) or P.bounded(ctx, pm, base):
+                return True
+            if not isinstance(base, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BinaryOperation)):
+                return True  # a comparison (``(labels != -100).sum()``): a count
+        return False
+
+    # ---- the message ------------------------------------------------------------------------------
+    def _message(self, ctx, core, op, named, binding, fact) -> str:
+        what = f"`{P.short_code(ctx, core)}`"
+        if named is not None:
+            what = f"`{named.value}` (= {what}, line {ctx.line_of(binding)})"
+        if op in P.SUMS:
+            kind = "a float16 sum"
+            risk = (f"a sum of many terms exceeds float16's largest value {fmt(FLOAT16.max)} and becomes inf "
+                    f"(the quotient turns to 0, and 0·inf gives NaN)")
+        else:
+            kind = "a float16 product"
+            risk = (f"its dot products sum d terms and exceed float16's largest value {fmt(FLOAT16.max)} "
+                    f"(inf: the quotient becomes 0 or NaN) or cancel to 0 (1/0 = inf)")
+        return (f"{what} is {kind} used as a denominator: {risk}. Compute the normaliser in float32 "
+                f"(`with torch.autocast(device_type=..., enabled=False):` and `.float()` on its operands). "
+                f"float16 because {fact.explain()}")

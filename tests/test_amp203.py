@@ -1,0 +1,289 @@
+"""AMP203 fp16-reduction-normaliser: true positives in several shapes, named near misses, the fix."""
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from amplint.api import lint_source
+from amplint.docs import examples, read_page
+from amplint.fixes import fix_paths
+
+from conftest import codes
+
+# A training step under fp16 autocast, with a GradScaler: the project regime is fp16-mixed.
+MIXED = textwrap.dedent("""
+    import torch
+    def train(model, loader, optimizer):
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x).float().mean()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+""")
+# Pure half: the model's parameters are float16, set in another file of the project.
+HALF = textwrap.dedent("""
+    import torch
+    model = Net().cuda().half()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = model(x).sum()
+    loss.backward()
+""")
+BF16 = textwrap.dedent("""
+    import torch
+    def train(model, x):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).mean()
+        loss.backward()
+""")
+
+
+def only(source, **kw):
+    return [c for c in codes(textwrap.dedent(source), **kw) if c == "AMP203"]
+
+
+def findings(source, **kw):
+    return [f for f in lint_source(textwrap.dedent(source), **kw) if f.code == "AMP203"]
+
+
+def fixed(source, extra_files=None, unsafe=True):
+    """``source`` after ``amplint fix`` (``--unsafe-fixes`` by default), in a fresh project."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pyproject.toml").write_text("[project]\nname = 'snippet'\n")
+        for name, text in (extra_files or {}).items():
+            (root / name).write_text(text)
+        path = root / "snippet.py"
+        path.write_text(textwrap.dedent(source))
+        run = fix_paths([path], unsafe=unsafe, write=False)
+        assert not run.errors, run.errors
+        return run.states[0].source.decode()
+
+
+# ---- true positives ------------------------------------------------------------------------------
+LINEAR_ATTENTION = """
+    import torch
+    class LinearAttention(torch.nn.Module):
+        def __init__(self, eps=1e-4):
+            super().__init__()
+            self.eps = eps
+        def forward(self, Q, K, V):
+            KV = torch.einsum("nsd,nsv->ndv", K, V)
+            Z = 1 / (torch.einsum("nld,nd->nl", Q, K.sum(dim=1)) + self.eps)
+            return torch.einsum("nld,ndv,nl->nlv", Q, KV, Z)
+"""
+
+
+def test_linear_attention_normaliser_under_project_autocast():
+    found = findings(LINEAR_ATTENTION, extra_files={"train.py": MIXED})
+    assert [f.line for f in found] == [9]
+    f = found[0]
+    assert f.confidence == "likely"  # forward is assumed to run under the training step's autocast
+    assert "float16 product used as a denominator" in f.message and "65504" in f.message
+    assert "train.py:6" in f.message  # the evidence: the autocast of the training step
+
+
+@pytest.mark.parametrize("source", [
+    # import torch as th, a decorated function: certain
+    """
+    import torch as th
+    @th.autocast("cuda")
+    def normalise(q, k, v, eps=1e-4):
+        return v / (th.einsum("bd,bd->b", q, k)[:, None] + eps)
+    """,
+    # from torch import einsum, inside a with block
+    """
+    import torch
+    from torch import einsum
+    def f(q, k):
+        with torch.autocast("cuda"):
+            z = 1.0 / einsum("nld,nd->nl", q, k.sum(1))
+        return z
+    """,
+    # torch.bmm, multi-line, clamped
+    """
+    import torch
+    def f(a, b, x):
+        with torch.autocast(device_type="cuda"):
+            out = x / torch.bmm(
+                a,
+                b,
+            ).clamp(min=1e-3)
+        return out
+    """,
+    # the @ operator, in a torch.cuda.amp.autocast block
+    """
+    import torch
+    def f(a, b, x):
+        with torch.cuda.amp.autocast():
+            return x / (a @ b + 1e-3)
+    """,
+    # torch.reciprocal, Tensor.div, in-place division
+    """
+    import torch
+    def f(q, k, x):
+        with torch.autocast("cuda"):
+            r = torch.reciprocal(torch.einsum("nd,nd->n", q, k))
+        return r
+    """,
+    """
+    import torch
+    def f(q, k, x):
+        with torch.autocast("cuda"):
+            return x.div(torch.matmul(q, k).unsqueeze(-1))
+    """,
+    """
+    import torch
+    def f(q, k, x):
+        with torch.autocast("cuda"):
+            x /= torch.einsum("nd,nd->n", q, k)[:, None] + 1e-4
+        return x
+    """,
+])
+def test_flags_fp16_products_used_as_denominators(source):
+    found = findings(source)
+    assert len(found) == 1
+    assert found[0].confidence == "certain"  # inside an autocast region
+
+
+def test_normaliser_bound_to_a_name_first():
+    found = findings("""
+        import torch
+        def f(q, k, v):
+            with torch.autocast("cuda"):
+                denom = torch.einsum("nld,nd->nl", q, k.sum(dim=1)) + 1e-4
+                out = torch.einsum("nld,ndv->nlv", q, v) / denom[..., None]
+            return out
+    """)
+    assert [f.line for f in found] == [6]
+    assert "`denom` (= `torch.einsum" in found[0].message and "line 5" in found[0].message
+
+
+def test_float16_sum_as_normaliser_under_pure_half():
+    src = """
+        import torch
+        class Norm(torch.nn.Module):
+            def forward(self, x):
+                w = torch.relu(x)
+                return w / w.sum(-1, keepdim=True)
+    """
+    found = findings(src, extra_files={"train.py": HALF})
+    assert [f.line for f in found] == [6]
+    assert "float16 sum" in found[0].message and "pure-half" in found[0].message
+    assert found[0].fix is None  # no autocast to leave under pure half: no automatic fix
+
+
+def test_disabled_autocast_without_float_operands_is_still_flagged():
+    # Disabling autocast alone keeps float16 inputs in float16.
+    assert only("""
+        import torch
+        @torch.autocast("cuda")
+        def f(q, k, eps=1e-4):
+            with torch.autocast("cuda", enabled=False):
+                return 1 / (torch.einsum("nld,nd->nl", q, k.sum(dim=1)) + eps)
+    """) == ["AMP203"]
+
+
+# ---- near misses ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, source, extra", [
+    ("the fix: disabled autocast with .float() operands", """
+        import torch
+        @torch.autocast("cuda")
+        def f(q, k, eps=1e-4):
+            with torch.autocast(device_type=q.device.type, enabled=False):
+                z = 1 / (torch.einsum("nld,nd->nl", q.float(), k.float().sum(dim=1)) + eps)
+            return z
+    """, {}),
+    ("sum runs in float32 under autocast", """
+        import torch
+        def f(x):
+            with torch.autocast("cuda"):
+                w = torch.relu(x @ x.T)
+                return w / w.sum(-1, keepdim=True)
+    """, {}),
+    ("bf16 autocast has float32's range", LINEAR_ATTENTION, {"train.py": BF16}),
+    ("fp32 project: no float16 evidence", LINEAR_ATTENTION, {}),
+    ("product in the numerator, not the denominator", """
+        import torch
+        def f(q, k, n):
+            with torch.autocast("cuda"):
+                return torch.einsum("nd,nd->n", q, k) / n
+    """, {}),
+    ("a mask's sum is a count", """
+        import torch
+        def masked_mean(loss, mask):
+            return (loss * mask).sum() / mask.sum()
+    """, {"train.py": HALF}),
+    ("a comparison's sum is a count", """
+        import torch
+        def acc(pred, labels):
+            return (pred == labels).float().sum() / (labels != -100).sum()
+    """, {"train.py": HALF}),
+    ("renormalising softmax outputs: bounded by 1", """
+        import torch
+        def f(x):
+            p = torch.softmax(x, -1)
+            return p / p.sum(-1, keepdim=True)
+    """, {"train.py": HALF}),
+    ("the name is bound to something that is not a reduction", """
+        import torch
+        def f(q, k, x):
+            with torch.autocast("cuda"):
+                denom = q.norm(dim=-1, keepdim=True)
+                return x / denom
+    """, {}),
+    ("numpy's sum is not a float16 tensor op", """
+        import torch
+        import numpy as np
+        def f(x, y):
+            with torch.autocast("cuda"):
+                return x / np.sum(y)
+    """, {}),
+])
+def test_near_misses(name, source, extra):
+    assert only(source, extra_files=extra) == [], name
+
+
+# ---- the fix -------------------------------------------------------------------------------------
+def test_page_example_fixed_equals_use_instead():
+    page = read_page("AMP203")
+    [bad], [good] = examples(page, "Example"), examples(page, "Use instead")
+    assert fixed(bad) == good
+    assert fixed(bad, unsafe=False) == bad  # the fix is unsafe: not applied by default
+
+
+def test_fix_uses_the_files_torch_alias_and_moves_the_binding_statement():
+    src = """
+        import torch as th
+        def f(q, k, v):
+            with th.autocast("cuda"):
+                # the normaliser
+                denom = th.einsum("nld,nd->nl", q, k.sum(dim=1)) + 1e-4
+                out = th.einsum("nld,ndv->nlv", q, v) / denom[..., None]
+            return out
+    """
+    assert fixed(src) == textwrap.dedent("""
+        import torch as th
+        def f(q, k, v):
+            with th.autocast("cuda"):
+                # the normaliser
+                with th.autocast(device_type=q.device.type, enabled=False):
+                    denom = th.einsum("nld,nd->nl", q.float(), k.float().sum(dim=1)) + 1e-4
+                out = th.einsum("nld,ndv->nlv", q, v) / denom[..., None]
+            return out
+    """)
+
+
+def test_no_fix_where_float32_would_meet_other_float16_ops():
+    # The outer einsum would get float16 Q, KV and a float32 normaliser: not a fix.
+    src = """
+        import torch
+        def f(Q, K, KV):
+            with torch.autocast("cuda"):
+                return torch.einsum("nld,ndv,nl->nlv", Q, KV, 1 / torch.einsum("nld,nd->nl", Q, K.sum(1)))
+    """
+    [f] = findings(src)
+    assert f.fix is None
+    assert fixed(src) == textwrap.dedent(src)
