@@ -1,0 +1,162 @@
+"""AMP301 fp16-autocast-without-grad-scaler: true positives in several shapes, named near misses."""
+import pytest
+
+from training_util import found, lines
+
+LOOP = """
+import torch
+import torch.nn.functional as F
+
+model = torch.nn.Linear(16, 1).cuda()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = F.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_script_loop_is_flagged_at_the_backward_and_names_the_autocast():
+    (line, message), = found("AMP301", LOOP)
+    assert line == 12
+    assert "no GradScaler" in message and "2^-24" in message
+    assert 'torch.autocast("cuda", dtype=torch.float16)' in message and "snippet.py:10" in message
+
+
+@pytest.mark.parametrize("name, source, line", [
+    ("alias and deprecated API in a function", """
+        import torch as th
+
+        def train(model, loader, opt):
+            for x, y in loader:
+                with th.cuda.amp.autocast():
+                    loss = model(x, y)
+                loss.backward()
+                opt.step()
+        """, 8),
+    ("method, from-import, device keyword", """
+        from torch import autocast
+
+        class Trainer:
+            def train_step(self, batch):
+                with autocast(device_type="cuda"):
+                    loss = self.model(**batch).loss
+                loss.backward()
+                self.optimizer.step()
+        """, 8),
+    ("autocast decorator", """
+        import torch
+
+        @torch.autocast("cuda")
+        def step(model, x, y, opt):
+            loss = (model(x) - y).pow(2).mean()
+            loss.backward()
+            opt.step()
+        """, 7),
+    ("backward inside the block, multi-line autocast, accumulated loss", """
+        import torch
+
+        def run(model, batches, opt, accum):
+            for x in batches:
+                with torch.autocast(
+                    "cuda",
+                    dtype=torch.float16,
+                ):
+                    loss = model(x)
+                    (loss / accum).backward()
+        """, 11),
+    ("enabled flag that is not a literal", """
+        import torch
+
+        def run(model, batches, opt, use_amp):
+            for x in batches:
+                with torch.autocast("cuda", enabled=use_amp):
+                    loss = model(x)
+                loss.backward()
+                opt.step()
+        """, 8),
+])
+def test_flags_unscaled_fp16_steps(name, source, line):
+    assert lines("AMP301", source) == [line], name
+
+
+NATIVE_SCALER = """
+import torch
+
+class NativeScaler:
+    def __init__(self):
+        self._scaler = torch.cuda.amp.GradScaler()
+
+    def __call__(self, loss, optimizer):
+        self._scaler.scale(loss).backward()
+        self._scaler.step(optimizer)
+        self._scaler.update()
+"""
+
+
+@pytest.mark.parametrize("name, source, extra", [
+    ("GradScaler created in another file of the project", LOOP,
+     {"amp_utils.py": "import torch\nscaler = torch.amp.GradScaler('cuda')\n"}),
+    ("a wrapper class in another file constructs the GradScaler (timm's NativeScaler)", LOOP,
+     {"scaler.py": NATIVE_SCALER}),
+    ("Hugging Face TrainingArguments(fp16=True)", LOOP,
+     {"args.py": "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n"}),
+    ("Lightning Trainer(precision=16)", LOOP,
+     {"cli.py": "import lightning as L\ntrainer = L.Trainer(precision=16)\n"}),
+    ("bf16 autocast", LOOP.replace("torch.float16", "torch.bfloat16"), None),
+    ("autocast disabled", LOOP.replace('"cuda", dtype=torch.float16', '"cuda", enabled=False'), None),
+    ("dtype is a variable (may be bfloat16)", LOOP.replace("torch.float16", "amp_dtype"), None),
+    ("inference-only autocast without backward", """
+        import torch
+
+        @torch.no_grad()
+        def evaluate(model, loader):
+            with torch.autocast("cuda"):
+                return [model(x) for x in loader]
+        """, None),
+    ("backward before the autocast block (fp32 step, fp16 evaluation)", """
+        import torch
+
+        def train_then_eval(model, x, y, opt, val):
+            loss = (model(x) - y).pow(2).mean()
+            loss.backward()
+            opt.step()
+            with torch.autocast("cuda"):
+                return model(val)
+        """, None),
+    ("pure half training (GradScaler cannot unscale fp16 gradients)", LOOP.replace(
+        ".cuda()", ".cuda().half()"), None),
+    ("engine backward: accelerator scales itself", """
+        import torch
+
+        def step(accelerator, model, x, opt):
+            with torch.autocast("cuda"):
+                loss = model(x)
+            accelerator.backward(loss)
+            opt.step()
+        """, None),
+    ("scaler handed in as a parameter", """
+        import torch
+
+        def step(model, x, opt, scaler):
+            with torch.autocast("cuda"):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        """, None),
+    ("a test function checking gradients under autocast", """
+        import torch
+
+        def test_grads_flow():
+            model = torch.nn.Linear(4, 4).cuda()
+            with torch.autocast("cuda"):
+                out = model(torch.randn(2, 4, device="cuda"))
+            out.sum().backward()
+        """, None),
+])
+def test_near_misses_stay_silent(name, source, extra):
+    assert lines("AMP301", source, extra_files=extra) == [], name

@@ -1,0 +1,271 @@
+"""AMP303 grad-scaler-misuse: true positives in several shapes, named near misses, the fixes."""
+import textwrap
+
+import pytest
+
+from training_util import found, fixed, lines
+
+
+# ---- optimizer.step() on scaled gradients -------------------------------------------------------
+@pytest.mark.parametrize("name, source, line", [
+    ("script loop", """
+        import torch
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        """, 8),
+    ("attributes in a method, multi-line", """
+        class Trainer:
+            def step(self, loss):
+                self.scaler.scale(
+                    loss
+                ).backward()
+                self.optimizer.step()
+        """, 7),
+    ("after unscale_ (the inf/NaN check is still bypassed)", """
+        import torch
+
+        def step(model, loss, opt, scaler):
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            scaler.update()
+        """, 8),
+    ("an optimizer bound by its constructor, whatever its name", """
+        import torch
+        trainer_params = torch.optim.SGD(params, lr=0.1)
+        scaler = torch.amp.GradScaler("cuda")
+        scaler.scale(loss).backward()
+        trainer_params.step()
+        """, 6),
+])
+def test_direct_optimizer_step_after_scaled_backward(name, source, line):
+    assert lines("AMP303", source) == [line], name
+
+
+def test_direct_step_messages_differ_before_and_after_unscale():
+    (_, scaled), = found("AMP303", "scaler.scale(loss).backward()\noptimizer.step()\nscaler.update()\n")
+    (_, unscaled), = found("AMP303", "scaler.scale(loss).backward()\nscaler.unscale_(optimizer)\n"
+                                     "optimizer.step()\nscaler.update()\n")
+    assert "too large" in scaled and "scaler.step(optimizer)" in scaled
+    assert "too large" not in unscaled and "inf/NaN" in unscaled
+
+
+# ---- scaler.step() without scaler.update() --------------------------------------------------------
+@pytest.mark.parametrize("name, source, line", [
+    ("script loop", """
+        import torch
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            scaler.scale(model(x)).backward()
+            scaler.step(optimizer)
+            optimizer.zero_grad()
+        """, 6),
+    ("two optimizers, reported once at the last step", """
+        def step(self, loss):
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt_g)
+            self.scaler.step(self.opt_d)
+        """, 5),
+])
+def test_scaler_step_without_update(name, source, line):
+    assert lines("AMP303", source) == [line], name
+
+
+# ---- unscaled backward, scaler.step ---------------------------------------------------------------
+@pytest.mark.parametrize("name, source, line", [
+    ("plain backward of a loss computed here", """
+        import torch
+
+        def step(model, x, y, opt, scaler):
+            with torch.autocast("cuda"):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            scaler.step(opt)
+            scaler.update()
+        """, 7),
+    ("accumulated loss, attribute scaler", """
+        class Trainer:
+            def step(self, batch):
+                loss = self.model(batch).loss / self.accum
+                loss.backward()
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+        """, 5),
+])
+def test_unscaled_backward_stepped_by_the_scaler(name, source, line):
+    (got, message), = found("AMP303", source)
+    assert got == line, name
+    assert "is not scaled" in message
+
+
+@pytest.mark.parametrize("name, source, extra", [
+    ("the AMP switch written twice", """
+        def step(self, loss):
+            if self.use_amp:
+                self.scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            if self.use_amp:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                self.optimizer.step()
+        """, None),
+    ("two spellings of the AMP switch, elif chain", """
+        def step(self, loss):
+            if self.args.fp16:
+                self.scaler.scale(loss).backward()
+            elif self.use_apex:
+                with amp.scale_loss(loss, self.optimizer) as scaled_loss:
+                    scaled_loss.backward()
+            else:
+                loss.backward()
+            if self.scaler is not None:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                self.optimizer.step()
+        """, None),
+    ("update in another method of the class", """
+        class Trainer:
+            def optimizer_step(self):
+                self.scaler.step(self.optimizer)
+
+            def on_step_end(self):
+                self.scaler.update()
+        """, None),
+    ("update in another file, reached through another object", """
+        def optimizer_step(self):
+            self.scaler.step(self.optimizer)
+        """, {"loop.py": "def end(trainer):\n    trainer.scaler.update()\n"}),
+    ("two optimizers, one update (the documented pattern)", """
+        def step(scaler, loss_g, loss_d, opt_g, opt_d):
+            scaler.scale(loss_g).backward()
+            scaler.scale(loss_d).backward()
+            scaler.step(opt_g)
+            scaler.step(opt_d)
+            scaler.update()
+        """, None),
+    ("loss handed in as a parameter (may be scaled by the caller)", """
+        def backward_step(self, loss):
+            loss.backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        """, None),
+    ("scaled loss bound to a name", """
+        def step(scaler, loss, opt):
+            scaled = scaler.scale(loss)
+            scaled.backward()
+            scaler.step(opt)
+            scaler.update()
+        """, None),
+    ("the scheduler steps after the scaler", """
+        def step(scaler, loss, opt, lr_scheduler):
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            lr_scheduler.step()
+        """, None),
+    ("bf16 step with a (disabled) scaler", """
+        import torch
+
+        def step(model, x, opt, scaler):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            opt.step()
+        """, None),
+    ("an update commented out does not count, but a real one later in the loop does", """
+        for x in loader:
+            scaler.scale(model(x)).backward()
+            scaler.step(optimizer)
+            # scaler.update() moved below
+            log(x)
+            scaler.update()
+        """, None),
+])
+def test_near_misses_stay_silent(name, source, extra):
+    assert lines("AMP303", source, extra_files=extra) == [], name
+
+
+def test_commented_out_update_does_not_count():
+    source = """
+        for x in loader:
+            scaler.scale(model(x)).backward()
+            scaler.step(optimizer)
+            # scaler.update()
+        """
+    assert lines("AMP303", source) == [4]
+
+
+# ---- fixes ---------------------------------------------------------------------------------------
+def test_fix_routes_the_step_through_the_scaler_and_adds_the_update():
+    source = """
+        class Trainer:
+            def step(self, loss):
+                self.scaler.scale(loss).backward()
+                self.optimizer.step()  # apply
+                self.optimizer.zero_grad()
+        """
+    assert fixed(source) == textwrap.dedent("""
+        class Trainer:
+            def step(self, loss):
+                self.scaler.scale(loss).backward()
+                self.scaler.step(self.optimizer)  # apply
+                self.scaler.update()
+                self.optimizer.zero_grad()
+        """)
+
+
+def test_fix_keeps_an_existing_update():
+    source = """
+        scaler.scale(loss).backward()
+        optimizer.step()
+        scaler.update()
+        """
+    assert fixed(source) == textwrap.dedent("""
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        """)
+
+
+def test_no_fix_for_a_step_reached_also_without_scaling():
+    source = """
+        def step(model, loss, opt, scaler, use_scaler):
+            if use_scaler:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            opt.step()
+        """
+    assert lines("AMP303", source) == [7]
+    assert fixed(source) == textwrap.dedent(source)
+
+
+def test_fix_inserts_update_after_the_last_step_and_the_result_is_clean():
+    source = """
+        def step(scaler, loss, opt_g, opt_d, i, k):
+            scaler.scale(loss).backward()
+            if i % k == 0:
+                scaler.step(opt_g)
+                scaler.step(opt_d)
+            log(loss)
+        """
+    out = fixed(source)
+    assert out == textwrap.dedent("""
+        def step(scaler, loss, opt_g, opt_d, i, k):
+            scaler.scale(loss).backward()
+            if i % k == 0:
+                scaler.step(opt_g)
+                scaler.step(opt_d)
+                scaler.update()
+            log(loss)
+        """)
+    assert lines("AMP303", out) == []

@@ -1,0 +1,223 @@
+"""AMP304 nan-check-raises: true positives in several shapes, named near misses."""
+import textwrap
+
+import pytest
+
+from amplint.api import lint_source
+from training_util import found, lines
+
+SCALER = "import torch\nscaler = torch.amp.GradScaler('cuda')\n"
+
+
+@pytest.mark.parametrize("name, source, line", [
+    ("raise on torch.isnan of the loss", """
+        import torch
+
+        def train(model, loader, opt, scaler):
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                if torch.isnan(loss):
+                    raise RuntimeError("NaN loss")
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+        """, 9),
+    ("DeiT / MAE style: math.isfinite of loss.item(), sys.exit, no backward in the function", """
+        import math
+        import sys
+        import torch
+
+        def train_one_epoch(model, loader, optimizer, loss_scaler):
+            for samples, targets in loader:
+                with torch.cuda.amp.autocast():
+                    outputs = model(samples)
+                    loss = criterion(outputs, targets)
+                loss_value = loss.item()
+                if not math.isfinite(loss_value):
+                    print("Loss is {}, stopping training".format(loss_value))
+                    sys.exit(1)
+                loss_scaler(loss, optimizer)
+        """, 14),
+    ("assert on the outputs, alias torch as th, method check", """
+        import torch as th
+
+        def step(model, x, opt, scaler):
+            with th.autocast("cuda", dtype=th.float16):
+                logits = model(x)
+                loss = logits.logsumexp(-1).mean()
+            assert not logits.isnan().any(), "NaN logits"
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        """, 8),
+    ("gradient norm check after unscale_, raise in the else branch", """
+        import torch
+
+        def step(model, loss, opt, scaler):
+            with torch.autocast("cuda"):
+                loss = model.loss()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if torch.isfinite(grad_norm):
+                scaler.step(opt)
+            else:
+                raise FloatingPointError(f"grad norm {grad_norm}")
+            scaler.update()
+        """, 13),
+    ("one-line if, torch.isinf or torch.isnan", """
+        import torch
+
+        @torch.autocast("cuda")
+        def step(model, x, opt):
+            loss = model(x)
+            if torch.isnan(loss) or torch.isinf(loss): raise ValueError(loss)
+            loss.backward()
+        """, 7),
+])
+def test_flags_stopping_on_the_first_nonfinite_value(name, source, line):
+    assert lines("AMP304", source, extra_files={"amp.py": SCALER}) == [line], name
+
+
+def test_message_recommends_counting_and_saving():
+    (_, message), = found("AMP304", """
+        import torch
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x)
+            assert torch.isfinite(loss)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        """)
+    assert "threshold" in message and "saving the batch" in message and "torch.autocast(\"cuda\")" in message
+
+
+def test_project_with_fp16_trainer_flag_is_likely():
+    source = """
+        import torch
+
+        class Model:
+            def training_step(self, batch, batch_idx):
+                loss = self.compute_loss(batch)
+                if torch.isnan(loss):
+                    raise ValueError("NaN loss")
+                return loss
+        """
+    extra = {"cli.py": "import lightning as L\ntrainer = L.Trainer(precision='16-mixed')\n"}
+    findings = [f for f in lint_source(textwrap.dedent(source), extra_files=extra) if f.code == "AMP304"]
+    assert [(f.line, f.confidence) for f in findings] == [(8, "likely")]
+
+
+@pytest.mark.parametrize("name, source, extra", [
+    ("counter incremented, compared to a limit", """
+        import torch
+
+        def train(model, loader, opt, scaler, max_bad=10):
+            bad = 0
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                if not torch.isfinite(loss):
+                    bad += 1
+                    if bad > max_bad:
+                        raise RuntimeError("too many non-finite losses")
+                    continue
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+        """, None),
+    ("check combined with a threshold", """
+        import torch
+
+        def train(model, loader, opt, scaler):
+            nan_steps = 0
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                nan_steps = nan_steps + 1 if torch.isnan(loss) else 0
+                if torch.isnan(loss) and nan_steps > 5:
+                    raise RuntimeError("diverged")
+                scaler.scale(loss).backward()
+        """, None),
+    ("bf16 autocast", """
+        import torch
+
+        def train(model, loader, opt):
+            for x, y in loader:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = model(x, y)
+                if torch.isnan(loss):
+                    raise RuntimeError("NaN loss")
+                loss.backward()
+                opt.step()
+        """, None),
+    ("fp32 training", """
+        import torch
+
+        def train(model, loader, opt):
+            for x, y in loader:
+                loss = model(x, y)
+                if torch.isnan(loss):
+                    raise RuntimeError("NaN loss")
+                loss.backward()
+                opt.step()
+        """, None),
+    ("a check of the input data", """
+        import torch
+
+        def train(model, loader, opt, scaler):
+            for x, y in loader:
+                assert not torch.isnan(x).any(), "bad batch"
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                scaler.scale(loss).backward()
+        """, None),
+    ("a check that only logs and skips", """
+        import torch
+
+        def train(model, loader, opt, scaler):
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                if torch.isnan(loss):
+                    print("skipping NaN batch")
+                    continue
+                scaler.scale(loss).backward()
+        """, None),
+    ("evaluation, not training", """
+        import torch
+
+        @torch.no_grad()
+        def evaluate(model, loader):
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                if torch.isnan(loss):
+                    raise RuntimeError("NaN in eval")
+        """, None),
+    ("a test function", """
+        import torch
+
+        def test_training_step_is_finite():
+            with torch.autocast("cuda"):
+                loss = model(x)
+            loss.backward()
+            assert torch.isfinite(loss)
+        """, None),
+    ("pure half training (no loss scaling to skip the step)", """
+        import torch
+
+        def train(model, loader, opt):
+            model = model.half()
+            for x, y in loader:
+                loss = model(x, y)
+                if torch.isnan(loss):
+                    raise RuntimeError("NaN loss")
+                loss.backward()
+                opt.step()
+        """, None),
+])
+def test_near_misses_stay_silent(name, source, extra):
+    assert lines("AMP304", source, extra_files=extra) == [], name
