@@ -562,3 +562,15 @@ def test_fix_paths_api(tmp_path):
     assert run_.fixed == 1 and run_.errors == []
     assert "torch.cuda.amp" in (root / "a.py").read_text(encoding="utf-8")  # write=False
     assert b'torch.amp.autocast("cuda")' in run_.changed[0].source
+
+
+def test_pre_commit_fix_hook():
+    yaml = pytest.importorskip("yaml")
+    from cliutil import ROOT
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    hook = hooks["amplint-fix"]
+    assert hook["entry"].split() == ["amplint", "fix"]
+    assert hook["language"] == "python" and "python" in hook["types_or"]
+    assert hook.get("require_serial") is True  # one process: the project regime is inferred once
+    # pre-commit passes the staged files as arguments, which `amplint fix` takes
+    assert run(["fix", "--help"], ROOT).out.count("paths") >= 1
