@@ -88,3 +88,39 @@ def test_autocast_device(tmp_path):
         (True, "float16", None),  # not a literal: unknown (callers assume cuda)
         (True, "bfloat16", "cpu"),
     ]
+
+
+def test_explicit_dtype_argument_wins(tmp_path):
+    ctx = context(tmp_path, """
+        import torch
+        import torch.nn.functional as F
+        def f(x):
+            h = x.half()
+            a = F.softmax(h, dim=-1, dtype=torch.float32)
+            b = h.softmax(-1, dtype=torch.float)
+            c = h.sum(dtype=torch.float32)
+            d = F.softmax(h, dim=-1)
+            with torch.autocast("cuda"):
+                e = torch.log_softmax(h, -1, dtype=torch.float16)
+    """)
+    pm = precision_model(ctx)
+    got = {ctx.code(a.targets[0].target): pm.dtype_of(a.value).dtype for a in ctx.nodes(cst.Assign)}
+    assert got == {"h": "float16", "a": "float32", "b": "float32", "c": "float32", "d": "float16",
+                   "e": "float16"}
+
+
+def test_python_number_keeps_the_tensor_fact(tmp_path):
+    ctx = context(tmp_path, """
+        import torch
+        def f(x):
+            with torch.autocast("cuda"):
+                h = torch.mm(x, x)
+                a = h + 1e-8
+                b = 2 * h
+                c = h - 1
+    """)
+    pm = precision_model(ctx)
+    got = {ctx.code(a.targets[0].target): (pm.dtype_of(a.value).dtype, pm.dtype_of(a.value).confidence)
+           for a in ctx.nodes(cst.Assign)}
+    assert got["h"] == ("float16", "certain")
+    assert got["a"] == got["b"] == got["c"] == ("float16", "certain")

@@ -43,6 +43,14 @@ PROMOTE = frozenset({
     "scatter_add", "tensordot", "cat", "stack", "index_copy",
 })
 
+# Ops that take a ``dtype=`` argument naming their output (and computation) dtype. Autocast's
+# ``fp32_set_opt_dtype`` / ``fp32_append_dtype`` policies respect an explicit dtype, so
+# ``F.softmax(x, -1, dtype=torch.float32)`` is float32 everywhere.
+OPT_DTYPE = frozenset({
+    "softmax", "log_softmax", "softmin", "sum", "prod", "cumsum", "cumprod", "mean", "nansum",
+    "norm", "linalg_vector_norm", "vector_norm", "linalg_matrix_norm", "matrix_norm", "linalg_norm",
+})
+
 # Ops that CUDA autocast refuses (any autocast dtype): binary_cross_entropy raises
 # "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast".
 BANNED = frozenset({"binary_cross_entropy"})

@@ -372,6 +372,12 @@ class PrecisionModel:
         if isinstance(op, cst.Divide) and left.dtype is None and self.ctx.number(e.left) is not None:
             # ``1 / x`` is Tensor.__rtruediv__ (reciprocal), on autocast's fp32 list.
             return self._apply_policy("__rtruediv__", "`c / x`", e, [right])
+        # A Python number does not promote a tensor (``h + 1e-8`` keeps h's dtype), so it leaves
+        # the tensor's fact as it is, certainty included.
+        if left.dtype is not None and right.dtype is None and self.ctx.number(e.right) is not None:
+            return left
+        if right.dtype is not None and left.dtype is None and self.ctx.number(e.left) is not None:
+            return right
         return _widest([left, right])
 
     def _apply_policy(self, op: str, label: str, node: cst.CSTNode, inputs: List[DTypeFact]) -> DTypeFact:
@@ -404,6 +410,18 @@ class PrecisionModel:
                 return DTypeFact(F32, CERTAIN, "cast to float32")
             if isinstance(a.value, cst.Attribute) and a.value.attr.value == "dtype":
                 return self.dtype_of(a.value.value)
+        return None
+
+    def _explicit_dtype(self, call: cst.Call) -> Optional[DTypeFact]:
+        """``dtype=torch.float32`` (or a positional ``torch.float32``) given to an op that takes
+        an output dtype (softmax, sum, ...): that dtype, whatever autocast would pick."""
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value != "dtype":
+                continue
+            name = self.ctx.qualname(a.value)
+            for names, d in ((FLOAT16_NAMES, F16), (BFLOAT16_NAMES, BF16), (FLOAT32_NAMES, F32)):
+                if name in names:
+                    return DTypeFact(d, CERTAIN, f"`dtype={name}` gives {d}")
         return None
 
     def module_class(self, func: cst.BaseExpression) -> Optional[str]:
@@ -469,8 +487,16 @@ class PrecisionModel:
             op = short
             if ".linalg." in name:
                 op = "linalg_" + short
+            if op in autocast_ops.OPT_DTYPE:
+                d = self._explicit_dtype(call)
+                if d is not None:
+                    return d
             inputs = [self.dtype_of(a) for a in args]
             return self._apply_policy(op, f"`{name}`", call, inputs)
+        if method is not None and method in autocast_ops.OPT_DTYPE:
+            d = self._explicit_dtype(call)
+            if d is not None:
+                return d
         if method is not None:
             inputs = [self.dtype_of(receiver), *[self.dtype_of(a) for a in args]]
             if inputs[0].dtype is None and autocast_ops.policy(method) == "keep":
