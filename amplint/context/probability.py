@@ -1,0 +1,374 @@
+"""Probabilities and their logs: where a value fed to ``log`` comes from.
+
+Shared by AMP201 (log of a half-precision probability), AMP202 (hand-written BCE) and AMP102
+(guards that vanish in float16), so that the three agree on who reports what:
+
+- a ``log`` whose argument carries a guard (``log(p + eps)``, ``log(p.clamp(min=eps))``) is not
+  AMP201's: a guard that survives keeps the log finite, and one that rounds to 0 is AMP102's;
+- a hand-written binary cross-entropy (``y * log(p)`` and ``(1 - y) * log(1 - p)`` of the same
+  ``p`` combined in one expression) is AMP202's, guards included: AMP201 and AMP102 skip its logs.
+
+The dtypes come from the precision model; this module only follows values back (through local
+names, indexing, reshaping and casts) to the sigmoid / softmax / normalising division that made
+them. Results are memoised per file in ``ctx._cache``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from ..fp16 import BFLOAT16, FLOAT16, Representation
+from .precision import BF16, F16, DTypeFact, precision_model
+
+SIGMOID_NAMES = {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid"}
+SOFTMAX_NAMES = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax"}
+LOG_NAMES = {"torch.log": "log", "torch.log2": "log2", "torch.log10": "log10", "torch.log1p": "log1p",
+             "torch.special.log1p": "log1p"}
+LOG_METHODS = {"log", "log2", "log10", "log1p", "log_", "log2_", "log10_", "log1p_"}
+CLAMP_METHODS = {"clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_"}
+CLAMP_NAMES = {"torch.clamp": "clamp", "torch.clip": "clip", "torch.clamp_min": "clamp_min"}
+# Operations that pick, reshape or cast probabilities without moving them away from 0 and 1.
+_PASS_METHODS = {"view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "gather", "index_select",
+                 "select", "narrow", "t", "transpose", "permute", "float", "double", "half", "bfloat16", "to",
+                 "type_as", "clone", "detach", "expand", "expand_as", "masked_select", "take_along_dim",
+                 "view_as", "reshape_as", "movedim", "squeeze_", "unsqueeze_", "cpu", "cuda"}
+_PASS_FUNCTIONS = {"torch.gather", "torch.index_select", "torch.take_along_dim", "torch.squeeze", "torch.unsqueeze",
+                   "torch.flatten", "torch.reshape", "torch.select", "torch.narrow", "torch.masked_select",
+                   "torch.transpose", "torch.permute"}
+_SUM_NAMES = {"torch.sum"}
+
+
+def _is_module_receiver(ctx, expr: cst.BaseExpression) -> bool:
+    """``torch`` / ``F`` in ``torch.log(...)``: a receiver that names an imported module."""
+    node = expr
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and ctx.imports.binds(node.value)
+
+
+def _first_arg(call: cst.Call, keyword: str = "input") -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == keyword:
+            return a.value
+    for a in call.args:
+        if a.keyword is None and not a.star:
+            return a.value
+    return None
+
+
+def method_of(ctx, call: cst.Call) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """``(name, receiver)`` of a tensor method call ``x.name(...)`` (not ``torch.name(...)``)."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and not _is_module_receiver(ctx, func.value):
+        if isinstance(func.value, cst.Name) and func.value.value == "self":
+            return None  # self.sigmoid(x): a submodule, see probability_call
+        return func.attr.value, func.value
+    return None
+
+
+@dataclass(frozen=True)
+class ProbabilityCall:
+    """A sigmoid / softmax producing probabilities, with its logits argument."""
+    kind: str  # "sigmoid" | "softmax"
+    call: cst.Call
+    logits: Optional[cst.BaseExpression]
+    form: str  # "function" (torch.sigmoid(x)) | "method" (x.sigmoid()) | "module" (self.act(x))
+
+
+def probability_call(ctx, expr: cst.BaseExpression) -> Optional[ProbabilityCall]:
+    if not isinstance(expr, cst.Call):
+        return None
+    name = ctx.call_name(expr) or ""
+    for kind, names in (("sigmoid", SIGMOID_NAMES), ("softmax", SOFTMAX_NAMES)):
+        if name in names and (not isinstance(expr.func, cst.Attribute) or _is_module_receiver(ctx, expr.func.value)
+                              or isinstance(expr.func, cst.Name)):
+            return ProbabilityCall(kind, expr, _first_arg(expr), "function")
+    m = method_of(ctx, expr)
+    if m is not None and m[0] in ("sigmoid", "softmax"):
+        return ProbabilityCall(m[0], expr, m[1], "method")
+    cls = precision_model(ctx).module_class(expr.func) or ""
+    if cls.startswith("torch.nn.") and cls.rsplit(".", 1)[-1] in ("Sigmoid", "Softmax"):
+        return ProbabilityCall(cls.rsplit(".", 1)[-1].lower(), expr, _first_arg(expr), "module")
+    return None
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where probabilities are computed, and in what dtype."""
+    kind: str  # "sigmoid" | "softmax" | "division"
+    node: cst.CSTNode  # the sigmoid / softmax call, or the division
+    prob: Optional[ProbabilityCall]  # None for a division
+    fact: DTypeFact  # dtype of the probabilities where they are computed
+
+
+@dataclass(frozen=True)
+class Trace:
+    source: Source
+    complement: bool  # the value is 1 - p
+    direct: bool  # nothing but local names between the value and the source (or ``1 - source``)
+    names: Tuple[cst.Name, ...] = ()  # the local names followed
+
+
+def _is_one(ctx, expr) -> bool:
+    return ctx.number(expr) == 1.0
+
+
+def _normalising_division(ctx, e: cst.BinaryOperation) -> bool:
+    """``a / a.sum(dim, keepdim=True)`` (or ``torch.sum(a, ...)``): weights normalised to sum 1."""
+    if not isinstance(e.operator, cst.Divide) or not isinstance(e.right, cst.Call):
+        return False
+    right = e.right
+    m = method_of(ctx, right)
+    if m is not None and m[0] == "sum":
+        base = m[1]
+    elif ctx.call_name(right) in _SUM_NAMES:
+        base = _first_arg(right)
+    else:
+        return False
+    return base is not None and ctx.code(base) == ctx.code(e.left)
+
+
+def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
+    """The probability source of ``expr``, through names, indexing, reshaping and casts."""
+    if _depth > 12 or expr is None:
+        return None
+    pm = precision_model(ctx)
+    if isinstance(expr, cst.Name):
+        value = pm.value_of(expr)
+        if value is None:
+            return None
+        t = trace(ctx, value, _depth + 1)
+        if t is None:
+            return None
+        direct = t.direct and isinstance(pm.binding_at(expr.value, expr), cst.BaseExpression)
+        return Trace(t.source, t.complement, direct, (expr, *t.names))
+    prob = probability_call(ctx, expr)
+    if prob is not None:
+        return Trace(Source(prob.kind, prob.call, prob, pm.dtype_of(prob.call)), False, True)
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Subtract) and _is_one(ctx, expr.left):
+            t = trace(ctx, expr.right, _depth + 1)
+            return Trace(t.source, not t.complement, t.direct, t.names) if t is not None else None
+        if _normalising_division(ctx, expr):
+            return Trace(Source("division", expr, None, pm.dtype_of(expr)), False, True)
+        return None
+    if isinstance(expr, cst.Subscript):
+        t = trace(ctx, expr.value, _depth + 1)
+        return Trace(t.source, t.complement, False, t.names) if t is not None else None
+    if isinstance(expr, cst.Call):
+        m = method_of(ctx, expr)
+        inner = None
+        if m is not None and m[0] in _PASS_METHODS:
+            inner = m[1]
+        elif ctx.call_name(expr) in _PASS_FUNCTIONS:
+            inner = _first_arg(expr)
+        if inner is not None:
+            t = trace(ctx, inner, _depth + 1)
+            return Trace(t.source, t.complement, False, t.names) if t is not None else None
+    return None
+
+
+# ---- logs ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Guard:
+    """A constant keeping a log's argument off zero: ``p + c`` or ``p.clamp(min=c)``."""
+    node: cst.CSTNode  # the BinaryOperation or clamp Call
+    constant: cst.BaseExpression
+    value: float
+
+
+@dataclass(frozen=True)
+class LogUse:
+    call: cst.Call
+    fn: str  # log | log2 | log10 | log1p
+    form: str  # "function" | "method"
+    arg: cst.BaseExpression  # what the log is applied to (the receiver for ``.log()``)
+    guard: Optional[Guard]
+    trace: Trace  # where the (unguarded part of the) argument comes from
+
+    @property
+    def dtype(self) -> Optional[str]:
+        return self.trace.source.fact.dtype
+
+    def can_reach_log_zero(self) -> bool:
+        """The probability can round to 0 (``p`` in float16) or to 1 (``1 - p`` in float16 or
+        bfloat16: bfloat16 has float32's range but only 8 bits of precision)."""
+        d = self.dtype
+        return d == F16 or (d == BF16 and self.trace.complement)
+
+    def guard_survives(self) -> bool:
+        if self.guard is None:
+            return False
+        fmt = FLOAT16 if self.dtype == F16 else BFLOAT16
+        return fmt.classify(self.guard.value) is not Representation.ZERO
+
+
+def clamp_min(ctx, call: cst.Call) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """``(clamped value, min argument)`` of ``x.clamp(min=c)``, ``x.clamp(c, ...)``,
+    ``x.clamp_min(c)``, ``torch.clamp(x, min=c)``, ``torch.clamp(x, c)``; None otherwise."""
+    m = method_of(ctx, call)
+    name = ctx.call_name(call) or ""
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if m is not None and m[0] in CLAMP_METHODS:
+        value, rest = m[1], positional
+    elif name in CLAMP_NAMES and (isinstance(call.func, cst.Name) or _is_module_receiver(ctx, call.func.value)):
+        value = _first_arg(call)
+        rest = positional[1:] if positional and positional[0] is value else positional
+    else:
+        return None
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == "min":
+            return value, a.value
+    if rest and value is not None:
+        return value, rest[0]
+    return None
+
+
+def _guard_of(ctx, arg: cst.BaseExpression) -> Tuple[Optional[Guard], cst.BaseExpression]:
+    if isinstance(arg, cst.BinaryOperation) and isinstance(arg.operator, cst.Add):
+        for const, other in ((arg.right, arg.left), (arg.left, arg.right)):
+            v = ctx.number(const)
+            if v is not None and v > 0 and ctx.number(other) is None:
+                return Guard(arg, const, v), other
+    if isinstance(arg, cst.Call):
+        cm = clamp_min(ctx, arg)
+        if cm is not None:
+            v = ctx.number(cm[1])
+            if v is not None and v > 0:
+                return Guard(arg, cm[1], v), cm[0]
+    return None, arg
+
+
+def log_call(ctx, call: cst.Call) -> Optional[Tuple[str, str, cst.BaseExpression]]:
+    """``(fn, form, argument)`` of ``torch.log(x)`` / ``x.log()`` and their log2/log10/log1p kin."""
+    name = ctx.call_name(call) or ""
+    if name in LOG_NAMES and (isinstance(call.func, cst.Name) or _is_module_receiver(ctx, call.func.value)):
+        arg = _first_arg(call)
+        return (LOG_NAMES[name], "function", arg) if arg is not None else None
+    m = method_of(ctx, call)
+    if m is not None and m[0] in LOG_METHODS and not call.args:
+        return m[0].rstrip("_"), "method", m[1]
+    return None
+
+
+def log_uses(ctx) -> List[LogUse]:
+    """Every log of a traced probability in the file (memoised)."""
+    key = "probability.log_uses"
+    if key in ctx._cache:
+        return ctx._cache[key]  # type: ignore[return-value]
+    out: List[LogUse] = []
+    for call in ctx.nodes(cst.Call):
+        lc = log_call(ctx, call)
+        if lc is None:
+            continue
+        fn, form, arg = lc
+        guard, inner = _guard_of(ctx, arg)
+        complement_flip = False
+        if fn == "log1p":
+            # log1p(-p) is log(1 - p); log1p(p) of a probability cannot reach log(0).
+            if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Minus) and guard is None:
+                inner = inner.expression
+                complement_flip = True
+            else:
+                continue
+        t = trace(ctx, inner)
+        if t is None:
+            continue
+        if complement_flip:
+            t = Trace(t.source, not t.complement, t.direct, t.names)
+        out.append(LogUse(call, fn, form, arg, guard, t))
+    ctx._cache[key] = out
+    return out
+
+
+# ---- hand-written binary cross-entropy ----------------------------------------------------------
+@dataclass(frozen=True)
+class HandwrittenBCE:
+    node: cst.BaseExpression  # what is reported: the sum, or the unary minus negating it (through
+    # ``.mean()`` / ``.sum()``: ``-(y * log(p) + (1 - y) * log(1 - p)).mean()``)
+    combine: cst.BinaryOperation  # the + / - joining the two terms
+    positive: LogUse  # log(p)
+    negative: LogUse  # log(1 - p)
+
+    @property
+    def logs(self) -> Tuple[LogUse, LogUse]:
+        return self.positive, self.negative
+
+    def hazardous(self) -> bool:
+        return any(u.can_reach_log_zero() and not u.guard_survives() for u in self.logs)
+
+
+def _lowest_common_ancestor(ctx, a: cst.CSTNode, b: cst.CSTNode) -> Optional[cst.CSTNode]:
+    above_a = {id(n) for n in ctx.ancestors(a)}
+    for n in ctx.ancestors(b):
+        if id(n) in above_a:
+            return n
+    return None
+
+
+_REDUCTIONS = {"mean", "sum"}
+
+
+def _through_reductions(ctx, node: cst.CSTNode) -> cst.CSTNode:
+    """``(...).mean()``, ``(...).sum(-1).mean()``, ``torch.mean(...)`` around ``node`` (linear, so
+    a minus outside them negates ``node``): the outermost of them, or ``node``."""
+    cur = node
+    while True:
+        parent = ctx.parent(cur)
+        grand = ctx.parent(parent) if parent is not None else None
+        if isinstance(parent, cst.Attribute) and parent.value is cur and isinstance(grand, cst.Call) \
+                and grand.func is parent and parent.attr.value in _REDUCTIONS:
+            cur = grand
+        elif isinstance(parent, cst.Arg) and parent.value is cur and parent.keyword is None \
+                and isinstance(grand, cst.Call) and ctx.call_name(grand) in ("torch.mean", "torch.sum") \
+                and grand.args and grand.args[0] is parent:
+            cur = grand
+        else:
+            return cur
+
+
+def handwritten_bces(ctx) -> List[HandwrittenBCE]:
+    """``y * log(p) + (1 - y) * log(1 - p)`` (any sign, order and factors) of one ``p`` in one
+    expression (memoised)."""
+    key = "probability.bce"
+    if key in ctx._cache:
+        return ctx._cache[key]  # type: ignore[return-value]
+    uses = log_uses(ctx)
+    out: List[HandwrittenBCE] = []
+    by_source: Dict[int, List[LogUse]] = {}
+    for u in uses:
+        if u.fn == "log":
+            by_source.setdefault(id(u.trace.source.node), []).append(u)
+    taken = set()
+    for group in by_source.values():
+        for pos in group:
+            if pos.trace.complement:
+                continue
+            for neg in group:
+                if not neg.trace.complement or id(neg.call) in taken or id(pos.call) in taken:
+                    continue
+                lca = _lowest_common_ancestor(ctx, pos.call, neg.call)
+                if not (isinstance(lca, cst.BinaryOperation) and isinstance(lca.operator, (cst.Add, cst.Subtract))):
+                    continue
+                node: cst.BaseExpression = lca
+                top = _through_reductions(ctx, lca)
+                parent = ctx.parent(top)
+                if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+                    node = parent
+                out.append(HandwrittenBCE(node, lca, pos, neg))
+                taken.update((id(pos.call), id(neg.call)))
+    ctx._cache[key] = out
+    return out
+
+
+def in_handwritten_bce(ctx, node: cst.CSTNode) -> Optional[HandwrittenBCE]:
+    """The hazardous hand-written BCE (AMP202's) that ``node`` (a log call or a guard) belongs to."""
+    for bce in handwritten_bces(ctx):
+        if not bce.hazardous():
+            continue
+        for u in bce.logs:
+            if node is u.call or (u.guard is not None and (node is u.guard.node or node is u.guard.constant)):
+                return bce
+    return None

@@ -1,0 +1,373 @@
+"""AMP102 fp16-unsafe-epsilon."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Set
+
+import libcst as cst
+
+from ..context.imports import dotted_name
+from ..context.precision import F16, DTypeFact, precision_model
+from ..context.probability import clamp_min, in_handwritten_bce, method_of
+from ..edits import append_arg, find_arg, keyword, number_node
+from ..findings import Applicability, Confidence, Fix, Violation
+from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
+from .base import Rule
+
+# Ops that take a guard as ``eps=`` and apply it in their input's dtype (unless autocast runs them
+# in float32): name -> (default eps, position of eps among the positional arguments).
+# torch/nn/functional.py: normalize(input, p=2.0, dim=1, eps=1e-12, out=None) divides by
+# ``norm.clamp_min(eps)``; cosine_similarity(x1, x2, dim=1, eps=1e-8) clamps the norms with eps.
+# The normalisation layers (layer_norm, group_norm, batch_norm, instance_norm, rms_norm) are not
+# here: their kernels add eps in float32 (the accumulation type) for float16 inputs.
+EPS_OPS = {
+    "torch.nn.functional.normalize": (1e-12, 3),
+    "torch.nn.functional.cosine_similarity": (1e-8, 3),
+    "torch.cosine_similarity": (1e-8, 3),
+}
+_DIV_FUNCTIONS = {"torch.div", "torch.true_divide", "torch.divide"}
+_DIV_METHODS = {"div", "div_", "true_divide", "true_divide_", "divide", "divide_"}
+_UNARY = {"log": "log", "log2": "log", "log10": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal"}
+_UNARY_FUNCTIONS = {f"torch.{k}": v for k, v in _UNARY.items()}
+
+
+@dataclass(frozen=True)
+class Use:
+    """Where a guarded value is applied."""
+    kind: str  # denominator | log | sqrt | rsqrt | reciprocal
+    node: cst.CSTNode  # the division / call / augmented assignment
+    numerator: Optional[cst.BaseExpression] = None  # of a denominator (None for a reciprocal: 1)
+
+
+def _use(ctx, e: cst.CSTNode) -> Optional[Use]:
+    """How the value ``e`` is consumed by its parent, if as a denominator or a log / sqrt argument."""
+    parent = ctx.parent(e)
+    if isinstance(parent, cst.BinaryOperation):
+        if isinstance(parent.operator, cst.Divide) and parent.right is e:
+            return Use("denominator", parent, parent.left)
+        if isinstance(parent.operator, cst.Power) and parent.left is e:
+            exponent = ctx.number(parent.right)
+            if exponent == 0.5:
+                return Use("sqrt", parent)
+            if exponent is not None and exponent < 0:
+                return Use("rsqrt" if exponent == -0.5 else "reciprocal", parent)
+        return None
+    if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.DivideAssign) and parent.value is e:
+        return Use("denominator", parent, parent.target)
+    if isinstance(parent, cst.Arg) and parent.value is e:
+        call = ctx.parent(parent)
+        if not isinstance(call, cst.Call):
+            return None
+        name = ctx.call_name(call) or ""
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if name in _DIV_FUNCTIONS and (parent.keyword is not None and parent.keyword.value == "other"
+                                       or len(positional) > 1 and positional[1] is parent):
+            numerator = positional[0].value if positional and positional[0] is not parent else None
+            return Use("denominator", call, numerator)
+        if name in _UNARY_FUNCTIONS and positional and positional[0] is parent:
+            return Use(_UNARY_FUNCTIONS[name], call, None)
+        m = method_of(ctx, call)
+        if m is not None and m[0] in _DIV_METHODS and positional and positional[0] is parent:
+            return Use("denominator", call, m[1])
+        return None
+    if isinstance(parent, cst.Attribute) and parent.value is e:
+        call = ctx.parent(parent)
+        if isinstance(call, cst.Call) and call.func is parent:
+            method = parent.attr.value.rstrip("_")
+            if method in _UNARY and not call.args:
+                return Use(_UNARY[method], call, None)
+            if method == "pow" and len(call.args) == 1:
+                exponent = ctx.number(call.args[0].value)
+                if exponent == 0.5:
+                    return Use("sqrt", call)
+                if exponent is not None and exponent < 0:
+                    return Use("rsqrt" if exponent == -0.5 else "reciprocal", call)
+    return None
+
+
+def _use_through_sqrt(ctx, e: cst.CSTNode) -> Optional[Use]:
+    """``_use``, where a sqrt that is itself a denominator (``x / torch.sqrt(v + eps)``) counts as
+    a denominator guard (the guard's purpose there is the division, not the sqrt)."""
+    u = _use(ctx, e)
+    if u is not None and u.kind == "sqrt":
+        outer = _use(ctx, u.node)
+        if outer is not None and outer.kind == "denominator":
+            return Use("sqrt-denominator", outer.node, outer.numerator)
+    return u
+
+
+def uses(ctx, e: cst.BaseExpression) -> List[Use]:
+    """Where the value of ``e`` is applied: directly, or through a local name bound to it."""
+    out = []
+    direct = _use_through_sqrt(ctx, e)
+    if direct is not None:
+        out.append(direct)
+    parent = ctx.parent(e)
+    target = None
+    if isinstance(parent, cst.Assign) and parent.value is e and len(parent.targets) == 1:
+        target = parent.targets[0].target
+    if isinstance(target, cst.Name):
+        pm = precision_model(ctx)
+        fn = ctx.enclosing_function(parent)
+        for n in ctx.nodes(cst.Name):
+            if n.value == target.value and n is not target and ctx.enclosing_function(n) is fn \
+                    and pm.value_of(n) is e:
+                u = _use_through_sqrt(ctx, n)
+                if u is not None:
+                    out.append(u)
+    return out
+
+
+def roots(ctx, expr: cst.CSTNode, depth: int = 0) -> Set[str]:
+    """The local names and ``self.`` attributes a value is computed from (through local
+    assignments), for telling ``y / (y.sum() + eps)`` (bounded) from ``1 / (y + eps)``."""
+    pm = precision_model(ctx)
+    out: Set[str] = set()
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            if n.value in ("self", "True", "False", "None") or ctx.imports.binds(n.value):
+                continue
+            out.add(n.value)
+            if depth < 4:
+                v = pm.value_of(n)
+                if v is not None:
+                    out |= roots(ctx, v, depth + 1)
+        elif isinstance(n, cst.Attribute):
+            d = dotted_name(n)
+            if d is not None and d.startswith("self."):
+                out.add(d)
+            else:
+                stack.append(n.value)
+        elif isinstance(n, cst.Call):
+            if isinstance(n.func, cst.Attribute) and not (dotted_name(n.func) or "").startswith("self."):
+                stack.append(n.func.value)
+            stack.extend(a.value for a in n.args)
+        else:
+            stack.extend(c for c in n.children if isinstance(c, cst.CSTNode))
+    return out
+
+
+def _bounded(ctx, numerator: Optional[cst.BaseExpression], base: cst.CSTNode) -> bool:
+    """Is the numerator bounded by the guarded denominator (``y / (y + eps)``,
+    ``x / (x.norm(dim=-1) + eps)``, ``w / (w.sum(-1) + eps)``)? Taken to be so when both are
+    computed from a common value; a constant numerator (``1 / (x + eps)``) is not bounded."""
+    if numerator is None or ctx.number(numerator) is not None:
+        return False
+    return bool(roots(ctx, numerator) & roots(ctx, base))
+
+
+def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(ctx.code(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_ZERO_CONSEQUENCE = {
+    "denominator": "the division gives inf, or NaN for 0/0",
+    "sqrt-denominator": "its sqrt is 0 and the division by it gives inf, or NaN for 0/0",
+    "reciprocal": "the reciprocal is inf",
+    "log": "the log is -inf",
+    "sqrt": "the gradient of sqrt at 0 is inf (NaN after backward)",
+    "rsqrt": "rsqrt gives inf",
+    "clamp": "the clamp lets 0 through to what it guards",
+}
+_WHERE = {
+    "denominator": "a float16 denominator",
+    "sqrt-denominator": "a float16 denominator (under a sqrt)",
+    "reciprocal": "a float16 reciprocal",
+    "log": "the float16 argument of a log",
+    "sqrt": "the float16 argument of a sqrt",
+    "rsqrt": "the float16 argument of an rsqrt",
+    "clamp": "clamp(min=...) of a float16 value",
+}
+
+
+def _confidence(fact: DTypeFact) -> Confidence:
+    return Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
+
+
+class Fp16UnsafeEpsilon(Rule):
+    code = "AMP102"
+    name = "fp16-unsafe-epsilon"
+    summary = "Guard constant (eps) that rounds to 0, or overflows as a subnormal divisor, in float16"
+    fix_safety = "unsafe"
+    applies_under = "fp16 (mixed or pure half)"
+
+    def check(self, ctx) -> Iterable[Violation]:
+        yield from self._sums(ctx)
+        yield from self._clamps(ctx)
+        yield from self._eps_ops(ctx)
+
+    # ---- x + eps ------------------------------------------------------------------------------
+    def _sums(self, ctx) -> Iterable[Violation]:
+        pm = precision_model(ctx)
+        for add in ctx.nodes(cst.BinaryOperation):
+            if not isinstance(add.operator, cst.Add):
+                continue
+            const = None
+            for c, other in ((add.right, add.left), (add.left, add.right)):
+                v = ctx.number(c)
+                if v is not None and 0 < v < FLOAT16.smallest_normal and ctx.number(other) is None:
+                    const, value = c, v
+                    break
+            if const is None:
+                continue
+            top = add  # climb the sum: ``a - b + eps``, ``eps + a + b``
+            parent = ctx.parent(top)
+            while isinstance(parent, cst.BinaryOperation) and (
+                    isinstance(parent.operator, cst.Add) or isinstance(parent.operator, cst.Subtract) and parent.left is top):
+                top, parent = parent, ctx.parent(parent)
+            if in_handwritten_bce(ctx, add) is not None or in_handwritten_bce(ctx, top) is not None:
+                continue  # AMP202 reports the hand-written binary cross-entropy as a whole
+            fact = pm.dtype_of(top)
+            if not fact.is_half:
+                continue
+            v = self._judge(ctx, top, top, const, value, fact, uses(ctx, top))
+            if v is not None:
+                yield v
+
+    # ---- x.clamp(min=eps) ---------------------------------------------------------------------
+    def _clamps(self, ctx) -> Iterable[Violation]:
+        pm = precision_model(ctx)
+        for call in ctx.nodes(cst.Call):
+            cm = clamp_min(ctx, call)
+            if cm is None:
+                continue
+            clamped, const = cm
+            value = ctx.number(const)
+            if value is None or not 0 < value < FLOAT16.smallest_normal or clamped is None:
+                continue
+            if in_handwritten_bce(ctx, call) is not None:
+                continue
+            fact = pm.dtype_of(clamped)
+            if not fact.is_half:
+                continue
+            found = uses(ctx, call)
+            if FLOAT16.classify(value) is Representation.ZERO and not found:
+                found = [Use("clamp", call)]
+            v = self._judge(ctx, call, clamped, const, value, fact, found)
+            if v is not None:
+                yield v
+
+    def _judge(self, ctx, guarded, base, const, value, fact, found: List[Use]) -> Optional[Violation]:
+        pm = precision_model(ctx)
+        kind = FLOAT16.classify(value)
+        base_text = _short(ctx, base if base is not guarded else _without(ctx, guarded, const))
+        if kind is Representation.ZERO:
+            if not found:
+                return None
+            use = found[0]
+            message = (f"{fmt(value)} guards {_WHERE[use.kind]} but {describe_in_half(value)}: where "
+                       f"`{base_text}` is 0, {_ZERO_CONSEQUENCE[use.kind]}; use a guard >= "
+                       f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4) or compute this in float32. "
+                       f"Float16 because {fact.explain()}")
+            return Violation(const, message, _confidence(fact), _fix(ctx, const, value))
+        # A subnormal guard keeps 0/0 and log(0) away; only c / eps can overflow.
+        for use in found:
+            if use.kind not in ("denominator", "reciprocal"):
+                continue
+            if use.kind == "denominator" and _bounded(ctx, use.numerator, base):
+                continue
+            target = use.node.target if isinstance(use.node, cst.AugAssign) else use.node
+            div = pm.dtype_of(target)
+            if not div.is_half:
+                continue  # e.g. 1 / (x + eps) under autocast: __rtruediv__ runs in float32
+            stored = FLOAT16.round(value)
+            c = 1.0 if use.numerator is None else ctx.number(use.numerator)
+            if c is not None:
+                overflow = f"{_g(c)} / {_g(stored)} ≈ {_g(c / stored)} overflows to inf"
+            else:
+                overflow = (f"`{_short(ctx, use.numerator, 30)}` / {_g(stored)} overflows to inf once the "
+                            f"numerator exceeds {_g(FLOAT16.max * stored)}")
+            message = (f"{describe_in_half(value)}: it keeps `{base_text}` off 0, but in the float16 division "
+                       f"{overflow} (float16's largest value is {fmt(FLOAT16.max)}); use a guard >= "
+                       f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4) or divide in float32. "
+                       f"Float16 because {div.explain()}")
+            return Violation(const, message, Confidence.LIKELY, _fix(ctx, const, value))
+        return None
+
+    # ---- F.normalize(x, eps=...) --------------------------------------------------------------
+    def _eps_ops(self, ctx) -> Iterable[Violation]:
+        pm = precision_model(ctx)
+        for call in ctx.nodes(cst.Call):
+            name = ctx.call_name(call)
+            if name not in EPS_OPS:
+                continue
+            default, position = EPS_OPS[name]
+            arg = find_arg(call, "eps", position)
+            if arg is None and any(a.star for a in call.args):
+                continue
+            value = default if arg is None else ctx.number(arg.value)
+            if value is None or FLOAT16.classify(value) is not Representation.ZERO:
+                continue  # a subnormal eps still keeps x / max(|x|, eps) bounded by 1
+            fact = pm.dtype_of(call)
+            if not fact.is_half:
+                continue  # under autocast normalize / cosine_similarity run in float32
+            short = name.rsplit(".", 1)[-1]
+            where = "eps" if arg is not None else "the default eps"
+            message = (f"{short} with {where}={fmt(value)} runs in float16, where {describe_in_half(value)}: "
+                       f"the norm is clamped to 0, so a zero vector gives 0/0 = NaN; pass eps >= "
+                       f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4) or normalise in float32. "
+                       f"Float16 because {fact.explain()}")
+            fix = _fix(ctx, arg.value, value) if arg is not None else _fix_default(ctx, call, value)
+            yield Violation(arg.value if arg is not None else call.func, message, _confidence(fact), fix)
+
+
+def _g(x: float) -> str:
+    """Three significant digits, written as ``fmt`` writes numbers (1.01e-6, 9.87e5, 0.00781)."""
+    return fmt(float(f"{x:.3g}"))
+
+
+def _without(ctx, top: cst.CSTNode, const: cst.CSTNode) -> cst.CSTNode:
+    """The guarded sum without the guard, for messages: ``y`` of ``y + eps``."""
+    if isinstance(top, cst.BinaryOperation):
+        if top.right is const:
+            return top.left
+        if top.left is const:
+            return top.right
+    return top
+
+
+def _safe_value(ctx, value: float) -> Optional[float]:
+    safe = getattr(getattr(ctx, "settings", None), "safe_eps", 1e-4)
+    if FLOAT16.classify(safe) is not Representation.NORMAL or safe <= value:
+        return None  # a configured value that would not clear the finding
+    return safe
+
+
+def _is_literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_literal(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_literal(expr.left) and _is_literal(expr.right)
+    return False
+
+
+def _fix(ctx, const: cst.BaseExpression, value: float) -> Optional[Fix]:
+    """The guard raised to ``safe-eps``: a literal is replaced; a name (``self.eps``, a module
+    constant, a parameter's default) becomes ``max(<name>, 1e-4)`` so that a larger value passed
+    in is kept."""
+    safe = _safe_value(ctx, value)
+    if safe is None:
+        return None
+    literal = number_node(safe)
+    text = cst.Module([]).code_for_node(literal)
+    if _is_literal(const):
+        new = literal.with_changes(lpar=const.lpar, rpar=const.rpar) if getattr(const, "lpar", None) else literal
+        return Fix(f"Raise the guard to {text}", Applicability.UNSAFE, replacements=[(const, new)])
+    bounded = cst.Call(func=cst.Name("max"), args=[
+        cst.Arg(const.deep_clone(), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(literal)])
+    return Fix(f"Raise the guard to at least {text}: `max(..., {text})`", Applicability.UNSAFE,
+               replacements=[(const, bounded)])
+
+
+def _fix_default(ctx, call: cst.Call, value: float) -> Optional[Fix]:
+    safe = _safe_value(ctx, value)
+    if safe is None:
+        return None
+    literal = number_node(safe)
+    text = cst.Module([]).code_for_node(literal)
+    return Fix(f"Pass `eps={text}`", Applicability.UNSAFE, replacements=[(call, append_arg(call, keyword("eps", literal)))])
