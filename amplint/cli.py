@@ -120,12 +120,17 @@ def report(args, findings, errors, out, err, fixed: int = 0) -> int:
     else:
         WRITERS[args.output_format](findings, out)
     if args.output_format in ("full", "concise") and not args.quiet and not args.statistics:
-        fixable = sum(1 for f in findings if f.fix is not None)
+        unsafe = bool(getattr(args, "unsafe_fixes", False))
+        fixable = sum(1 for f in findings if f.fix is not None and (unsafe or f.fix.applicability == "safe"))
+        hidden = sum(1 for f in findings if f.fix is not None) - fixable
         if findings:
+            total = len(findings) + fixed  # ruff's wording: found = fixed + remaining
             fixed_note = f" ({fixed} fixed, {len(findings)} remaining)" if fixed else ""
-            out.write(f"Found {len(findings)} error{'s' if len(findings) != 1 else ''}.{fixed_note}\n")
+            out.write(f"Found {total} error{'s' if total != 1 else ''}{fixed_note}.\n")
             if fixable and not fixed:
                 out.write(f"[*] {fixable} fixable with `amplint fix`.\n")
+            if hidden:
+                out.write(f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option.\n")
         elif fixed:
             out.write(f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining).\n")
         else:

@@ -462,10 +462,6 @@ def run_fix_command(args) -> int:
     return run_check(args)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else ('es' if word.endswith('x') else 's')}"
-
-
 def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[Path], out: TextIO, err: TextIO) -> int:
     from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, report
 
@@ -477,7 +473,7 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
             out.write(unified_diff(s))
         if not args.quiet:
             n = run.fixed
-            err.write(f"Would fix {_plural(n, 'error')}.\n" if n else "No errors would be fixed.\n")
+            err.write(f"Would fix {n} error{'s' if n != 1 else ''}.\n" if n else "No errors would be fixed.\n")
         for e in errors:
             err.write(f"amplint: error: {e}\n")
         if errors:
@@ -499,12 +495,7 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
         fixed += s.fixed
         findings.extend(s.findings)
     findings.sort(key=Finding.sort_key)
-    code = report(args, findings, errors, out, err, fixed=fixed)
-    if not unsafe and args.output_format in ("full", "concise") and not args.quiet and not args.statistics:
-        hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability != "safe")
-        if hidden:
-            out.write(f"{_plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.\n")
-    return code
+    return report(args, findings, errors, out, err, fixed=fixed)
 
 
 # ---- programmatic use (tests, editor integrations) -------------------------------------------------

@@ -79,7 +79,7 @@ def test_fix_writes_the_fixes_and_reports_what_remains(project):
     r = run(["fix", "train.py"], project)
     assert (project / "train.py").read_text() == TRAIN_FIXED
     assert codes_of(r.out) == ["AMP103"]  # the masked_fill on model(x): no fix offered
-    assert "Found 1 error. (3 fixed, 1 remaining)" in r.out
+    assert "Found 4 errors (3 fixed, 1 remaining)." in r.out
     assert r.rc == 1
 
 
@@ -333,7 +333,7 @@ def test_an_unwritable_file_is_reported_and_the_others_are_still_fixed(tmp_path,
     assert "torch.cuda.amp.autocast" in (root / "locked/a.py").read_text()
     assert 'torch.amp.autocast("cuda")' in (root / "open/b.py").read_text()
     assert codes_of(r.out) == ["AMP501"]  # what remains on disk is reported
-    assert "(1 fixed, 1 remaining)" in r.out
+    assert "Found 2 errors (1 fixed, 1 remaining)." in r.out
 
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes to read-only directories")
@@ -505,6 +505,11 @@ def test_unsafe_fixes_need_the_option(tmp_path, fake_rule):
     assert text == "x = 1\n"
     assert "1 hidden fix can be enabled with the `--unsafe-fixes` option." in r.out
     assert "(unsafe: needs --unsafe-fixes)" in r.out
+    r = run(["check", "--select", "AMP9", "a.py"], tmp_path / "p")
+    assert "[*]" not in r.out  # `amplint fix` alone would not fix it
+    assert "1 hidden fix can be enabled with the `--unsafe-fixes` option." in r.out
+    r = run(["check", "--select", "AMP9", "--unsafe-fixes", "a.py"], tmp_path / "p")
+    assert "[*] 1 fixable" in r.out and "hidden" not in r.out
     text, r = _fix_text(tmp_path, "x = 1\n", unsafe=True)
     assert text == "x = 2\n" and r.rc == 0
 
