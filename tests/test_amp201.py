@@ -1,0 +1,356 @@
+"""AMP201 log-of-half-probability: log of a float16 sigmoid / softmax / 1 - p."""
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from amplint.api import lint_source
+from amplint.config import Settings
+from amplint.docs import examples, read_page
+from amplint.fixes import fix_paths
+
+from conftest import codes
+
+HALF_TRAINING = textwrap.dedent("""
+    import torch
+    model = Net().cuda().half()
+    loss = model(x).sum()
+    loss.backward()
+""")
+BF16_TRAINING = "import torch\nmodel = model.to(torch.bfloat16)\nloss = model(x).sum()\nloss.backward()\n"
+
+
+def only(source, **kw):
+    return [c for c in codes(textwrap.dedent(source), **kw) if c == "AMP201"]
+
+
+def findings(source, **kw):
+    return [f for f in lint_source(textwrap.dedent(source), **kw) if f.code == "AMP201"]
+
+
+def fixed(source, extra_files=None, unsafe=True, select=("AMP201",)):
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pyproject.toml").write_text("[project]\nname = 'snippet'\n")
+        for name, text in (extra_files or {}).items():
+            (root / name).write_text(text)
+        path = root / "snippet.py"
+        path.write_text(textwrap.dedent(source))
+        run = fix_paths([path], Settings(select=list(select)), unsafe=unsafe, write=False)
+        assert not run.errors, run.errors
+        return run.states[0].source.decode()
+
+
+# ---- true positives ------------------------------------------------------------------------------
+def test_decorated_forward_is_certain_and_names_evidence():
+    [f] = findings("""
+        import torch
+        import torch.nn as nn
+        class Scorer(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.head = nn.Linear(dim, 1)
+            @torch.autocast("cuda")
+            def forward(self, x):
+                logits = self.head(x)
+                return torch.log(torch.sigmoid(logits))
+    """)
+    assert f.confidence == "certain" and f.line == 11
+    assert "sigmoid(x) rounds to 0 in float16 for x below about -17.3" in f.message
+    assert "F.logsigmoid(x)" in f.message and "snippet.py:8" in f.message
+
+
+@pytest.mark.parametrize("name, source, extra", [
+    ("alias th, with block, through a name",
+     """
+     import torch as th
+     def f(a, b):
+         with th.autocast("cuda"):
+             logits = a @ b
+             probs = th.sigmoid(logits)
+             return th.log(probs)
+     """, {}),
+    ("method forms, 1 - p",
+     """
+     import torch
+     def f(model, x):
+         with torch.autocast("cuda"):
+             p = model(x).sigmoid()
+             return (1 - p).log()
+     """, {}),
+    ("from torch import sigmoid, log2",
+     """
+     import torch
+     from torch import sigmoid
+     def f(a, b):
+         with torch.autocast("cuda"):
+             return torch.log2(sigmoid(a @ b))
+     """, {}),
+    ("log1p(-p)",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             return torch.log1p(-torch.sigmoid(a @ b))
+     """, {}),
+    ("softmax in pure half, from torch.nn import functional as F",
+     """
+     import torch
+     from torch.nn import functional as F
+     def f(logits):
+         probs = F.softmax(logits, dim=-1)
+         return torch.log(probs)
+     """, {"train.py": HALF_TRAINING}),
+    ("softmax then indexing, multi-line",
+     """
+     import torch
+     def nll(logits, target):
+         probs = logits.softmax(-1)
+         picked = probs.gather(
+             1,
+             target[:, None],
+         )
+         return -torch.log(picked).mean()
+     """, {"train.py": HALF_TRAINING}),
+    ("nn.Sigmoid module attribute",
+     """
+     import torch
+     import torch.nn as nn
+     class Head(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.fc = nn.Linear(4, 1)
+             self.act = nn.Sigmoid()
+         def forward(self, x):
+             return torch.log(self.act(self.fc(x)))
+     """, {"train.py": HALF_TRAINING}),
+    (".float() after the sigmoid is too late",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             p = torch.sigmoid(a @ b)
+             return torch.log(p.float())
+     """, {}),
+    ("normalising division in pure half",
+     """
+     import torch
+     def f(scores):
+         w = scores.exp()
+         return torch.log(w / w.sum(-1, keepdim=True))
+     """, {"train.py": HALF_TRAINING}),
+    ("bf16: log(1 - p) rounds at 1.0",
+     """
+     import torch
+     def f(model, x):
+         with torch.autocast("cuda", dtype=torch.bfloat16):
+             p = torch.sigmoid(model(x))
+             return torch.log(1 - p)
+     """, {}),
+])
+def test_true_positives(name, source, extra):
+    assert only(source, extra_files=extra) == ["AMP201"], name
+
+
+def test_bf16_complement_message():
+    [f] = findings("""
+        import torch
+        def f(model, x):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                p = torch.sigmoid(model(x))
+                return torch.log(1 - p)
+    """)
+    assert "log(1 - p) with p a bfloat16 sigmoid" in f.message and "above about 6.2" in f.message
+
+
+# ---- near misses ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, source, extra", [
+    ("F.logsigmoid",
+     """
+     import torch
+     import torch.nn.functional as F
+     def f(a, b):
+         with torch.autocast("cuda"):
+             return F.logsigmoid(a @ b)
+     """, {}),
+    ("log_softmax",
+     """
+     import torch
+     def f(logits):
+         return torch.log_softmax(logits, -1)
+     """, {"train.py": HALF_TRAINING}),
+    ("softmax runs in float32 under autocast",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             return torch.log(torch.softmax(a @ b, dim=-1))
+     """, {}),
+    ("softmax with dtype=torch.float32 in pure half",
+     """
+     import torch
+     import torch.nn.functional as F
+     def f(logits):
+         return torch.log(F.softmax(logits, -1, dtype=torch.float32))
+     """, {"train.py": HALF_TRAINING}),
+    ("sigmoid of float32 logits",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             logits = a @ b
+             return torch.log(torch.sigmoid(logits.float()))
+     """, {}),
+    ("log of a value that is not a probability we can trace",
+     """
+     import torch
+     def f(probs):
+         return torch.log(probs.float())
+     """, {"train.py": HALF_TRAINING}),
+    ("bf16: log(p) has float32's range",
+     """
+     import torch
+     def f(model, x):
+         with torch.autocast("cuda", dtype=torch.bfloat16):
+             return torch.log(torch.sigmoid(model(x)))
+     """, {}),
+    ("float32 project",
+     """
+     import torch
+     def f(logits):
+         return torch.log(torch.sigmoid(logits))
+     """, {}),
+    ("guarded with a surviving constant",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             return torch.log(torch.sigmoid(a @ b) + 1e-4)
+     """, {}),
+    ("guard that vanishes is AMP102's",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             return torch.log(torch.sigmoid(a @ b).clamp(min=1e-8))
+     """, {}),
+    ("clamped at the definition",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             p = torch.sigmoid(a @ b).clamp(1e-4, 1 - 1e-3)
+             return torch.log(p)
+     """, {}),
+    ("log1p(p) cannot reach log(0)",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             return torch.log1p(torch.sigmoid(a @ b))
+     """, {}),
+    ("hand-written BCE is AMP202's",
+     """
+     import torch
+     def f(a, b, y):
+         with torch.autocast("cuda"):
+             p = torch.sigmoid(a @ b)
+             return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+     """, {}),
+    ("autocast disabled with float32 inputs",
+     """
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             s = a @ b
+             with torch.autocast("cuda", enabled=False):
+                 return torch.log(torch.sigmoid(s.float()))
+     """, {}),
+    ("math.log is not a tensor log",
+     """
+     import math
+     import torch
+     def f(a, b):
+         with torch.autocast("cuda"):
+             return math.log(torch.sigmoid(a @ b).item())
+     """, {}),
+])
+def test_near_misses(name, source, extra):
+    assert only(source, extra_files=extra) == [], name
+
+
+def test_the_guard_case_goes_to_amp102_once():
+    src = textwrap.dedent("""
+        import torch
+        def f(a, b):
+            with torch.autocast("cuda"):
+                return torch.log(torch.sigmoid(a @ b) + 1e-8)
+    """)
+    assert sorted(c for c in codes(src) if c in ("AMP102", "AMP201")) == ["AMP102"]
+
+
+# ---- fixes ---------------------------------------------------------------------------------------
+def test_page_example_fixes_to_use_instead():
+    page = read_page("AMP201")
+    [bad], [good] = examples(page, "Example"), examples(page, "Use instead")
+    assert fixed(bad, select=("ALL",)) == good
+
+
+@pytest.mark.parametrize("before, after", [
+    ("torch.log(torch.sigmoid(z))", "F.logsigmoid(z)"),
+    ("torch.log(1 - torch.sigmoid(z))", "F.logsigmoid(-z)"),
+    ("torch.log(1.0 - z.sigmoid())", "F.logsigmoid(-z)"),
+    ("torch.log1p(-torch.sigmoid(z + 1))", "F.logsigmoid(-(z + 1))"),
+    ("torch.log(1 - torch.sigmoid(-z))", "F.logsigmoid(z)"),
+    ("torch.sigmoid(z).log()", "F.logsigmoid(z)"),
+    ("torch.log(torch.softmax(z, dim=-1))", "torch.log_softmax(z, dim=-1)"),
+    ("z.softmax(-1).log()", "z.log_softmax(-1)"),
+    ("torch.log(F.softmax(z, -1))", "F.log_softmax(z, -1)"),
+])
+def test_safe_fixes(before, after):
+    src = f"import torch\nimport torch.nn.functional as F\ndef f(z):\n    return {before}\n"
+    out = fixed(src, extra_files={"train.py": HALF_TRAINING}, unsafe=False)
+    assert out == f"import torch\nimport torch.nn.functional as F\ndef f(z):\n    return {after}\n"
+    assert only(out, extra_files={"train.py": HALF_TRAINING}) == []
+
+
+def test_fix_adds_the_functional_import_when_missing():
+    src = "import torch\n\n\ndef f(z):\n    return torch.log(torch.sigmoid(z))\n"
+    out = fixed(src, extra_files={"train.py": HALF_TRAINING})
+    assert out == "import torch\nimport torch.nn.functional as F\n\n\ndef f(z):\n    return F.logsigmoid(z)\n"
+
+
+def test_fix_uses_the_files_alias_or_spells_it_out():
+    src = "import torch as th\nfrom torch.nn import functional as nnf\ndef f(z):\n    return th.log(th.sigmoid(z))\n"
+    assert fixed(src, extra_files={"train.py": HALF_TRAINING}).endswith("return nnf.logsigmoid(z)\n")
+    src = "import torch as th\nF = 3\ndef f(z):\n    return th.log(th.sigmoid(z))\n"
+    assert fixed(src, extra_files={"train.py": HALF_TRAINING}).endswith("return th.nn.functional.logsigmoid(z)\n")
+
+
+def test_fix_through_a_name_reuses_unchanged_logits():
+    src = """
+        import torch
+        import torch.nn.functional as F
+        def f(z):
+            p = torch.sigmoid(z)
+            acc = (p > 0.5).float().mean()
+            return -torch.log(p).mean(), acc
+    """
+    out = fixed(src, extra_files={"train.py": HALF_TRAINING}, unsafe=False)
+    assert "return -F.logsigmoid(z).mean(), acc" in out and "p = torch.sigmoid(z)" in out
+
+
+def test_fix_when_logits_were_rebound_is_the_unsafe_float_cast():
+    src = """
+        import torch
+        import torch.nn.functional as F
+        def f(z):
+            p = torch.sigmoid(z)
+            z = z * 2
+            return torch.log(p)
+    """
+    assert fixed(src, extra_files={"train.py": HALF_TRAINING}, unsafe=False) == textwrap.dedent(src)
+    out = fixed(src, extra_files={"train.py": HALF_TRAINING}, unsafe=True)
+    assert "p = torch.sigmoid(z.float())" in out and "return torch.log(p)" in out
+    assert only(out, extra_files={"train.py": HALF_TRAINING}) == []
