@@ -124,3 +124,62 @@ def test_python_number_keeps_the_tensor_fact(tmp_path):
            for a in ctx.nodes(cst.Assign)}
     assert got["h"] == ("float16", "certain")
     assert got["a"] == got["b"] == got["c"] == ("float16", "certain")
+
+
+def test_helper_called_only_with_autocast_disabled_is_not_under_autocast(tmp_path):
+    # timm's LiteMLA: forward calls self._attn inside autocast(enabled=False); elsewhere (the
+    # torchscript branch) outside any region. _attn's matmuls run in its inputs' dtype.
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import torch
+        def step(model, x, scaler):
+            with torch.autocast("cuda"):
+                loss = model(x).mean()
+            scaler.scale(loss).backward()
+    """))
+    ctx = context(tmp_path, """
+        import torch
+        class LiteMLA(torch.nn.Module):
+            def _attn(self, q, k, v):
+                q, k, v = q.float(), k.float(), v.float()
+                out = q @ (k.transpose(-1, -2) @ v)
+                return out
+            def _other(self, q, k):
+                return q @ k
+            def forward(self, q, k, v):
+                if not torch.jit.is_scripting():
+                    with torch.autocast(device_type=v.device.type, enabled=False):
+                        out = self._attn(q, k, v)
+                else:
+                    out = self._attn(q, k, v)
+                with torch.autocast("cuda"):
+                    self._other(q, k)
+                return out + self._other(q, k)
+    """)
+    pm = precision_model(ctx)
+    attn = next(b for b in ctx.nodes(cst.BinaryOperation) if ctx.code(b) == "q @ (k.transpose(-1, -2) @ v)")
+    state = pm.autocast_at(attn)
+    assert not state.active and "enabled=False" in str(state.evidence)
+    assert pm.dtype_of(attn).dtype == "float32"
+    # _other is also called from an enabled region: the project's autocast still applies
+    other = next(b for b in ctx.nodes(cst.BinaryOperation) if ctx.code(b) == "q @ k")
+    assert pm.autocast_at(other).active
+
+
+def test_arithmetic_of_python_numbers_is_not_a_float32_tensor(tmp_path):
+    # autocast's float32 list has __pow__ / __rtruediv__, but for tensors: a scale computed from
+    # numbers must not widen the float16 product it multiplies.
+    ctx = context(tmp_path, """
+        import math
+        import torch
+        def f(q, k, d, x):
+            with torch.autocast("cuda"):
+                s = d ** -0.5
+                t = 1 / math.sqrt(d)
+                a = (q @ k) * s
+                b = (q @ k) * t
+                r = 1 / torch.mm(x, x)
+                p = torch.mm(x, x) ** 2
+    """)
+    pm = precision_model(ctx)
+    got = {ctx.code(a.targets[0].target): pm.dtype_of(a.value).dtype for a in ctx.nodes(cst.Assign)}
+    assert got == {"s": None, "t": None, "a": "float16", "b": "float16", "r": "float32", "p": "float32"}

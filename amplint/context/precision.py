@@ -121,6 +121,9 @@ class PrecisionModel:
         fn = ctx.enclosing_function(node)
         if self._scopes_autocast(fn):
             return NOT_AUTOCAST
+        off = self._called_without_autocast(fn) if fn is not None else None
+        if off is not None:
+            return AutocastState(False, None, LIKELY, off)
         regime = ctx.project.regime if ctx.project is not None else None
         if regime is None:
             return NOT_AUTOCAST
@@ -141,6 +144,45 @@ class PrecisionModel:
                 if device is not None:
                     return device
         return None
+
+    def _called_without_autocast(self, fn: cst.FunctionDef) -> Optional[Evidence]:
+        """The evidence of an ``autocast(enabled=False)`` region when ``fn`` is called from inside
+        one in this file and never from inside an enabled autocast region: a helper its author runs
+        with autocast off (timm's ``LiteMLA._attn``, called as ``with torch.autocast(...,
+        enabled=False): out = self._attn(q, k, v)``). Calls outside any region say nothing."""
+        key = ("called_off", fn)
+        cache = self.ctx._cache
+        if key not in cache:
+            ctx = self.ctx
+            owner = ctx.parent(ctx.parent(fn))
+            kind = "method" if isinstance(owner, cst.ClassDef) else "function"
+            off: Optional[Evidence] = None
+            on = False
+            for call in self._calls_by_callee().get((kind, fn.name.value), ()):
+                region = ctx.region_of(call)
+                if region is None:
+                    continue
+                if region.enabled and region.dtype in (F16, BF16):
+                    on = True
+                    break
+                off = off or region.evidence
+            cache[key] = off if not on else None
+        return cache[key]  # type: ignore[return-value]
+
+    def _calls_by_callee(self) -> Dict[Tuple[str, str], List[cst.Call]]:
+        """Calls of this file by what they call: ("method", m) for ``self.m(...)`` / ``cls.m(...)``,
+        ("function", f) for ``f(...)`` (one index per file)."""
+        index = self.ctx._cache.get("calls_by_callee")
+        if index is None:
+            index = {}
+            for call in self.ctx.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+                    index.setdefault(("method", func.attr.value), []).append(call)
+                elif isinstance(func, cst.Name):
+                    index.setdefault(("function", func.value), []).append(call)
+            self.ctx._cache["calls_by_callee"] = index
+        return index  # type: ignore[return-value]
 
     def _scopes_autocast(self, fn: Optional[cst.FunctionDef]) -> bool:
         key = ("scopes", fn)
@@ -367,6 +409,10 @@ class PrecisionModel:
         if isinstance(op, cst.MatrixMultiply):
             return self._apply_policy("__matmul__", "`@`", e, [self.dtype_of(e.left), self.dtype_of(e.right)])
         left, right = self.dtype_of(e.left), self.dtype_of(e.right)
+        if isinstance(op, (cst.Power, cst.Divide)) and left.dtype is None and right.dtype is None:
+            # ``head_dim ** -0.5``, ``1 / math.sqrt(d)``: most likely Python numbers; autocast's
+            # float32 policy for ``__pow__`` / ``__rtruediv__`` applies to tensors only.
+            return UNKNOWN
         if isinstance(op, cst.Power):
             return self._apply_policy("__pow__" if left.dtype else "__rpow__", "`**`", e, [left, right])
         if isinstance(op, cst.Divide) and left.dtype is None and self.ctx.number(e.left) is not None:
