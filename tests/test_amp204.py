@@ -200,6 +200,26 @@ def test_flags_products_scaled_down_afterwards(source):
             with torch.autocast("cuda"):
                 return F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T * 0.5
     """),
+    ("one unit-vector operand bounds the product (swiftformer)", """
+        import torch
+        import torch.nn.functional as F
+        class Additive(torch.nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.w_g = torch.nn.Parameter(torch.randn(dim, 1))
+                self.scale_factor = dim ** -0.5
+            def forward(self, x):
+                with torch.autocast("cuda"):
+                    query = F.normalize(x, dim=-1)
+                    return query @ self.w_g * self.scale_factor
+    """),
+    ("a softmax-weighted average is bounded by its values", """
+        import torch
+        def f(scores, v):
+            with torch.autocast("cuda"):
+                attn = scores.softmax(dim=-1)
+                return (attn @ v) * 0.5
+    """),
     ("an unknown multiplier that is not called a scale", """
         import torch
         def f(a, b, mask):
@@ -228,6 +248,7 @@ def test_page_example_fixed_equals_use_instead():
      "return (0.125 * q) @ k.transpose(-2, -1)"),
     ("return q.matmul(k) * 0.125", "return (q * 0.125).matmul(k)"),
     ("return torch.bmm(q + 1, k) / math.sqrt(d)", "return torch.bmm((q + 1) / math.sqrt(d), k)"),
+    ("return (q @ k) * round(d * 0.5) ** -0.5", "return (q * round(d * 0.5) ** -0.5) @ k"),
 ])
 def test_fix_scales_the_first_operand(before, after):
     template = "import math\nimport torch\ndef f(q, k, d):\n    with torch.autocast('cuda'):\n        {}\n"

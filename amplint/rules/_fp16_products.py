@@ -30,6 +30,9 @@ CASTS = frozenset({"float", "double", "half", "to", "type_as", "type"})
 LOWER_GUARDS = frozenset({"clamp", "clamp_min", "clamp_", "clamp_min_", "clip", "clip_"})
 # Values bounded by 1 (or unit vectors): their products and sums cannot overflow.
 BOUNDED = frozenset({"softmax", "softmin", "sigmoid", "normalize", "tanh", "cosine_similarity"})
+# Rows that sum to 1 (softmax) or have norm 1 (normalize): a product with one of them is bounded
+# by the size of the other operand, however long the contraction.
+CONTRACTING = frozenset({"softmax", "softmin", "normalize"})
 
 
 def call_op(ctx, pm, call: cst.Call) -> Tuple[Optional[str], bool]:
@@ -115,14 +118,23 @@ def through_views(ctx, pm, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0) -> bool:
+def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0, kinds=BOUNDED) -> bool:
     """A value in [-1, 1] or a unit vector: the output of softmax, sigmoid, F.normalize, ...
     (directly or through a local name)."""
     expr = through_views(ctx, pm, expr)
     if isinstance(expr, cst.Name) and depth < 3:
         value = pm.value_of(expr)
-        return value is not None and bounded(ctx, pm, value, depth + 1)
-    return op_of(ctx, pm, expr) in BOUNDED
+        return value is not None and bounded(ctx, pm, value, depth + 1, kinds)
+    return op_of(ctx, pm, expr) in kinds
+
+
+def bounded_product(ctx, pm, product: cst.CSTNode) -> bool:
+    """A product that cannot grow with its contraction length: one operand is a softmax or a
+    unit vector (``F.normalize(q) @ k.T`` is at most ``|k|``), or all are bounded by 1."""
+    operands = tensor_operands(ctx, pm, product)
+    if not operands:
+        return False
+    return any(bounded(ctx, pm, o, kinds=CONTRACTING) for o in operands) or all(bounded(ctx, pm, o) for o in operands)
 
 
 def short_code(ctx, node: cst.CSTNode, limit: int = 60) -> str:
@@ -166,12 +178,40 @@ def as_float(expr: cst.BaseExpression) -> cst.BaseExpression:
     return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("float")))
 
 
-def float_targets(ctx, pm, core: cst.CSTNode) -> List[cst.BaseExpression]:
-    """Where ``.float()`` goes so that ``core`` runs in float32: on each tensor operand, below the
-    views and sums applied to it (``K.sum(dim=1)`` -> ``K.float().sum(dim=1)``: the sum must not
-    run in float16 first)."""
-    out: List[cst.BaseExpression] = []
-    for operand in tensor_operands(ctx, pm, core):
+_HALF_DTYPES = {"torch.float16", "torch.half"}
+
+
+def _half_cast(ctx, pm, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The value cast in ``x.type_as(q)``, ``x.half()``, ``x.to(q.dtype)`` or
+    ``x.to(torch.float16)`` (casts to the float16 of the surrounding code), else None."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
+        return None
+    op, is_method = call_op(ctx, pm, expr)
+    if not is_method:
+        return None
+    args = positional(expr)
+    if op == "half" and not expr.args:
+        return expr.func.value
+    if op == "type_as" and len(expr.args) == 1:
+        return expr.func.value
+    if op == "to" and len(expr.args) == 1:
+        arg = expr.args[0]
+        if arg.keyword is not None and arg.keyword.value != "dtype":
+            return None
+        value = arg.value
+        if (isinstance(value, cst.Attribute) and value.attr.value == "dtype") or ctx.qualname(value) in _HALF_DTYPES:
+            return expr.func.value
+    return None
+
+
+def float_replacements(ctx, pm, core: cst.CSTNode) -> List[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """How ``core`` runs in float32: ``.float()`` on each tensor operand, below the views and sums
+    applied to it (``K.sum(dim=1)`` -> ``K.float().sum(dim=1)``: the sum must not run in float16
+    first); a cast back to float16 (``k.type_as(q)``) becomes ``k.float()``; in ``k + eps`` only
+    the tensor gets the cast."""
+    out: List[Tuple[cst.BaseExpression, cst.BaseExpression]] = []
+
+    def visit(operand: cst.BaseExpression, depth: int) -> None:
         target = operand
         for _ in range(12):
             if isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute):
@@ -180,10 +220,22 @@ def float_targets(ctx, pm, core: cst.CSTNode) -> List[cst.BaseExpression]:
                     target = target.func.value
                     continue
             break
+        cast = _half_cast(ctx, pm, target)
+        if cast is not None:
+            out.append((target, as_float(cast)))
+            return
+        if isinstance(target, cst.BinaryOperation) and depth < 4 and isinstance(target.operator, (cst.Add, cst.Subtract)):
+            tensors = [side for side in (target.left, target.right) if ctx.number(side) is None]
+            if len(tensors) == 1:
+                visit(tensors[0], depth + 1)
+                return
         fact = pm.dtype_of(target)
         if fact.dtype == "float32" and fact.confidence == "certain":
-            continue  # already cast
-        out.append(target)
+            return  # already cast
+        out.append((target, as_float(target)))
+
+    for operand in tensor_operands(ctx, pm, core):
+        visit(operand, 0)
     return out
 
 
@@ -218,14 +270,18 @@ def fp32_block_fix(ctx, pm, stmt: cst.SimpleStatementLine, core: cst.CSTNode, de
         return None
     if any(node is not core for node in _lower_ops_in(ctx, pm, stmt)):
         return None
-    targets = float_targets(ctx, pm, core)
-    device = next((t for t in targets if dotted_name(t) is not None), None)
+    replacements = float_replacements(ctx, pm, core)
+    if not replacements:
+        return None
+    device = next((t for t in tensor_operands(ctx, pm, core) if dotted_name(t) is not None), None)
+    if device is None:
+        device = next((old for old, _ in replacements if dotted_name(old) is not None), None)
     if device is None:
         return None
     torch_name, imports = module_alias(ctx, "torch")
     if torch_name is None:
         return None
-    new_stmt = stmt.visit(_Replace({t: as_float(t) for t in targets}))
+    new_stmt = stmt.visit(_Replace(dict(replacements)))
     assert isinstance(new_stmt, cst.SimpleStatementLine)
     autocast = cst.Call(
         func=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("autocast")),

@@ -39,6 +39,8 @@ class Fp16ReductionNormaliser(Rule):
             op = P.op_of(ctx, pm, core)
             if op in P.SUMS and self._harmless_sum(ctx, pm, core):
                 continue
+            if op in P.PRODUCTS and P.bounded_product(ctx, pm, core):
+                continue  # a product of unit vectors or softmax weights cannot overflow
             message = self._message(ctx, core, op, named, binding, fact)
             stmt = binding if binding is not None else ctx.statement_of(site)
             fix = None

@@ -68,9 +68,8 @@ class ScaleAfterFp16Product(Rule):
             scale = self._downscale(ctx, pm, scale_side, divide, 0)
             if scale is None or scale is _NOT:
                 continue
-            operands = P.tensor_operands(ctx, pm, product)
-            if operands and all(P.bounded(ctx, pm, o) for o in operands):
-                continue  # cosine similarities: |q·k| <= 1
+            if P.bounded_product(ctx, pm, product):
+                continue  # cosine similarities, softmax-weighted averages
             fix = None
             if named is None and isinstance(node, cst.BinaryOperation):
                 fix = self._fix(ctx, pm, node, product, scale_side, scale_first)
@@ -317,7 +316,8 @@ class ScaleAfterFp16Product(Rule):
         if isinstance(expr, cst.Call):
             name = ctx.call_name(expr) or ""
             method = expr.func.attr.value if isinstance(expr.func, cst.Attribute) else None
-            if name in _SQRT or name in ("math.pow", "float", "int", "sqrt", "math.log", "math.exp"):
+            if name in _SQRT or name in ("math.pow", "float", "int", "round", "abs", "min", "max", "sqrt",
+                                         "math.log", "math.exp"):
                 return all(self._scalar(ctx, pm, a.value, depth + 1) for a in expr.args)
             return method in ("size", "dim", "numel", "item")
         if isinstance(expr, cst.Subscript):
