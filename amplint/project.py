@@ -8,8 +8,10 @@ only for files whose text mentions a precision word at all.
 from __future__ import annotations
 
 import ast
+import io
 import math
 import re
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -103,15 +105,45 @@ def module_name_for(path: Path, root: Path) -> Optional[str]:
     return ".".join(parts) if parts else None
 
 
-def _ast_imports(tree: ast.AST, module_name: Optional[str]) -> ImportTable:
+def _ast_imports(nodes, module_name: Optional[str]) -> ImportTable:
     table = ImportTable(module_name)
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 table.add_import(a.name, a.asname)
         elif isinstance(node, ast.ImportFrom):
             table.add_from_import(node.module or "", [(a.name, a.asname) for a in node.names], node.level)
     return table
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _text_lines(source: bytes) -> List[str]:
+    """The file's lines as Python numbers them, decoded with its coding cookie / BOM."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+        text = source.decode(encoding, "replace")
+    except (SyntaxError, LookupError):
+        text = source.decode("utf-8", "replace")
+    return _LINE_END.split(text.lstrip("\ufeff"))
+
+
+def _segment(lines: List[str], node: ast.AST) -> str:
+    """The source text of ``node`` (what ``ast.get_source_segment`` gives, without re-splitting the
+    whole file on every call: that made the scan quadratic in the file's length)."""
+    first, last = node.lineno - 1, (getattr(node, "end_lineno", None) or node.lineno) - 1
+    if not 0 <= first <= last < len(lines):
+        return ""
+    start, end = node.col_offset, getattr(node, "end_col_offset", None)
+    if end is None:
+        return lines[first].strip()
+    # ast columns are UTF-8 byte offsets
+    chunk = [line.encode("utf-8") for line in lines[first:last + 1]]
+    if len(chunk) == 1:
+        return chunk[0][start:end].decode("utf-8", "replace")
+    chunk[0], chunk[-1] = chunk[0][start:], chunk[-1][:end]
+    return b"\n".join(chunk).decode("utf-8", "replace")
 
 
 def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
@@ -123,11 +155,11 @@ def scan_source(source: bytes, display_path: str, module_name: Optional[str] = N
     except (SyntaxError, ValueError):
         return []
     trains = bool(TRAINING_WORDS.search(source))
-    imports = _ast_imports(tree, module_name)
+    nodes = list(ast.walk(tree))  # one walk; the passes below iterate this list
+    imports = _ast_imports(nodes, module_name)
     out: List[Tuple[Signal, Evidence]] = []
-    lines = source.decode("utf-8", "replace").splitlines()
+    lines = _text_lines(source)
     targets = {}  # id(call) -> assigned name, so ``model = Net().cuda().half()`` reads as the model
-    nodes = list(ast.walk(tree))
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             t = node.targets[0]
@@ -144,9 +176,7 @@ def scan_source(source: bytes, display_path: str, module_name: Optional[str] = N
         if sig.kind == "half_params" and not trains:
             # model.half() in an export / inference script says nothing about how training runs.
             sig = Signal(sig.kind, sig.dtype, sig.enabled, sig.pure, "inference")
-        text = lines[node.lineno - 1].strip() if 0 < node.lineno <= len(lines) else ""
-        src = ast.get_source_segment(source.decode("utf-8", "replace"), node) or text
-        src = " ".join(src.split())
+        src = " ".join(_segment(lines, node).split())
         if len(src) > 60:
             src = src[:57] + "..."
         out.append((sig, Evidence(f"`{src}`", display_path, node.lineno)))
@@ -164,13 +194,23 @@ class Project:
         self._regime: Optional[Regime] = None
         self._modules: Optional[Dict[str, Path]] = None
         self._constants: Dict[str, Dict[str, float]] = {}
+        self._files: Optional[List[Path]] = None
         self.display_base = display_base
 
     def files(self) -> List[Path]:
         """The project's Python files: what discovery would lint under the root, less nested
         projects (a directory with its own pyproject.toml, setup.py, setup.cfg or .git is a project
-        of its own, with its own regime)."""
-        return list(self.discovery.walk(self.root, self.root, stop_at_projects=True))
+        of its own, with its own regime). Walked once per Project."""
+        if self._files is None:
+            self._files = list(self.discovery.walk(self.root, self.root, stop_at_projects=True))
+        return list(self._files)
+
+    def prepare(self) -> "Project":
+        """Compute the facts every file needs (file list, regime, module paths) now: the runner
+        does this in the parent process before handing the project to worker processes."""
+        self.regime
+        self._module_paths()
+        return self
 
     def display(self, path: Path) -> str:
         base = self.display_base or Path.cwd()

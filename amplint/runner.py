@@ -1,22 +1,44 @@
-"""Runs the engine over discovered files, one project (root, regime) per root."""
+"""Runs the engine over discovered files, one project (root, regime) per root.
+
+Per-file work is pure, so many files are linted in worker processes. The parent computes each
+project's facts first (its file list and precision regime: the costly project-wide scan happens once,
+not once per worker) and hands the projects to the workers when they start; results come back in
+the order of the files, so the output is the same as a serial run's.
+"""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .config import RuleSelection, Settings
 from .discovery import Discovery, project_root
-from .engine import lint_file
+from .engine import FileResult, lint_file
 from .findings import Finding
 from .project import Project
 
+# Below this many files a pool costs more (process start-up, shipping the projects) than it saves.
+PARALLEL_MIN_FILES = 20
+MAX_WORKERS = 32
+
+Task = Tuple[Path, str, Path, Tuple[str, ...]]  # (file, display path, project root, selected codes)
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the CPUs this process may use (containers, taskset)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
 
 class Runner:
-    def __init__(self, settings: Settings, selection: RuleSelection) -> None:
+    def __init__(self, settings: Settings, selection: RuleSelection, jobs: Optional[int] = None) -> None:
         self.settings = settings
         self.selection = selection
         self.discovery = Discovery(settings.exclude, settings.extend_exclude)
         self._projects: Dict[Path, Project] = {}
+        self.jobs = jobs  # worker processes; None: decided from the number of files and CPUs
 
     def project_for(self, path: Path) -> Project:
         root = project_root(path)
@@ -27,12 +49,71 @@ class Runner:
     def files(self, paths: Sequence[Path]) -> List[Path]:
         return self.discovery.files(paths)
 
+    def workers_for(self, n_files: int) -> int:
+        if self.jobs is not None:
+            return max(1, min(self.jobs, n_files))
+        if n_files <= PARALLEL_MIN_FILES:
+            return 1
+        return max(1, min(cpu_count(), MAX_WORKERS, n_files // (PARALLEL_MIN_FILES // 2)))
+
     def check(self, paths: Sequence[Path]) -> Tuple[List[Finding], List[str]]:
+        tasks: List[Task] = []
+        for f in self.files(paths):
+            project = self.project_for(f)
+            tasks.append((f, f.as_posix(), project.root, tuple(sorted(self.selection.for_file(f)))))
+        workers = self.workers_for(len(tasks))
+        results: Optional[List[FileResult]] = None
+        if workers > 1:
+            results = self._parallel(tasks, workers)
+        if results is None:
+            projects = self._projects_by_root()
+            results = [lint_file(f, display, projects[root], set(codes), self.settings)
+                       for f, display, root, codes in tasks]
         findings: List[Finding] = []
         errors: List[str] = []
-        for f in self.files(paths):
-            result = lint_file(f, f.as_posix(), self.project_for(f), self.selection.for_file(f), self.settings)
+        for result in results:
             findings.extend(result.findings)
             errors.extend(result.errors)
         findings.sort(key=Finding.sort_key)
         return findings, errors
+
+    def _projects_by_root(self) -> Dict[Path, Project]:
+        return {p.root: p for p in self._projects.values()}
+
+    def _parallel(self, tasks: List[Task], workers: int) -> Optional[List[FileResult]]:
+        """Lint in worker processes; None when a pool cannot be used here (the caller goes serial)."""
+        projects = self._projects_by_root()
+        for project in projects.values():
+            project.prepare()  # the project-wide scan, once, in the parent
+        chunksize = max(1, len(tasks) // (workers * 4))
+        try:
+            executor = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
+                                           initargs=(projects, self.settings))
+        except (OSError, ValueError, NotImplementedError, ImportError):
+            return None
+        try:
+            results = list(executor.map(_lint_task, tasks, chunksize=chunksize))
+        except BaseException as e:
+            executor.shutdown(wait=False, cancel_futures=True)
+            if isinstance(e, Exception):  # a broken pool, a pickling problem: lint serially instead
+                return None
+            raise  # KeyboardInterrupt
+        executor.shutdown(wait=True)
+        return results
+
+
+# ---- worker side ------------------------------------------------------------------------------------
+_WORKER_PROJECTS: Dict[Path, Project] = {}
+_WORKER_SETTINGS: Optional[Settings] = None
+
+
+def _init_worker(projects: Dict[Path, Project], settings: Settings) -> None:
+    global _WORKER_SETTINGS
+    _WORKER_PROJECTS.clear()
+    _WORKER_PROJECTS.update(projects)
+    _WORKER_SETTINGS = settings
+
+
+def _lint_task(task: Task) -> FileResult:
+    path, display, root, codes = task
+    return lint_file(path, display, _WORKER_PROJECTS[root], set(codes), _WORKER_SETTINGS)
