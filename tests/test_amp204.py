@@ -43,7 +43,7 @@ def test_attention_logits_scaled_after_the_product():
     f = found[0]
     assert f.confidence == "likely"  # whether logits get that large is not in the code
     assert "multiplied by `self.scale`" in f.message
-    assert "65504" in f.message and "d=64" in f.message and "≈ 32" in f.message
+    assert "65504" in f.message and "d=64" in f.message and "entries ≈ 32" in f.message
     assert "train.py:6" in f.message  # the autocast evidence
 
 
@@ -220,6 +220,13 @@ def test_flags_products_scaled_down_afterwards(source):
                 attn = scores.softmax(dim=-1)
                 return (attn @ v) * 0.5
     """),
+    ("called `scale` but bound to a logit scale (open_clip's retrieval metrics)", """
+        import torch
+        def scores(image, text, logit_scale):
+            with torch.autocast("cuda"):
+                scale = torch.as_tensor(logit_scale, device=image.device)
+                return scale * (image @ text.T)
+    """),
     ("an unknown multiplier that is not called a scale", """
         import torch
         def f(a, b, mask):
@@ -298,9 +305,8 @@ def test_fix_of_the_named_form_removes_the_scaling_statement():
     """),
     ("a tensor scale could broadcast differently", """
         import torch
-        def scores(q, k, scale):
+        def scores(q, k, scale: torch.Tensor):
             with torch.autocast("cuda"):
-                scale = torch.ones(q.shape[-2], k.shape[-1]) * 0.125
                 return (q @ k) * scale
     """),
 ])

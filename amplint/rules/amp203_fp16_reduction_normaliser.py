@@ -151,12 +151,12 @@ class Fp16ReductionNormaliser(Rule):
             what = f"`{named.value}` (= {what}, line {ctx.line_of(binding)})"
         if op in P.SUMS:
             kind = "a float16 sum"
-            risk = (f"a sum of many terms exceeds float16's largest value {fmt(FLOAT16.max)} and becomes inf "
-                    f"(the quotient turns to 0, and 0·inf gives NaN)")
+            risk = (f"a sum of many terms can exceed float16's largest value {fmt(FLOAT16.max)} and become "
+                    f"inf (the quotient turns to 0, and 0·inf gives NaN)")
         else:
             kind = "a float16 product"
-            risk = (f"its dot products sum d terms and exceed float16's largest value {fmt(FLOAT16.max)} "
-                    f"(inf: the quotient becomes 0 or NaN) or cancel to 0 (1/0 = inf)")
+            risk = (f"each entry adds up many products and can exceed float16's largest value "
+                    f"{fmt(FLOAT16.max)} (inf: the quotient becomes 0, then NaN) or cancel to 0 (1/0 = inf)")
         return (f"{what} is {kind} used as a denominator: {risk}. Compute the normaliser in float32 "
                 f"(`with torch.autocast(device_type=..., enabled=False):` and `.float()` on its operands). "
                 f"float16 because {fact.explain()}")

@@ -166,22 +166,22 @@ class ScaleAfterFp16Product(Rule):
             if method == "exp" or name.endswith("Parameter"):
                 return _NOT  # a learnable logit scale / temperature: not a constant down-scale
             return None
+        # A name goes by what it is bound to; only a name bound to nothing seen here (a parameter,
+        # an attribute set elsewhere) goes by its name: ``scale = torch.as_tensor(logit_scale)``
+        # is not a down-scale because it is called ``scale``.
         if isinstance(expr, cst.Name):
             value = pm.value_of(expr)
             if value is not None:
-                s = self._downscale(ctx, pm, value, divide, depth + 1)
-                if s is not None:
-                    return s
+                return self._downscale(ctx, pm, value, divide, depth + 1)
             return self._by_name(expr.value, divide)
         if isinstance(expr, cst.Attribute):
             if isinstance(expr.value, cst.Name) and expr.value.value == "self":
                 value = pm.init_attribute(expr, expr.attr.value)
                 if value is not None:
                     s = self._downscale(ctx, pm, value, divide, depth + 1)
-                    if s is not None:
-                        return s
-                    if isinstance(value, cst.Call):
+                    if s is None and isinstance(value, cst.Call):
                         return _NOT  # an nn.Parameter, a tensor buffer: learnable or per-element
+                    return s
             return self._by_name(expr.attr.value, divide)
         return None
 
@@ -204,11 +204,10 @@ class ScaleAfterFp16Product(Rule):
             after += f" (×{fmt(scale.value)})"
         per_elem = math.sqrt(FLOAT16.max / _EXAMPLE_D)
         return (f"{what} is computed in float16 and only then {after}: the unscaled product can overflow "
-                f"float16's {fmt(FLOAT16.max)} although the scaled one would not (q·k grows with the head "
-                f"dimension and activation size: with d={_EXAMPLE_D} and |q|, |k| ≈ {per_elem:.0f} per element "
-                f"it reaches {fmt(FLOAT16.max)} before the scale). Scale an operand before the product "
-                f"(`(q * scale) @ k.transpose(-2, -1)`), use `baddbmm(..., alpha=scale)` or "
-                f"`F.scaled_dot_product_attention`. float16 because {fact.explain()}")
+                f"float16's {fmt(FLOAT16.max)} where the scaled one would not (a dot product grows with its "
+                f"length and its operands: with d={_EXAMPLE_D} and entries ≈ {per_elem:.0f} it reaches "
+                f"{fmt(FLOAT16.max)} before the scale). Scale an operand first (`(q * scale) @ k.T`), or use "
+                f"`baddbmm(..., alpha=scale)` / `F.scaled_dot_product_attention`. float16 because {fact.explain()}")
 
     # ---- fix: scale the first operand instead -------------------------------------------------
     def _fix(self, ctx, pm, node: cst.BinaryOperation, product: cst.CSTNode, scale: cst.BaseExpression,
@@ -331,6 +330,9 @@ class ScaleAfterFp16Product(Rule):
                 return self._scalar(ctx, pm, value, depth + 1)
             binding = pm.binding_at(expr.value, expr)
             if isinstance(binding, tuple) and binding[0] == "param":
+                param = binding[2]
+                if param.annotation is not None:
+                    return "Tensor" not in ctx.code(param.annotation.annotation)
                 return pm.dtype_of(expr).dtype is None  # a number by its name or default
             return False
         if isinstance(expr, cst.Attribute):
