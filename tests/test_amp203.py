@@ -120,6 +120,13 @@ def test_linear_attention_normaliser_under_project_autocast():
         with torch.cuda.amp.autocast():
             return x / (a @ b + 1e-3)
     """,
+    # a constant factor on the product
+    """
+    import torch
+    def f(a, b, x):
+        with torch.autocast("cuda"):
+            return x / (0.5 * torch.mm(a, b) + 1e-3)
+    """,
     # torch.reciprocal, Tensor.div, in-place division
     """
     import torch
@@ -227,6 +234,13 @@ def test_disabled_autocast_without_float_operands_is_still_flagged():
             p = torch.softmax(x, -1)
             return p / p.sum(-1, keepdim=True)
     """, {"train.py": HALF}),
+    ("renormalising a gated mix of two softmaxes (ConViT)", """
+        import torch
+        def f(patch_score, pos_score, gating):
+            attn = (1. - torch.sigmoid(gating)) * patch_score.softmax(-1) + torch.sigmoid(gating) * pos_score.softmax(-1)
+            attn /= attn.sum(dim=-1).unsqueeze(-1)
+            return attn
+    """, {"train.py": HALF}),
     ("the name is bound to something that is not a reduction", """
         import torch
         def f(q, k, x):
@@ -287,3 +301,24 @@ def test_no_fix_where_float32_would_meet_other_float16_ops():
     [f] = findings(src)
     assert f.fix is None
     assert fixed(src) == textwrap.dedent(src)
+
+
+def test_fix_replaces_a_cast_back_to_float16_and_casts_only_the_tensor_of_a_guarded_operand():
+    # performer-pytorch's normaliser: k_cumsum.type_as(q) would round the float32 sum to float16
+    src = """
+        import torch
+        def f(q, k, eps=1e-4):
+            with torch.autocast("cuda"):
+                k_cumsum = k.cumsum(dim=-2)
+                D_inv = 1. / torch.einsum('...nd,...nd->...n', q, k_cumsum.type_as(q) + eps)
+            return D_inv
+    """
+    assert fixed(src) == textwrap.dedent("""
+        import torch
+        def f(q, k, eps=1e-4):
+            with torch.autocast("cuda"):
+                k_cumsum = k.cumsum(dim=-2)
+                with torch.autocast(device_type=q.device.type, enabled=False):
+                    D_inv = 1. / torch.einsum('...nd,...nd->...n', q.float(), k_cumsum.float() + eps)
+            return D_inv
+    """)

@@ -120,11 +120,22 @@ def through_views(ctx, pm, expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0, kinds=BOUNDED) -> bool:
     """A value in [-1, 1] or a unit vector: the output of softmax, sigmoid, F.normalize, ...
-    (directly or through a local name)."""
+    (directly or through a local name). For ``kinds=BOUNDED`` also small combinations of such
+    values: ``(1 - torch.sigmoid(g)) * p + torch.sigmoid(g) * q`` (ConViT's gated attention)."""
+    if depth > 6:
+        return False
     expr = through_views(ctx, pm, expr)
-    if isinstance(expr, cst.Name) and depth < 3:
+    if isinstance(expr, cst.Name):
         value = pm.value_of(expr)
         return value is not None and bounded(ctx, pm, value, depth + 1, kinds)
+    if kinds is BOUNDED:
+        v = ctx.number(expr)
+        if v is not None:
+            return abs(v) <= 1
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            return bounded(ctx, pm, expr.expression, depth + 1, kinds)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+            return bounded(ctx, pm, expr.left, depth + 1, kinds) and bounded(ctx, pm, expr.right, depth + 1, kinds)
     return op_of(ctx, pm, expr) in kinds
 
 

@@ -107,6 +107,15 @@ class Fp16ReductionNormaliser(Rule):
                     expr = expr.right
                     continue
                 break
+            if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+                # a constant factor does not change what the product did before it
+                if ctx.number(expr.right) is not None:
+                    expr = expr.left
+                    continue
+                if isinstance(expr.operator, cst.Multiply) and ctx.number(expr.left) is not None:
+                    expr = expr.right
+                    continue
+                break
             if isinstance(expr, cst.Subscript):
                 expr = expr.value
                 continue
