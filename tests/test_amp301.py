@@ -148,6 +148,17 @@ class NativeScaler:
             scaler.step(opt)
             scaler.update()
         """, None),
+    ("loss scaled by hand", """
+        import torch
+
+        def step(model, x, opt, loss_scale):
+            with torch.autocast("cuda"):
+                loss = model(x)
+            (loss * loss_scale).backward()
+            for p in model.parameters():
+                p.grad /= loss_scale
+            opt.step()
+        """, None),
     ("a test function checking gradients under autocast", """
         import torch
 
@@ -160,3 +171,24 @@ class NativeScaler:
 ])
 def test_near_misses_stay_silent(name, source, extra):
     assert lines("AMP301", source, extra_files=extra) == [], name
+
+
+def test_a_logit_scale_inside_the_loss_is_not_loss_scaling():
+    source = """
+        import torch
+        import torch.nn.functional as F
+
+        def step(model, x, y, opt):
+            with torch.autocast("cuda"):
+                logits = model(x)
+            loss = F.cross_entropy(logits * model.logit_scale, y)
+            loss.backward()
+            opt.step()
+        """
+    assert lines("AMP301", source) == [9]
+
+
+def test_test_modules_are_not_training_runs():
+    assert lines("AMP301", LOOP, filename="tests/test_loop.py") == []
+    assert lines("AMP301", LOOP, filename="test_loop.py") == []
+    assert lines("AMP301", LOOP, filename="latest.py") == [12]

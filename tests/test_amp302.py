@@ -166,6 +166,17 @@ def test_flags_clip_of_scaled_gradients(name, source, line):
                 self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         """),
+    ("a helper that unscales between backward and clip", """
+        import torch
+
+        class Trainer:
+            def step(self, loss):
+                self.scaler.scale(loss).backward()
+                self._unscale_grads()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+        """),
     ("accelerate clips unscaled gradients itself", """
         def step(accelerator, model, loss, opt):
             accelerator.backward(loss)

@@ -158,6 +158,17 @@ def test_unscaled_backward_stepped_by_the_scaler(name, source, line):
             self.scaler.step(self.optimizer)
             self.scaler.update()
         """, None),
+    ("loss scaled by a helper before a plain-looking backward", """
+        def step(self, loss):
+            loss = self.scale_loss(loss)
+            loss.backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        """, None),
+    ("update with arguments in another file (mmengine's AmpOptimWrapper)", """
+        def step(self):
+            self.loss_scaler.step(self.optimizer)
+        """, {"wrapper.py": "def after(self):\n    self.loss_scaler.update(self._scale_update_param)\n"}),
     ("scaled loss bound to a name", """
         def step(scaler, loss, opt):
             scaled = scaler.scale(loss)

@@ -141,6 +141,19 @@ def test_project_with_fp16_trainer_flag_is_likely():
                     raise RuntimeError("diverged")
                 scaler.scale(loss).backward()
         """, None),
+    ("a plain fp32 loop in a project whose AMP trainer autocasts elsewhere (detectron2)", """
+        import torch
+
+        def do_train(model, loader, optimizer):
+            for data in loader:
+                losses = sum(model(data).values())
+                assert torch.isfinite(losses).all(), "non-finite loss"
+                optimizer.zero_grad()
+                losses.backward()
+                optimizer.step()
+        """, {"amp_trainer.py": "import torch\n\nclass AMPTrainer:\n    def run_step(self):\n"
+                                "        with torch.autocast('cuda', dtype=torch.float16):\n"
+                                "            loss = self.model(self.data)\n"}),
     ("bf16 autocast", """
         import torch
 
@@ -221,3 +234,16 @@ def test_project_with_fp16_trainer_flag_is_likely():
 ])
 def test_near_misses_stay_silent(name, source, extra):
     assert lines("AMP304", source, extra_files=extra) == [], name
+
+
+def test_test_modules_are_not_training_runs():
+    source = """
+        import torch
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x)
+            assert torch.isfinite(loss)
+            scaler.scale(loss).backward()
+        """
+    assert lines("AMP304", source) == [6]
+    assert lines("AMP304", source, filename="tests/helpers.py") == []

@@ -109,6 +109,9 @@ def test_flags_unclamped_learnable_scales(name, source, line):
         **FP16,
         "loop.py": "import math\nimport torch\nwith torch.no_grad():\n"
                    "    unwrap_model(model).logit_scale.clamp_(0, math.log(100))\n"}),
+    ("a loss in another file clamps the logit scale it is given", CLIP, {
+        **FP16, "loss.py": "def clip_loss(a, b, logit_scale):\n    logit_scale = logit_scale.clamp(max=100)\n"
+                           "    return logit_scale * a @ b.T\n"}),
     ("not learnable", CLIP.replace("math.log(1 / 0.07))", "math.log(1 / 0.07), requires_grad=False)"), FP16),
     ("a learnable log-variance weighting a loss is not a logit scale", """
         import torch
@@ -198,3 +201,13 @@ def test_fix_clamps_a_temperature_divisor_with_configured_bounds():
     assert "return (q @ k.T) / t.clamp(min=0.05), self.logit_scale.clamp(max=4.6052).exp()" in out
     assert "import math" not in out
     assert lines("AMP401", out, extra_files=FP16) == []
+
+
+def test_another_class_clamping_its_own_logit_scale_does_not_silence():
+    other = ("import torch\nfrom torch import nn\n\nclass Pool(nn.Module):\n    def forward(self, x):\n"
+             "        s = torch.clamp(self.logit_scale, max=4.6).exp()\n        return s * x\n")
+    assert lines("AMP401", CLIP, extra_files={**FP16, "pool.py": other}) == [13]
+
+
+def test_models_in_test_modules_are_fixtures():
+    assert lines("AMP401", CLIP, extra_files=FP16, filename="tests/test_clip.py") == []

@@ -16,6 +16,7 @@ Computed once per file (memoised in ``ctx._cache``) and shared by the rules.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
@@ -42,6 +43,10 @@ _NOT_OPTIMIZER = re.compile(r"sched|lr|ema|swa|warmup", re.I)
 # Conditions that switch mixed precision on or off are taken to be one switch.
 _AMP_SWITCH = re.compile(r"(^|[._])(use_)?amp($|[._])|amp_|fp16|scaler|grad_scal|mixed_prec|half|autocast", re.I)
 _TEST_FUNCTION = re.compile(r"^test")
+# A loss whose expression mentions scaling (``loss * self.loss_scale``, ``self.scale_loss(loss)``)
+# may be scaled by hand or by a helper: neither plain nor known-scaled.
+_MAYBE_SCALED = re.compile(r"scal", re.I)
+_TEST_FILE = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
 
 MAX_STATES = 128
 # torch.amp.GradScaler's default init_scale (torch/amp/grad_scaler.py): the factor scaled gradients
@@ -57,7 +62,8 @@ class Event:
     scaler: Optional[str] = None  # dotted text of the GradScaler (scaler, self.scaler, ...)
     target: Optional[cst.BaseExpression] = None  # the optimizer argument / receiver
     # backward only: "scaled" (GradScaler), "plain" (a loss computed here, unscaled), "engine"
-    # (accelerator / DeepSpeed / Lightning), "apex" (amp.scale_loss), "unknown"
+    # (accelerator / DeepSpeed / Lightning), "apex" (amp.scale_loss), "maybe_scaled" (its
+    # expression mentions scaling), "unknown"
     how: str = ""
 
 
@@ -138,6 +144,20 @@ def _text(ctx, expr: cst.CSTNode) -> str:
     return name if name is not None else ctx.code(expr)
 
 
+def is_test_file(ctx) -> bool:
+    """A test module of the project (``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``,
+    judged on the path inside the project root): its training steps and models are fixtures
+    exercising code, not training runs."""
+    path = Path(ctx.path)
+    root = getattr(ctx.project, "root", None)
+    if root is not None:
+        try:
+            path = path.resolve().relative_to(root)
+        except ValueError:
+            pass
+    return bool(_TEST_FILE.search(path.as_posix()))
+
+
 def scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
     """The function holding ``node`` (lambdas and classes are seen through), or the module."""
     for a in ctx.ancestors(node):
@@ -214,6 +234,7 @@ class _Bindings:
     def __init__(self) -> None:
         self.scaled: Dict[str, str] = {}
         self.assigned: Set[str] = set()
+        self.maybe: Set[str] = set()  # assigned from something that mentions scaling
         self.apex: Set[str] = set()
         self.params: Set[str] = set()
 
@@ -227,15 +248,23 @@ def _bindings(ctx, known: Set[str]) -> Dict[cst.CSTNode, _Bindings]:
     for assign in ctx.nodes(cst.Assign):
         b = out.setdefault(scope_of(ctx, assign), _Bindings())
         scaler = _scale_call_scaler(ctx, assign.value, known)
+        maybe = scaler is None and _mentions_scaling(ctx, assign.value)
         for t in assign.targets:
             if isinstance(t.target, cst.Name):
                 if scaler is not None:
                     b.scaled[t.target.value] = scaler
+                elif maybe:
+                    b.maybe.add(t.target.value)
                 else:
                     b.assigned.add(t.target.value)
     for aug in ctx.nodes(cst.AugAssign):
         if isinstance(aug.target, cst.Name):
-            out.setdefault(scope_of(ctx, aug), _Bindings()).assigned.add(aug.target.value)
+            b = out.setdefault(scope_of(ctx, aug), _Bindings())
+            if isinstance(aug.operator, (cst.MultiplyAssign, cst.DivideAssign)) \
+                    and _MAYBE_SCALED.search(ctx.code(aug.value)):
+                b.maybe.add(aug.target.value)
+            else:
+                b.assigned.add(aug.target.value)
     for with_node in ctx.nodes(cst.With):
         for item in with_node.items:
             call = item.item
@@ -243,6 +272,18 @@ def _bindings(ctx, known: Set[str]) -> Dict[cst.CSTNode, _Bindings]:
                     and item.asname is not None and isinstance(item.asname.name, cst.Name):
                 out.setdefault(scope_of(ctx, with_node), _Bindings()).apex.add(item.asname.name.value)
     return out
+
+
+def _mentions_scaling(ctx, expr: cst.BaseExpression) -> bool:
+    """``loss * self.loss_scale``, ``loss / scale``, ``self.scale_loss(loss)``: the value is
+    scaled by hand or by a helper (only the top-level operation counts, so
+    ``F.cross_entropy(logits * self.logit_scale, y)`` is not)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        return bool(_MAYBE_SCALED.search(ctx.code(expr.left)) or _MAYBE_SCALED.search(ctx.code(expr.right)))
+    if isinstance(expr, cst.Call):
+        name = dotted_name(expr.func)
+        return bool(name and _MAYBE_SCALED.search(name.rsplit(".", 1)[-1]))
+    return False
 
 
 def _root_name(expr: cst.BaseExpression) -> Optional[str]:
@@ -273,9 +314,11 @@ def _classify_backward(ctx, call: cst.Call, known: Set[str], bind: _Bindings) ->
         if _ENGINE_RECEIVER.search(_last(rtext)) or "loss" in first.lower():
             return "engine", None
     root = _root_name(receiver)
+    if root is not None and root in bind.scaled:
+        return "scaled", bind.scaled[root]
+    if _mentions_scaling(ctx, receiver) or (root is not None and root in bind.maybe):
+        return "maybe_scaled", None
     if root is not None:
-        if root in bind.scaled:
-            return "scaled", bind.scaled[root]
         if root in bind.apex:
             return "apex", None
         if root in bind.assigned and root not in bind.params:
@@ -297,6 +340,8 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
             return "backward", None, None, "engine"
         if method == "zero_grad":
             return "zero_grad", None, None, ""
+        if "unscale" in method and not (method == "unscale_" and _is_scaler(receiver, known)):
+            return "unscale", None, None, ""  # a helper that unscales (``self._unscale_grads()``)
         if method in ("unscale_", "step", "update") and _is_scaler(receiver, known):
             target = call.args[0].value if call.args and call.args[0].keyword is None else None
             if method == "unscale_":
@@ -308,6 +353,8 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
             return None
         if method == "step" and _is_optimizer(receiver, optimizers) and not _is_scaler(receiver, known):
             return "opt_step", None, func.value, ""
+    if isinstance(func, cst.Name) and "unscale" in func.value:
+        return "unscale", None, None, ""
     name = ctx.call_name(call)
     if name in CLIP_NAMES:
         return "clip", None, None, ""
@@ -393,8 +440,9 @@ class _Walk:
             if e.how == "plain":
                 return _State(s.scaled, s.unscale_due, s.plain_backward | {e.index}, s.assume)
             return s
-        if e.kind == "unscale" and e.scaler:
-            return _State(s.scaled, s.unscale_due - {e.scaler}, s.plain_backward, s.assume)
+        if e.kind == "unscale":
+            due = s.unscale_due - {e.scaler} if e.scaler else frozenset()
+            return _State(s.scaled, due, s.plain_backward, s.assume)
         if e.kind == "scaler_step" and e.scaler:
             return _State(s.scaled - {e.scaler}, s.unscale_due - {e.scaler}, frozenset(), s.assume)
         if e.kind in ("opt_step", "zero_grad"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from ..context.file_context import Evidence
-from ..context.training import fp16_region_before, training_steps
+from ..context.training import fp16_region_before, is_test_file, training_steps
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt, pow2
 from .base import Rule
@@ -32,6 +32,8 @@ class Fp16AutocastWithoutGradScaler(Rule):
     applies_under = "fp16 (autocast)"
 
     def check(self, ctx) -> Iterable[Violation]:
+        if is_test_file(ctx):
+            return
         regime = ctx.project.regime if ctx.project is not None else None
         if loss_scaling_evidence(regime) is not None:
             return
@@ -40,7 +42,7 @@ class Fp16AutocastWithoutGradScaler(Rule):
         for scope, step in training_steps(ctx).items():
             if step.is_test:
                 continue
-            if any(e.kind in ("scaler_step", "unscale", "update") or e.how in ("scaled", "apex", "engine")
+            if any(e.kind in ("scaler_step", "unscale", "update") or e.how in ("scaled", "apex", "engine", "maybe_scaled")
                    for e in step.events):
                 continue  # a scaler (or an engine that scales) is handed in
             for bw in step.backwards:

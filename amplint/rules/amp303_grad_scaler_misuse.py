@@ -17,7 +17,7 @@ def scaler_updated_somewhere(ctx, scaler: str) -> bool:
     """``<scaler>.update()`` is called somewhere in the project (this file included): by the last
     name of the scaler, since another file may reach it as ``trainer.scaler`` or ``self.scaler``."""
     last = re.escape(scaler.rsplit(".", 1)[-1])
-    pattern = rf"\b{last}\s*\.\s*update\s*\(\s*(new_scale\b[^)]*)?\)"
+    pattern = rf"\b{last}\s*\.\s*update\s*\("
     rx = re.compile(pattern)
     return any(rx.search(strip_comment(line)) for _, _, line in grep(ctx, pattern))
 

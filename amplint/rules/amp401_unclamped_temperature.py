@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..context.imports import dotted_name
 from ..context.project_text import grep, strip_comment
+from ..context.training import is_test_file
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import FLOAT16, fmt
 from .base import Rule
@@ -115,6 +116,8 @@ class UnclampedLearnableTemperature(Rule):
     applies_under = "fp16"
 
     def check(self, ctx) -> Iterable[Violation]:
+        if is_test_file(ctx):
+            return  # models in tests are fixtures, not trained
         regime = ctx.project.regime if ctx.project is not None else None
         evidence = regime.fp16 if regime is not None else None
         if evidence is None:
@@ -129,7 +132,7 @@ class UnclampedLearnableTemperature(Rule):
                 cls = ctx.enclosing_class(attr)
                 if cls is not None and attr.attr.value in params.get(cls, {}):
                     uses.append((attr, cls))
-        clamped_names: Dict[str, bool] = {}
+        clamped_names: Dict[Tuple[str, cst.ClassDef], bool] = {}
         for attr, cls in uses:
             name = attr.attr.value
             target = ctx.parent(attr)
@@ -140,9 +143,11 @@ class UnclampedLearnableTemperature(Rule):
             if found is None:
                 continue
             kind, site, fix_at = found
-            if name not in clamped_names:
-                clamped_names[name] = self._clamped_anywhere(ctx, name)
-            if clamped_names[name]:
+            key = (name, cls)
+            if key not in clamped_names:
+                clamped_names[key] = self._clamped_in_class(ctx, name, [a for a, c in uses if c is cls]) \
+                    or self._clamped_anywhere(ctx, name)
+            if clamped_names[key]:
                 continue
             yield self._violation(ctx, kind, attr, site, fix_at, evidence)
 
@@ -192,15 +197,46 @@ class UnclampedLearnableTemperature(Rule):
                 return op, other, n
         return None, None, None
 
+    def _clamped_in_class(self, ctx, name: str, uses: List[cst.Attribute]) -> bool:
+        """The class clamps its own parameter in place (``self.logit_scale.data.clamp_(...)``,
+        ``self.logit_scale.clamp_(...)``) or assigns it a clamped value
+        (``self.tau.data = self.tau.data.clamp(min=0.01)``)."""
+        for use in uses:
+            node: cst.CSTNode = use
+            parent = ctx.parent(node)
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "data":
+                node, parent = parent, ctx.parent(parent)
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in CLAMPS \
+                    and parent.attr.value.endswith("_"):
+                return True
+            if isinstance(parent, cst.Arg) and ctx.call_name(ctx.parent(parent)) in ("torch.clamp_", "torch.clip_"):
+                return True
+            if isinstance(parent, cst.AssignTarget):
+                assign = ctx.parent(parent)
+                if isinstance(assign, cst.Assign) and re.search(CLAMP_CALL, ctx.code(assign.value)):
+                    return True
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "copy_":
+                call = ctx.parent(parent)
+                if isinstance(call, cst.Call) and re.search(CLAMP_CALL, ctx.code(call)):
+                    return True
+        return False
+
     def _clamped_anywhere(self, ctx, name: str) -> bool:
-        """A line of the project that clamps this attribute (``model.logit_scale.clamp_(0,
-        math.log(100))`` in the training loop, ``self.logit_scale.data.clamp_(...)`` in forward)."""
-        rx = re.compile(rf"\b{re.escape(name)}\b")
-        clamp = re.compile(CLAMP_CALL)
+        """A line of the project that clamps this attribute from outside the class
+        (``model.logit_scale.clamp_(0, math.log(100))`` in the training loop, a loss that clamps
+        the ``logit_scale`` it is given). ``self.<name>`` on such a line is some class's own
+        parameter, which says nothing about this class's."""
+        n = re.escape(name)
+        method = re.compile(rf"(?<![\w.])([\w.]*\b{n})\s*(\.\s*data\s*)?\.\s*(clamp|clip)\w*\s*\(")
+        function = re.compile(rf"\b(clamp|clip)\w*\s*\(\s*([\w.]*\b{n})\b")
         for _, _, line in grep(ctx, CLAMP_CALL):
             code = strip_comment(line)
-            if rx.search(code) and clamp.search(code):
-                return True
+            for m in method.finditer(code):
+                if not m.group(1).startswith("self."):
+                    return True
+            for m in function.finditer(code):
+                if not m.group(2).startswith("self."):
+                    return True
         return False
 
     # ---- the finding -------------------------------------------------------------------------------
