@@ -313,3 +313,33 @@ def test_fix_of_the_named_form_removes_the_scaling_statement():
 def test_no_fix_where_moving_the_scale_is_not_exact(name, source):
     found = findings(source)
     assert len(found) == 1 and found[0].fix is None, name
+
+
+# A shape of ultralytics' Attention before and after its "pre-scale attention query to prevent fp16
+# overflow" change (ultralytics/ultralytics#24990): the product of the transposed query and the keys.
+PRESCALE = """
+    import torch
+    from torch import nn
+    class Attention(nn.Module):
+        def __init__(self, dim, num_heads=8, attn_ratio=0.5):
+            super().__init__()
+            self.num_heads = num_heads
+            self.head_dim = dim // num_heads
+            self.key_dim = int(self.head_dim * attn_ratio)
+            self.scale = self.key_dim ** -0.5
+            self.qkv = nn.Conv2d(dim, dim * 2, 1)
+        def forward(self, x):
+            B, C, H, W = x.shape
+            q, k, v = self.qkv(x).view(B, self.num_heads, -1, H * W).split([self.key_dim, self.key_dim, self.head_dim], dim=2)
+            {attn}
+            return (v @ attn.softmax(dim=-1).transpose(-2, -1)).view(B, C, H, W)
+"""
+
+
+def test_real_fix_before_and_after():
+    before = PRESCALE.format(attn="attn = (q.transpose(-2, -1) @ k) * self.scale")
+    after = PRESCALE.format(attn="attn = (q * self.scale).transpose(-2, -1) @ k")
+    assert only(before, extra_files={"train.py": MIXED}) == ["AMP204"]
+    assert only(after, extra_files={"train.py": MIXED}) == []
+    assert fixed(before, extra_files={"train.py": MIXED}) == textwrap.dedent(
+        PRESCALE.format(attn="attn = (q.transpose(-2, -1) * self.scale) @ k"))

@@ -110,7 +110,7 @@ class ScaleAfterFp16Product(Rule):
         """A Scale when ``expr`` evidently shrinks the product (a factor below 1, a divisor above 1),
         _NOT when it evidently does not (or is a tensor, e.g. a learnable temperature), None when
         nothing is known."""
-        if depth > 6:
+        if depth > 12:
             return None
         v = ctx.number(expr)
         if v is not None:
@@ -300,7 +300,7 @@ class ScaleAfterFp16Product(Rule):
     def _scalar(self, ctx, pm, expr: cst.BaseExpression, depth: int) -> bool:
         """Python numbers and expressions of them (``head_dim ** -0.5``, ``math.sqrt(d)``,
         ``q.size(-1)``, ``self.scale`` set from such in ``__init__``): moving them is exact."""
-        if depth > 6:
+        if depth > 16:
             return False
         if ctx.number(expr) is not None:
             return True
