@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import py_compile
 import re
 import shutil
 import subprocess
@@ -272,8 +271,8 @@ def render(sweep: dict, triage: Dict[Key, dict], fix: Optional[dict]) -> str:
     if not fix:
         w("Not run yet: `python benchmarks/sweep.py --fix`.")
     else:
-        w(f"amplint commit `{fix.get('commit', '?')}`. Every changed file is compiled with "
-          "`py_compile`; a second `amplint fix` pass must change nothing (fixed point).")
+        w(f"amplint commit `{fix.get('commit', '?')}`. Every changed file is compiled "
+          "(`compile(..., 'exec')`, as py_compile does); a second `amplint fix` pass must change nothing (fixed point).")
         w("")
         w("| Project | Findings before | Fixes applied | Files changed | Findings after | "
           "Files failing to compile | Second-pass changes |")
@@ -325,6 +324,19 @@ def _codes_of(lines: Iterable[str]) -> Counter:
     return Counter(re.match(r".+:\d+:\d+: ([A-Z]+\d+) ", l).group(1) for l in lines)
 
 
+def _save_diff(project: "fetch.Project", before: Dict[str, bytes], after: Dict[str, bytes], changed: List[str]) -> None:
+    """The fixes as a unified diff, for review: benchmarks/.cache/fix-diffs/<project>.diff (not committed)."""
+    import difflib
+    out = []
+    for rel in changed:
+        a = before.get(rel, b"").decode("utf-8", "replace").splitlines(keepends=True)
+        b = after[rel].decode("utf-8", "replace").splitlines(keepends=True)
+        out.extend(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}"))
+    d = fetch.CACHE / "fix-diffs"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{project.name}.diff").write_text("".join(out), encoding="utf-8")
+
+
 def fix_project(project: "fetch.Project", before: List[dict]) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"amplint-fix-{project.name}-") as tmp:
         root = Path(tmp) / project.root.name
@@ -336,9 +348,12 @@ def fix_project(project: "fetch.Project", before: List[dict]) -> dict:
         failures = []
         for rel in changed:
             try:
-                py_compile.compile(str(root / rel), cfile=os.devnull, doraise=True)
-            except py_compile.PyCompileError as e:
-                failures.append({"path": rel, "error": str(e.exc_value if hasattr(e, "exc_value") else e)[:300]})
+                # What py_compile does, without writing a .pyc: a full compile (syntax and the
+                # compiler's own checks, e.g. 'return' outside a function), not only a parse.
+                compile(after[rel], str(root / rel), "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as e:
+                failures.append({"path": rel, "error": f"{type(e).__name__}: {e}"[:300]})
+        _save_diff(project, original, after, changed)
         fixed2, remaining2, err2 = _fix_once(root)
         after2 = _py_files(root)
         changed2 = sorted(p for p in after2 if after2[p] != after.get(p))
