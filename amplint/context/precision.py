@@ -81,6 +81,13 @@ _SCALAR_PARAM = re.compile(
     r"max_.*|min_.*|.*_len|length|seq_len|batch_size|bsz|heads|num_heads|head_dim|.*_ratio|ratio)$")
 
 
+# Classes whose methods are model code, and helper functions that are, by name.
+_MODULE_BASE = re.compile(r"(Module|Model|Layer|Attention|Block|Net|Encoder|Decoder|Head|Loss|Criterion)\w*$")
+_DATA_PATH = re.compile(r"(^|/)(data|datasets?|dataloaders?|preprocess\w*|tools)(/|$)")
+_MODEL_HELPER = re.compile(r"(?i)loss|nll|attention|attn|logit|contrastive|similarity|focal|dice|entropy|forward|"
+                           r"normali[sz]e|softmax|sigmoid|bce|kl_div|score")
+
+
 def _widest(facts: List[DTypeFact]) -> DTypeFact:
     known = [f for f in facts if f.dtype is not None]
     if not known:
@@ -125,13 +132,89 @@ class PrecisionModel:
         if off is not None:
             return AutocastState(False, None, LIKELY, off)
         regime = ctx.project.regime if ctx.project is not None else None
-        if regime is None:
+        if regime is None or not self.model_code(fn):
             return NOT_AUTOCAST
         if regime.fp16_autocast is not None and regime.half_params is None:
             return AutocastState(True, F16, LIKELY, regime.fp16_autocast)
         if regime.bf16 is not None and regime.fp16 is None:
             return AutocastState(True, BF16, LIKELY, regime.bf16)
         return NOT_AUTOCAST
+
+    def model_code(self, fn: Optional[cst.FunctionDef]) -> bool:
+        """Does ``fn`` run as part of a model's computation, so that the project's regime (fp16
+        autocast, half parameters) applies to it without a region of its own saying so?
+
+        Yes for methods of nn.Module-like classes (they define ``forward`` or derive from a
+        Module / Model / Layer / Attention / Block class), for functions this file calls from such
+        methods or from inside an autocast region, and for loss / attention helpers by name. No for
+        module-level code, test modules and files that do not use torch: data pipelines on numpy
+        arrays, preprocessing scripts and test references never see the training step's fp16.
+        """
+        if fn is None:
+            return False
+        key = ("model_code", fn)
+        cache = self.ctx._cache
+        if key not in cache:
+            cache[key] = False  # recursion through mutual calls ends here
+            cache[key] = self._model_code(fn)
+        return cache[key]  # type: ignore[return-value]
+
+    def _model_code(self, fn: cst.FunctionDef) -> bool:
+        ctx = self.ctx
+        from .training import is_test_file
+        if not self._uses_torch() or is_test_file(ctx):
+            return False
+        cls = ctx.enclosing_class(fn)
+        if cls is not None and self._module_like(cls):
+            return True
+        owner = ctx.parent(ctx.parent(fn))
+        kind = "method" if isinstance(owner, cst.ClassDef) else "function"
+        for call in self._calls_by_callee().get((kind, fn.name.value), ()):
+            region = ctx.region_of(call)
+            if region is not None:
+                if region.enabled and region.dtype in (F16, BF16):
+                    return True
+                continue
+            caller = ctx.enclosing_function(call)
+            if caller is not None and caller is not fn and self.model_code(caller):
+                return True
+        if _MODEL_HELPER.search(fn.name.value):
+            return True
+        if cls is not None:
+            return False  # a method of a Dataset, a Trainer, a config class...
+        if _DATA_PATH.search(ctx.path) or self._uses_numpy(fn):
+            return False  # data pipelines and preprocessing work on numpy arrays / fp32 tensors
+        return True  # a module-level helper whose callers are elsewhere
+
+    def _uses_numpy(self, fn: cst.FunctionDef) -> bool:
+        index = self.ctx._cache.get("numpy_functions")
+        if index is None:
+            index = set()
+            for call in self.ctx.nodes(cst.Call):
+                name = self.ctx.call_name(call) or ""
+                if name.startswith("numpy.") or name.startswith("np."):
+                    f = self.ctx.enclosing_function(call)
+                    while f is not None:
+                        index.add(f)
+                        f = self.ctx.enclosing_function(f)
+            self.ctx._cache["numpy_functions"] = index
+        return fn in index  # type: ignore[operator]
+
+    def _uses_torch(self) -> bool:
+        key = "uses_torch"
+        if key not in self.ctx._cache:
+            self.ctx._cache[key] = any(q == "torch" or q.startswith("torch.") for _, q in self.ctx.imports.items())
+        return self.ctx._cache[key]  # type: ignore[return-value]
+
+    def _module_like(self, cls: cst.ClassDef) -> bool:
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
+                return True
+        for base in cls.bases:
+            name = self.ctx.qualname(base.value) or ""
+            if _MODULE_BASE.search(name.rsplit(".", 1)[-1]):
+                return True
+        return False
 
     def _region_device(self, region) -> Optional[str]:
         """The device type of the autocast call that opened ``region`` (a With or a decorated def)."""
@@ -286,7 +369,7 @@ class PrecisionModel:
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             return UNKNOWN  # a default like 1e-6 or True: not a tensor
         regime = self.ctx.project.regime if self.ctx.project is not None else None
-        if regime is None:
+        if regime is None or not self.model_code(fn):
             return UNKNOWN
         if regime.half_params is not None:
             return DTypeFact(F16, LIKELY, f"`{name}` is a tensor argument of `{fn.name.value}` in a pure-half project",
