@@ -91,3 +91,19 @@ def test_table():
     assert is_suppressed("AMP501", (5, 2), table)
     assert suppressions(b"x = 1\n") == {}
     assert suppressions(b"def f(:  # noqa\n") == {1: {"*"}} or suppressions(b"def f(:  # noqa\n") == {}
+
+
+@pytest.mark.parametrize("encode", [
+    lambda s: s.replace("\n", "\r\n").encode(),
+    lambda s: b"\xef\xbb\xbf" + s.encode(),
+    lambda s: ("# -*- coding: latin-1 -*-\n# \xe9\n" + s).encode("latin-1"),
+])
+def test_suppression_in_crlf_bom_and_latin1_files(tmp_path, encode):
+    from cliutil import run, write_project
+
+    src = "import torch\na = torch.cuda.amp.GradScaler()  # noqa: AMP501\nb = torch.cuda.amp.GradScaler()\n"
+    root = write_project(tmp_path / "p", {"m.py": encode(src)})
+    r = run(["check", "--output-format", "concise"], root)
+    assert r.rc == 1
+    found = [line for line in r.out.splitlines() if " AMP501 " in line]
+    assert len(found) == 1 and found[0].split(":")[1] in ("3", "5"), r.out
