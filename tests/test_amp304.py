@@ -91,7 +91,7 @@ def test_message_recommends_counting_and_saving():
             scaler.step(opt)
             scaler.update()
         """)
-    assert "threshold" in message and "saving the batch" in message and "torch.autocast(\"cuda\")" in message
+    assert "threshold" in message and "save the batch" in message and "torch.autocast(\"cuda\")" in message
 
 
 def test_project_with_fp16_trainer_flag_is_likely():

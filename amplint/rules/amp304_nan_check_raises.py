@@ -144,8 +144,8 @@ class NanCheckRaises(Rule):
             if not ok:
                 continue
             reported.add(holder)
-            message = (f"{how} on the first non-finite `{ctx.code(value)}` kills a float16 run that would "
-                       f"recover: with loss scaling an inf/NaN step is expected now and then (GradScaler "
-                       f"skips it and lowers the scale); count non-finite steps and fail only past a "
-                       f"threshold, saving the batch and state for analysis. Float16 because of {evidence}")
+            message = (f"{how} stops the run at the first non-finite `{ctx.code(value)}`, which float16 "
+                       f"training with loss scaling expects now and then (GradScaler skips such a step and "
+                       f"lowers the scale): count non-finite steps, fail only past a threshold, and save "
+                       f"the batch and state for analysis. Float16 because of {evidence}")
             yield Violation(stop, message, confidence)

@@ -1,0 +1,69 @@
+"""Turn the pre-trained TinyGPT into a sentence encoder with an in-batch contrastive loss (SimCSE:
+two dropout views of a batch are each other's positives), float16 autocast with loss scaling and
+gradient accumulation."""
+import os
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from config import ModelConfig, TrainConfig
+from data import loader
+from model import TinyGPT
+from optim import build_optimizer
+
+
+class SentenceEncoder(nn.Module):
+    """TinyGPT's blocks, mean-pooled and projected to a unit-norm sentence embedding."""
+
+    def __init__(self, backbone: TinyGPT, dim: int = 256):
+        super().__init__()
+        self.backbone = backbone
+        self.proj = nn.Linear(backbone.cfg.dim, dim)
+        # SimCSE fixes the temperature at 0.05; here it is learnt along with the encoder.
+        self.temperature = nn.Parameter(torch.tensor(0.05))
+
+    def embed(self, idx):
+        b = self.backbone
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = b.drop(b.tok_emb(idx) + b.pos_emb(pos))
+        for block in b.blocks:
+            x = block(x)
+        return F.normalize(self.proj(b.ln_f(x).mean(dim=1)), dim=-1)
+
+    def forward(self, idx):
+        z1, z2 = self.embed(idx), self.embed(idx)
+        return z1 @ z2.t() / self.temperature
+
+
+def main(cfg: TrainConfig = TrainConfig(), model_cfg: ModelConfig = ModelConfig(), accum_steps: int = 4):
+    torch.manual_seed(0)
+    backbone = TinyGPT(model_cfg)
+    backbone.load_state_dict(torch.load(os.path.join(cfg.out_dir, "last.pt"), map_location="cpu")["model"])
+    encoder = SentenceEncoder(backbone).to(cfg.device)
+    optimizer = build_optimizer(encoder, cfg.lr / 10, cfg.weight_decay)
+    grad_scaler = torch.amp.GradScaler("cuda")
+    batches = loader(cfg.data_dir, "train", cfg.batch_size, 128, cfg.device)
+
+    encoder.train()
+    for step in range(cfg.max_steps):
+        x, _ = next(batches)
+        with torch.autocast("cuda", dtype=torch.float16):
+            logits = encoder(x)
+            labels = torch.arange(logits.shape[0], device=logits.device)
+            loss = F.cross_entropy(logits, labels) / accum_steps
+        if torch.isnan(loss):
+            raise RuntimeError(f"loss became NaN at step {step}")
+        grad_scaler.scale(loss).backward()
+        if (step + 1) % accum_steps == 0:
+            torch.nn.utils.clip_grad_norm_(encoder.parameters(), cfg.grad_clip)
+            grad_scaler.step(optimizer)
+            optimizer.zero_grad(set_to_none=True)
+        if step % 100 == 0:
+            print(f"step {step}: loss {loss.item() * accum_steps:.3f}  "
+                  f"temperature {encoder.temperature.item():.4f}")
+    torch.save(encoder.state_dict(), os.path.join(cfg.out_dir, "encoder.pt"))
+
+
+if __name__ == "__main__":
+    main()
