@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .context.evidence import Signal, ast_call_facts, classify
 from .context.file_context import Evidence
 from .context.imports import ImportTable
-from .discovery import Discovery
+from .discovery import TEST_PATH, Discovery
 
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|set_default_dtype"
@@ -146,6 +146,11 @@ def _segment(lines: List[str], node: ast.AST) -> str:
     return b"\n".join(chunk).decode("utf-8", "replace")
 
 
+def facts_method_cast(call: ast.Call) -> bool:
+    """``x.half()`` / ``x.to(...)`` / ``x.bfloat16()``: a cast of an object, not a keyword flag."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr in ("half", "to", "bfloat16")
+
+
 def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
     """Precision evidence in one file's source (stdlib ast)."""
     if not PRECISION_WORDS.search(source):
@@ -160,18 +165,25 @@ def scan_source(source: bytes, display_path: str, module_name: Optional[str] = N
     out: List[Tuple[Signal, Evidence]] = []
     lines = _text_lines(source)
     targets = {}  # id(call) -> assigned name, so ``model = Net().cuda().half()`` reads as the model
+    standalone = set()  # calls that are a statement or an assignment's value (chains included)
     for node in nodes:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            t = node.targets[0]
+        if isinstance(node, (ast.Assign, ast.Expr)):
+            t = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
             value = node.value
             while isinstance(value, ast.Call):
-                targets[id(value)] = t.id if isinstance(t, ast.Name) else getattr(t, "attr", None)
+                standalone.add(id(value))
+                if t is not None:
+                    targets[id(value)] = t.id if isinstance(t, ast.Name) else getattr(t, "attr", None)
                 value = value.func.value if isinstance(value.func, ast.Attribute) else None
     for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         sig = classify(ast_call_facts(node, imports, targets.get(id(node))))
         if sig is None:
+            continue
+        if sig.kind == "half_params" and facts_method_cast(node) and id(node) not in standalone:
+            # ``{"model": deepcopy(model).half()}`` / ``torch.save(model.half(), f)``: a half copy for
+            # a checkpoint or an export, not the parameters that train.
             continue
         if sig.kind == "half_params" and not trains:
             # model.half() in an export / inference script says nothing about how training runs.
@@ -224,6 +236,8 @@ class Project:
         if self._regime is None:
             signals: List[Tuple[Signal, Evidence]] = []
             for f in self.files():
+                if TEST_PATH.search(self.relative(f)):
+                    continue  # a test's autocast or .half() is a fixture, not how the project trains
                 try:
                     source = self.read(f)
                 except OSError:
@@ -231,6 +245,12 @@ class Project:
                 signals.extend(scan_source(source, self.display(f), module_name_for(f, self.root)))
             self._regime = Regime(signals, self._override)
         return self._regime
+
+    def relative(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
 
     def module_name(self, path: Path) -> Optional[str]:
         return module_name_for(path, self.root)

@@ -1,0 +1,52 @@
+"""Regime cases learnt from the real-code sweep (benchmarks/RESULTS.md), as small programs."""
+import textwrap
+
+from conftest import codes
+
+OPTIMIZER = "import torch\nopt = torch.optim.AdamW(model.parameters())\nloss.backward()\n"
+
+
+def test_half_copy_for_a_checkpoint_is_not_half_training():
+    # ultralytics: ckpt = {"model": deepcopy(de_parallel(self.model)).half(), ...}; torch.save(ckpt, f)
+    trainer = textwrap.dedent("""
+        import torch
+        from copy import deepcopy
+        def save(self):
+            ckpt = {"epoch": self.epoch, "model": deepcopy(self.model).half()}
+            torch.save(ckpt, "last.pt")
+            torch.save(self.ema.half(), "ema.pt")
+    """)
+    assert "AMP101" not in codes(OPTIMIZER, extra_files={"trainer.py": trainer})
+
+
+def test_model_half_statement_is_half_training():
+    assert "AMP101" in codes(OPTIMIZER, extra_files={"trainer.py": "model.half()\nloss.backward()\n"})
+    assert "AMP101" in codes(OPTIMIZER, extra_files={"trainer.py": "model = Net().to(torch.float16)\nloss.backward()\n"})
+
+
+def test_evidence_in_tests_does_not_make_the_project_fp16():
+    # timm: a test runs a model under autocast; the library itself never says fp16
+    helper = textwrap.dedent("""
+        import torch
+        def ratio(x, y):
+            return x / (y + 1e-8)
+    """)
+    test = "import torch\ndef test_amp(model, x):\n    with torch.autocast('cuda'):\n        model(x)\n"
+    assert codes(helper, extra_files={"tests/test_amp.py": test}) == []
+    assert codes(helper, extra_files={"train.py": test.replace("def test_amp", "def step")}) == ["AMP102"]
+
+
+def test_regime_does_not_reach_numpy_data_code_or_tests():
+    data = textwrap.dedent("""
+        import numpy as np
+        import torch
+        def sampling_ratios(sizes, alpha):
+            probs = np.asarray(sizes, dtype=np.float64)
+            smoothed = probs ** alpha
+            return smoothed / smoothed.sum()
+    """)
+    half = {"train.py": "model = Net().half()\nloss.backward()\n"}
+    assert codes(data, extra_files=half) == []
+    reference = "import torch\ndef reference(x, y):\n    return torch.log(x / (y.sum() + 1e-8))\n"
+    assert codes(reference, filename="tests/test_ref.py", extra_files=half) == []
+    assert codes(reference, filename="losses.py", extra_files=half) != []
