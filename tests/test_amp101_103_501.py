@@ -204,3 +204,39 @@ def test_amp501_flags_deprecated_uses(source, n):
 ])
 def test_amp501_near_misses(name, source):
     assert only("AMP501", source) == [], name
+
+
+@pytest.mark.parametrize("name, source", [
+    ("try the new API, fall back in except", """
+    import torch
+    try:
+        scaler = torch.amp.GradScaler(device="cuda")
+    except (AttributeError, TypeError):
+        scaler = torch.cuda.amp.GradScaler()
+    """),
+    ("conditional expression on a version flag", """
+    import torch
+    scaler = torch.amp.GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()
+    """),
+    ("if / else on a version flag", """
+    import torch
+    def autocast(enabled):
+        if TORCH_1_13:
+            return torch.amp.autocast("cuda", enabled=enabled)
+        else:
+            return torch.cuda.amp.autocast(enabled)
+    """),
+])
+def test_amp501_version_fallbacks_are_not_reported(name, source):
+    assert only("AMP501", source) == [], name
+
+
+def test_amp501_still_reports_an_except_branch_without_the_new_api():
+    src = """
+    import torch
+    try:
+        import apex
+    except ImportError:
+        scaler = torch.cuda.amp.GradScaler()
+    """
+    assert only("AMP501", src) == ["AMP501"]

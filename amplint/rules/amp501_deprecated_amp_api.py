@@ -106,7 +106,7 @@ class DeprecatedAmpApi(Rule):
                     or isinstance(parent, cst.AssignTarget):
                 continue  # a keyword, a definition's name or an assignment target is not a use
             name = ctx.qualname(node)
-            if name in DEPRECATED:
+            if name in DEPRECATED and not _compatibility_fallback(ctx, node):
                 uses.append((node, name))
         if not uses:
             return
@@ -115,6 +115,44 @@ class DeprecatedAmpApi(Rule):
             kind, device = DEPRECATED[name]
             yield Violation(node, f"`{name}` is deprecated since PyTorch 2.4: use `{replacement(kind, device)}`",
                             Confidence.CERTAIN, fixes.get(node))
+
+
+def _new_api_uses(ctx) -> List[cst.CSTNode]:
+    """Names in the file that reach the new device-generic API (torch.amp.*, torch.autocast)."""
+    uses = ctx._cache.get("amp501_new_api")
+    if uses is None:
+        uses = [n for n in (*ctx.nodes(cst.Attribute), *ctx.nodes(cst.Name))
+                if (ctx.qualname(n) or "").startswith(("torch.amp.", "torch.autocast", "torch.GradScaler"))]
+        ctx._cache["amp501_new_api"] = uses
+    return uses
+
+
+def _compatibility_fallback(ctx, node) -> bool:
+    """The deprecated spelling as the fallback of a version check: the ``except`` of a ``try`` that
+    uses the new API (timm's NativeScaler, open_clip), or the other branch of an ``if`` / conditional
+    expression whose first branch uses it (ultralytics' ``if TORCH_2_4``). Replacing it would break
+    exactly the old PyTorch versions the branch exists for."""
+    new = _new_api_uses(ctx)
+    if not new:
+        return False
+
+    def has_new(part) -> bool:
+        return any(n is part or ctx.is_ancestor(part, n) for n in new)
+
+    child = node
+    for a in ctx.ancestors(node):
+        if isinstance(a, cst.ExceptHandler):
+            t = ctx.parent(a)
+            if isinstance(t, cst.Try) and has_new(t.body):
+                return True
+        elif isinstance(a, cst.If) and child is a.orelse and has_new(a.body):
+            return True
+        elif isinstance(a, cst.Else) and isinstance(ctx.parent(a), cst.If) and has_new(ctx.parent(a).body):
+            return True
+        elif isinstance(a, cst.IfExp) and child is a.orelse and has_new(a.body):
+            return True
+        child = a
+    return False
 
 
 class _Fixer:
