@@ -25,5 +25,6 @@ class TrainConfig:
     weight_decay: float = 0.1
     grad_clip: float = 1.0
     label_smoothing: float = 0.1
+    aux_weight: float = 0.1
     eval_every: int = 1000
     device: str = "cuda"

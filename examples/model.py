@@ -37,6 +37,26 @@ class CausalSelfAttention(nn.Module):
         return self.resid_drop(self.proj(out))
 
 
+class LinearAttention(nn.Module):
+    """Kernelised linear attention (Katharopoulos et al.) for long contexts: O(T) memory."""
+
+    def __init__(self, dim: int, n_heads: int, eps: float = 1e-6):
+        super().__init__()
+        self.n_heads = n_heads
+        self.eps = eps
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).unbind(2)
+        q, k = F.elu(q) + 1, F.elu(k) + 1
+        kv = torch.einsum("bthd,bthe->bhde", k, v)
+        z = 1 / (torch.einsum("bthd,bhd->bth", q, k.sum(dim=1)) + self.eps)
+        out = torch.einsum("bthd,bhde,bth->bthe", q, kv, z)
+        return self.proj(out.reshape(B, T, C))
+
+
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()

@@ -6,7 +6,9 @@ from torch.cuda.amp import GradScaler, autocast
 
 from config import ModelConfig, TrainConfig
 from data import loader
-from losses import lm_loss, token_accuracy
+import torch.nn.functional as F
+
+from losses import binary_focal_loss, lm_loss, token_accuracy
 from model import TinyGPT
 from optim import build_optimizer, cosine_lr
 
@@ -40,6 +42,11 @@ def main(cfg: TrainConfig = TrainConfig(), model_cfg: ModelConfig = ModelConfig(
         with autocast():
             logits = model(x)
             loss = lm_loss(logits, y, label_smoothing=cfg.label_smoothing)
+            # auxiliary multi-label objective: which vocabulary items occur in the target window
+            occurs = torch.zeros_like(logits[:, 0]).scatter_(1, y, 1.0)
+            presence = torch.sigmoid(logits.amax(dim=1))
+            loss = loss + cfg.aux_weight * F.binary_cross_entropy(presence, occurs)
+            loss = loss + cfg.aux_weight * binary_focal_loss(logits.amax(dim=1), occurs)
 
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
