@@ -72,20 +72,43 @@ def insert_arg(call: cst.Call, index: int, arg: cst.Arg) -> cst.Call:
     index = max(0, min(index, len(args)))
     sep = _separator(call)
     if index < len(args):
-        new = arg.with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=sep),
+        # the new argument is followed by what separated the arguments there: ``(`` then one per
+        # line, or the comma's whitespace before args[index], or one space
+        if index > 0 and isinstance(args[index - 1].comma, cst.Comma):
+            after = args[index - 1].comma.whitespace_after
+        elif index == 0 and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+            after = call.whitespace_before_args
+        else:
+            after = cst.SimpleWhitespace(" ")
+        new = arg.with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=after),
                                whitespace_after_arg=cst.SimpleWhitespace(""))
         args.insert(index, new)
         return call.with_changes(args=args)
     if not args:
         return call.with_changes(args=[arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)])
     last = args[-1]
-    if isinstance(last.comma, cst.Comma):
-        # f(\n    a,\n) -> f(\n    a,\n    new,\n): the new argument takes over the trailing comma
+    trailing = isinstance(last.comma, cst.Comma)
+    tail = last.comma.whitespace_after if trailing else last.whitespace_after_arg  # up to ``)``
+    if isinstance(tail, cst.ParenthesizedWhitespace) and isinstance(sep, cst.ParenthesizedWhitespace):
+        # One argument per line: the last one keeps its line (and its comment), the new one gets a
+        # line of its own at the arguments' indentation, then ``)`` where it was.
+        between = tail.with_changes(last_line=sep.last_line)
+        closing = tail.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        comma_before = last.comma.whitespace_before if trailing else cst.SimpleWhitespace("")
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_before=comma_before, whitespace_after=between),
+                                     whitespace_after_arg=last.whitespace_after_arg if trailing else cst.SimpleWhitespace(""))
+        if trailing:
+            new = arg.with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=closing),
+                                   whitespace_after_arg=cst.SimpleWhitespace(""))
+        else:
+            new = arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=closing)
+    elif trailing:
+        # f(a, b,) -> f(a, b, new,): the new argument takes over the trailing comma
         new = arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=sep),
                                      whitespace_after_arg=cst.SimpleWhitespace(""))
     else:
-        # f(a\n) -> f(a, new\n): whitespace before ``)`` moves behind the new last argument
+        # f(a) -> f(a, new): whitespace before ``)`` moves behind the new last argument
         new = arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last.whitespace_after_arg)
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=sep),
                                      whitespace_after_arg=cst.SimpleWhitespace(""))

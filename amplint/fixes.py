@@ -378,10 +378,10 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
         states.append(state)
     run = FixRun(states)
     override = settings.precision if settings.precision != "auto" else None
-    for round_ in range(MAX_ROUNDS):
+    for _ in range(MAX_ROUNDS):
         overlay = {s.path.resolve(): s.source for s in states if s.changed}
         projects: Dict[Path, Project] = {}
-        changed = False
+        changed: List[FileState] = []
         for s in states:
             if s.source is None:
                 continue
@@ -390,14 +390,14 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
                 projects[root] = _FixedProject(root, discovery, override, overlay)
             before = s.source
             fix_file(s, projects[root], selection.for_file(s.path), settings, unsafe)
-            changed = changed or s.source != before
+            if s.source != before:
+                changed.append(s)
         if not changed:
             break
     else:
-        for s in states:
-            if s.changed and not s.stuck:
-                s.errors.append(f"{s.display}: fixes did not reach a project-wide fixed point after "
-                                f"{MAX_ROUNDS} rounds. Please report this as a bug.")
+        for s in changed:
+            s.errors.append(f"{s.display}: fixes did not reach a project-wide fixed point after "
+                            f"{MAX_ROUNDS} rounds. Please report this as a bug.")
     return run
 
 
