@@ -20,12 +20,36 @@ from .imports import ImportTable, dotted_name, record_import
 N = TypeVar("N", bound=cst.CSTNode)
 
 
-@dataclass(frozen=True)
 class Evidence:
-    """Why some code is taken to run in a precision: what, and where (path:line)."""
-    what: str
-    path: str
-    line: int
+    """Why some code is taken to run in a precision: what, and where (path:line).
+
+    ``line`` may be given as a function: an autocast region's line is only needed when a finding
+    cites it, and computing it means resolving positions for the whole file (~2.6x the parse)."""
+
+    __slots__ = ("what", "path", "_line")
+
+    def __init__(self, what: str, path: str, line) -> None:
+        self.what = what
+        self.path = path
+        self._line = line
+
+    @property
+    def line(self) -> int:
+        if callable(self._line):
+            self._line = self._line()
+        return self._line
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Evidence) and (self.what, self.path, self.line) == (other.what, other.path, other.line)
+
+    def __hash__(self) -> int:
+        return hash((self.what, self.path))
+
+    def __repr__(self) -> str:
+        return f"Evidence({self.what!r}, {self.path!r}, {self.line})"
+
+    def __reduce__(self):
+        return (Evidence, (self.what, self.path, self.line))
 
     def __str__(self) -> str:
         return f"{self.what} at {self.path}:{self.line}"
@@ -319,12 +343,12 @@ class FileContext:
                 d = dtype_of_value(cast) if cast is not None else None
                 if d == "float32":
                     return PrecisionRegion(owner, "float32", True,
-                                           Evidence("custom_fwd(cast_inputs=torch.float32)", self.path, self.line_of(call)))
+                                           Evidence("custom_fwd(cast_inputs=torch.float32)", self.path, lambda: self.line_of(call)))
             return None
         what = self.code(call)
         if len(what) > 60:
             what = what[:57] + "..."
-        return PrecisionRegion(owner, sig.dtype, sig.enabled, Evidence(what, self.path, self.line_of(call)))
+        return PrecisionRegion(owner, sig.dtype, sig.enabled, Evidence(what, self.path, lambda: self.line_of(call)))
 
     def region_of(self, node: cst.CSTNode) -> Optional[PrecisionRegion]:
         """The innermost precision region lexically holding ``node``."""
