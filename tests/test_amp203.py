@@ -182,6 +182,42 @@ def test_float16_sum_as_normaliser_under_pure_half():
     assert found[0].fix is None  # no autocast to leave under pure half: no automatic fix
 
 
+@pytest.mark.parametrize("name, source", [
+    ("a cast after the product does not undo its overflow", """
+        import torch
+        def f(q, k, eps=1e-4):
+            with torch.autocast("cuda"):
+                return 1 / (torch.einsum("nld,nd->nl", q, k).float() + eps)
+    """),
+    ("float32 operands are cast back to float16 while autocast is on", """
+        import torch
+        def f(q, k, eps=1e-4):
+            with torch.autocast("cuda"):
+                return 1 / (torch.einsum("nld,nd->nl", q.float(), k.float()) + eps)
+    """),
+])
+def test_casts_that_do_not_help(name, source):
+    assert only(source) == ["AMP203"], name
+
+
+def test_fix_of_float_operands_under_autocast_only_disables_autocast():
+    src = """
+        import torch
+        def f(q, k, eps=1e-4):
+            with torch.autocast("cuda"):
+                z = 1 / (torch.einsum("nld,nd->nl", q.float(), k.float()) + eps)
+            return z
+    """
+    assert fixed(src) == textwrap.dedent("""
+        import torch
+        def f(q, k, eps=1e-4):
+            with torch.autocast("cuda"):
+                with torch.autocast(device_type=q.device.type, enabled=False):
+                    z = 1 / (torch.einsum("nld,nd->nl", q.float(), k.float()) + eps)
+            return z
+    """)
+
+
 def test_disabled_autocast_without_float_operands_is_still_flagged():
     # Disabling autocast alone keeps float16 inputs in float16.
     assert only("""

@@ -250,6 +250,21 @@ def float_replacements(ctx, pm, core: cst.CSTNode) -> List[Tuple[cst.BaseExpress
     return out
 
 
+def _base_reference(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The tensor a chain of method calls and subscripts starts from (``k`` in
+    ``k.float().sum(1)``), when it is a name or a dotted attribute."""
+    for _ in range(16):
+        if dotted_name(expr) is not None:
+            return expr
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        else:
+            return None
+    return None
+
+
 def _lower_ops_in(ctx, pm, stmt: cst.CSTNode) -> List[cst.CSTNode]:
     """Nodes of ``stmt`` that run in float16 under autocast (products, layers, module calls)."""
     found: List[cst.CSTNode] = []
@@ -282,11 +297,7 @@ def fp32_block_fix(ctx, pm, stmt: cst.SimpleStatementLine, core: cst.CSTNode, de
     if any(node is not core for node in _lower_ops_in(ctx, pm, stmt)):
         return None
     replacements = float_replacements(ctx, pm, core)
-    if not replacements:
-        return None
-    device = next((t for t in tensor_operands(ctx, pm, core) if dotted_name(t) is not None), None)
-    if device is None:
-        device = next((old for old, _ in replacements if dotted_name(old) is not None), None)
+    device = next((d for d in map(_base_reference, tensor_operands(ctx, pm, core)) if d is not None), None)
     if device is None:
         return None
     torch_name, imports = module_alias(ctx, "torch")
