@@ -358,3 +358,23 @@ def test_fix_replaces_a_cast_back_to_float16_and_casts_only_the_tensor_of_a_guar
                     D_inv = 1. / torch.einsum('...nd,...nd->...n', q.float(), k_cumsum.float() + eps)
             return D_inv
     """)
+
+
+def test_a_normaliser_used_twice_is_moved_once():
+    src = """
+        import torch
+        def f(q, k, a, b):
+            with torch.autocast("cuda"):
+                denom = torch.einsum("nd,nd->n", q, k)[:, None]
+                return a / denom, b / denom
+    """
+    found = findings(src)
+    assert len(found) == 2 and all(f.fix is not None for f in found)
+    assert fixed(src) == textwrap.dedent("""
+        import torch
+        def f(q, k, a, b):
+            with torch.autocast("cuda"):
+                with torch.autocast(device_type=q.device.type, enabled=False):
+                    denom = torch.einsum("nd,nd->n", q.float(), k.float())[:, None]
+                return a / denom, b / denom
+    """)

@@ -27,7 +27,7 @@ class Fp16ReductionNormaliser(Rule):
 
     def check(self, ctx) -> Iterable[Violation]:
         pm = precision_model(ctx)
-        fixed = set()
+        fixes = {}
         for site, denominator in self._normaliser_sites(ctx):
             found = self._reduction(ctx, pm, denominator)
             if found is None:
@@ -44,11 +44,12 @@ class Fp16ReductionNormaliser(Rule):
             message = self._message(ctx, core, op, named, binding, fact)
             stmt = binding if binding is not None else ctx.statement_of(site)
             fix = None
-            if isinstance(stmt, cst.SimpleStatementLine) and stmt not in fixed:
-                fix = P.fp32_block_fix(ctx, pm, stmt, core, "compute the normaliser in float32 (autocast disabled, "
-                                                            "`.float()` operands)")
-                if fix is not None:
-                    fixed.add(stmt)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                # one Fix object per statement: a normaliser used twice is moved once
+                if stmt not in fixes:
+                    fixes[stmt] = P.fp32_block_fix(ctx, pm, stmt, core, "compute the normaliser in float32 "
+                                                   "(autocast disabled, `.float()` operands)")
+                fix = fixes[stmt]
             conf = Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
             yield Violation(named if named is not None else core, message, conf, fix=fix)
 
