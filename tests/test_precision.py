@@ -183,3 +183,20 @@ def test_arithmetic_of_python_numbers_is_not_a_float32_tensor(tmp_path):
     pm = precision_model(ctx)
     got = {ctx.code(a.targets[0].target): pm.dtype_of(a.value).dtype for a in ctx.nodes(cst.Assign)}
     assert got == {"s": None, "t": None, "a": "float16", "b": "float16", "r": "float32", "p": "float32"}
+
+
+def test_mask_and_index_parameters_are_not_assumed_half(tmp_path):
+    (tmp_path / "train.py").write_text("import torch\nmodel = Net().cuda().half()\nloss = model(x).sum()\nloss.backward()\n")
+    ctx = context(tmp_path, """
+        import torch
+        def f(x, mask, attention_mask, input_ids, labels, lengths):
+            a = x
+            b = mask
+            c = attention_mask
+            d = input_ids
+            e = labels
+            g = lengths
+    """)
+    pm = precision_model(ctx)
+    got = {ctx.code(a.targets[0].target): pm.dtype_of(a.value).dtype for a in ctx.nodes(cst.Assign)}
+    assert got == {"a": "float16", "b": None, "c": None, "d": None, "e": None, "g": None}

@@ -88,6 +88,11 @@ _MODEL_HELPER = re.compile(r"(?i)loss|nll|attention|attn|logit|contrastive|simil
                            r"normali[sz]e|softmax|sigmoid|bce|kl_div|score")
 
 
+# Tensor parameters that are conventionally boolean or integer (masks, token ids, labels, lengths):
+# not float16 even in a pure-half project (``mask.sum() + 1e-8`` of a bool mask is float32).
+_INDEX_PARAM = re.compile(r"^(.*_)?(mask|masks|ids|labels?|indices|lengths?|lens)$")
+
+
 def _widest(facts: List[DTypeFact]) -> DTypeFact:
     known = [f for f in facts if f.dtype is not None]
     if not known:
@@ -364,7 +369,7 @@ class PrecisionModel:
         if ann:
             if "Tensor" not in ann:
                 return UNKNOWN
-        elif _SCALAR_PARAM.match(name):
+        elif _SCALAR_PARAM.match(name) or _INDEX_PARAM.match(name):
             return UNKNOWN
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             return UNKNOWN  # a default like 1e-6 or True: not a tensor
