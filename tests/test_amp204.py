@@ -7,7 +7,7 @@ from amplint.api import lint_source
 from amplint.docs import examples, read_page
 
 from conftest import codes
-from test_amp203 import BF16, HALF, MIXED, fixed
+from test_amp203 import HALF, MIXED, fixed
 
 
 def only(source, **kw):

@@ -6,7 +6,7 @@ Dtypes come from the precision model (amplint.context.precision); nothing here r
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
