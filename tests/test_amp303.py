@@ -29,13 +29,15 @@ from training_util import found, fixed, lines
     ("after unscale_ (the inf/NaN check is still bypassed)", """
         import torch
 
-        def step(model, loss, opt, scaler):
+        scaler = torch.amp.GradScaler("cuda")
+
+        def step(model, loss, opt):
             scaler.scale(loss).backward()
             scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             scaler.update()
-        """, 8),
+        """, 10),
     ("an optimizer bound by its constructor, whatever its name", """
         import torch
         trainer_params = torch.optim.SGD(params, lr=0.1)
@@ -50,8 +52,8 @@ def test_direct_optimizer_step_after_scaled_backward(name, source, line):
 
 def test_direct_step_messages_differ_before_and_after_unscale():
     (_, scaled), = found("AMP303", "scaler.scale(loss).backward()\noptimizer.step()\nscaler.update()\n")
-    (_, unscaled), = found("AMP303", "scaler.scale(loss).backward()\nscaler.unscale_(optimizer)\n"
-                                     "optimizer.step()\nscaler.update()\n")
+    (_, unscaled), = found("AMP303", "scaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\n"
+                                     "scaler.unscale_(optimizer)\noptimizer.step()\nscaler.update()\n")
     assert "too large" in scaled and "scaler.step(optimizer)" in scaled
     assert "too large" not in unscaled and "inf/NaN" in unscaled
 
@@ -158,6 +160,20 @@ def test_unscaled_backward_stepped_by_the_scaler(name, source, line):
             self.scaler.step(self.optimizer)
             self.scaler.update()
         """, None),
+    ("a project's own loss scaler that unscales: the step after it is its business", """
+        class Trainer:
+            def step(self, loss):
+                self.loss_scaler.scale(loss).backward()
+                self.loss_scaler.unscale_grads(self.optimizer)
+                self.optimizer.step()
+        """, None),
+    ("a wrapper whose step() updates the GradScaler it holds", """
+        def train_step(self, loss):
+            self.amp_scaler.scale(loss).backward()
+            self.amp_scaler.step(self.optimizer)
+        """, {"amp.py": "import torch\n\nclass AmpScaler:\n    def __init__(self):\n"
+                        "        self._scaler = torch.amp.GradScaler('cuda')\n\n    def step(self, opt):\n"
+                        "        self._scaler.step(opt)\n        self._scaler.update()\n"}),
     ("loss scaled by a helper before a plain-looking backward", """
         def step(self, loss):
             loss = self.scale_loss(loss)
@@ -280,3 +296,17 @@ def test_fix_inserts_update_after_the_last_step_and_the_result_is_clean():
             log(loss)
         """)
     assert lines("AMP303", out) == []
+
+
+def test_a_grad_scaler_assigned_in_another_file_is_known():
+    source = """
+        class Trainer:
+            def step(self, loss):
+                self.scaler.scale(loss).backward()
+                self.scaler.unscale_(self.optimizer)
+                self.optimizer.step()
+                self.scaler.update()
+        """
+    assert lines("AMP303", source) == []  # unknown scaler class
+    extra = {"build.py": "import torch\n\ndef build(self):\n    self.scaler = torch.amp.GradScaler('cuda')\n"}
+    assert lines("AMP303", source, extra_files=extra) == [6]

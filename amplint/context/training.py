@@ -653,3 +653,23 @@ def insertion_anchor(ctx, node: cst.CSTNode) -> Optional[cst.CSTNode]:
             return cur if isinstance(parent, (cst.IndentedBlock, cst.Module)) else None
         cur, parent = parent, ctx.parent(parent)
     return None
+
+
+def is_grad_scaler(ctx, scaler: str) -> bool:
+    """``scaler`` (``scaler``, ``self.scaler``) is bound to a torch GradScaler: in this file, or by a
+    line of the project assigning that name a ``GradScaler(...)``. A receiver only named like a
+    scaler may be a project's own class (a wrapper whose ``step`` also updates, a hand-written
+    dynamic loss scaler), whose protocol differs."""
+    cached = ctx._cache.setdefault("training_is_grad_scaler", {})
+    if scaler in cached:
+        return cached[scaler]
+    if scaler in _known_scalers(ctx):
+        cached[scaler] = True
+        return True
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    last = re.escape(_last(scaler))
+    pattern = rf"\b{last}\s*(:[^=]*)?=\s*[\w.]*GradScaler\s*\("
+    rx = re.compile(pattern)
+    found = any(rx.search(strip_comment(line)) for _, _, line in grep(ctx, pattern))
+    cached[scaler] = found
+    return found

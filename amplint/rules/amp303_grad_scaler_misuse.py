@@ -7,7 +7,8 @@ from typing import Iterable, List, Optional, Set
 import libcst as cst
 
 from ..context.project_text import grep, strip_comment
-from ..context.training import GRAD_SCALER_INIT_SCALE, Event, Step, insertion_anchor, training_steps
+from ..context.training import (GRAD_SCALER_INIT_SCALE, Event, Step, insertion_anchor, is_grad_scaler,
+                                training_steps)
 from ..findings import Applicability, Confidence, Fix, Violation
 from .amp302_clip_before_unscale import bf16_only
 from .base import Rule
@@ -19,6 +20,13 @@ def scaler_updated_somewhere(ctx, scaler: str) -> bool:
     last = re.escape(scaler.rsplit(".", 1)[-1])
     pattern = rf"\b{last}\s*\.\s*update\s*\("
     rx = re.compile(pattern)
+    return any(rx.search(strip_comment(line)) for _, _, line in grep(ctx, pattern))
+
+
+def any_scaler_updated(ctx) -> bool:
+    """Some ``*scaler*.update(...)`` anywhere in the project."""
+    pattern = r"scaler\w*\s*\.\s*update\s*\("
+    rx = re.compile(pattern, re.I)
     return any(rx.search(strip_comment(line)) for _, _, line in grep(ctx, pattern))
 
 
@@ -60,6 +68,8 @@ class GradScalerMisuse(Rule):
             scaler = sorted(scalers)[0]
             optimizer = ctx.code(e.target)
             still_scaled = any(scaler in s.unscale_due for s in step.reaching(e))
+            if not still_scaled and not is_grad_scaler(ctx, scaler):
+                continue  # a project's own scaler may unscale and check by itself
             if still_scaled:
                 why = (f"applies gradients that `{scaler}.scale(loss).backward()` multiplied by the loss "
                        f"scale ({GRAD_SCALER_INIT_SCALE:g} at the start), so the update is that many times "
@@ -90,6 +100,8 @@ class GradScalerMisuse(Rule):
         for scaler, e in last_step.items():
             if step.following(e, "update", scaler) or scaler_updated_somewhere(ctx, scaler):
                 continue
+            if not is_grad_scaler(ctx, scaler) and any_scaler_updated(ctx):
+                continue  # maybe a wrapper whose step() updates the GradScaler it holds
             message = (f"`{scaler}.step(...)` with no `{scaler}.update()` anywhere in the project: the loss "
                        f"scale never adapts (an overflow is never backed off) and the next iteration's "
                        f"`step` raises \"step() has already been called since the last update()\"; call "
