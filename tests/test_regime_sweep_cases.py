@@ -50,3 +50,24 @@ def test_regime_does_not_reach_numpy_data_code_or_tests():
     reference = "import torch\ndef reference(x, y):\n    return torch.log(x / (y.sum() + 1e-8))\n"
     assert codes(reference, filename="tests/test_ref.py", extra_files=half) == []
     assert codes(reference, filename="losses.py", extra_files=half) != []
+
+
+def test_partial_autocast_is_fp16_evidence():
+    # timm's train.py: amp_autocast = partial(torch.autocast, device_type=device.type, dtype=amp_dtype)
+    train = ("import torch\nfrom functools import partial\n"
+             "amp_autocast = partial(torch.autocast, device_type=device.type, dtype=amp_dtype)\n")
+    layer = "import torch\nfrom torch import nn\nclass A(nn.Module):\n    def forward(self, x, y):\n        return x / (y + 1e-8)\n"
+    assert codes(layer, extra_files={"train.py": train}) == ["AMP102"]
+    bf16 = train.replace("dtype=amp_dtype", "dtype=torch.bfloat16")
+    assert codes(layer, extra_files={"train.py": bf16}) == []
+
+
+def test_k_is_a_tensor_argument_in_attention_code():
+    src = textwrap.dedent("""
+        import torch
+        from torch import nn
+        class Linear(nn.Module):
+            def forward(self, q, k, v):
+                return 1 / (torch.einsum("nld,nd->nl", q, k.sum(dim=1)) + 1e-8)
+    """)
+    assert "AMP203" in codes(src, precision="fp16")

@@ -145,8 +145,18 @@ def autocast_device(facts: CallFacts) -> Optional[str]:
     return device if isinstance(device, str) else None
 
 
+def unwrap_partial(facts: CallFacts) -> CallFacts:
+    """``functools.partial(torch.autocast, device_type=..., dtype=...)`` (timm's train.py) is the
+    call it prepares."""
+    if facts.qualname in ("functools.partial", "partial") and facts.args and isinstance(facts.args[0], Dotted):
+        return CallFacts(facts.args[0].name, facts.args[0].name.rsplit(".", 1)[-1], None,
+                         tuple(facts.args[1:]), dict(facts.kwargs), facts.target)
+    return facts
+
+
 def classify(facts: CallFacts) -> Optional[Signal]:
     """Precision evidence carried by one call, or None."""
+    facts = unwrap_partial(facts)
     q = facts.qualname or ""
     sig = autocast_signal(facts)
     if sig is not None:

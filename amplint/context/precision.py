@@ -73,7 +73,7 @@ _LIKE = {"zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "ra
 _NEW = {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 # Parameter names that are conventionally numbers, not tensors.
 _SCALAR_PARAM = re.compile(
-    r"^(self|cls|n|i|j|k|b|h|w|c|d|num|num_.*|.*_num|count|.*_count|n_.*|steps?|.*_steps?|size|.*_size|"
+    r"^(self|cls|n|i|j|num|num_.*|.*_num|count|.*_count|n_.*|steps?|.*_steps?|size|.*_size|"
     r"dims?|.*_dims?|axis|eps|epsilon|.*_eps|temperature|tau|alpha|beta|gamma|lr|.*_rate|rate|scale|"
     r".*_scale|factor|.*_factor|idx|index|.*_idx|epoch|iteration|iter|it|step|training|inplace|"
     r"p|dropout|.*_dropout|momentum|weight_decay|reduction|mode|name|.*_name|verbose|device|dtype|"
