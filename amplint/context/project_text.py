@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 Line = Tuple[str, int, str]  # (resolved path, 1-based line number, text of the line)
 

@@ -1,7 +1,7 @@
 """AMP302 clip-before-unscale."""
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from typing import Iterable, Optional
 
 import libcst as cst
 

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, List, Optional, Set
+from typing import Iterable, Optional, Set
 
 import libcst as cst
 
 from ..context.project_text import grep, strip_comment
-from ..context.training import (GRAD_SCALER_INIT_SCALE, Event, Step, insertion_anchor, is_grad_scaler,
+from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, insertion_anchor, is_grad_scaler,
                                 training_steps)
 from ..findings import Applicability, Confidence, Fix, Violation
 from .amp302_clip_before_unscale import bf16_only

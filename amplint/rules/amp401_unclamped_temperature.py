@@ -7,7 +7,6 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from ..context.imports import dotted_name
 from ..context.project_text import grep, strip_comment
 from ..context.training import is_test_file
 from ..findings import Applicability, Confidence, Fix, Violation
