@@ -22,6 +22,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from ..discovery import TEST_PATH
 from .evidence import GRAD_SCALER_NAMES, autocast_signal
 from .imports import dotted_name
 
@@ -46,7 +47,6 @@ _TEST_FUNCTION = re.compile(r"^test")
 # A loss whose expression mentions scaling (``loss * self.loss_scale``, ``self.scale_loss(loss)``)
 # may be scaled by hand or by a helper: neither plain nor known-scaled.
 _MAYBE_SCALED = re.compile(r"scal", re.I)
-_TEST_FILE = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
 
 MAX_STATES = 128
 # torch.amp.GradScaler's default init_scale (torch/amp/grad_scaler.py): the factor scaled gradients
@@ -155,7 +155,7 @@ def is_test_file(ctx) -> bool:
             path = path.resolve().relative_to(root)
         except ValueError:
             pass
-    return bool(_TEST_FILE.search(path.as_posix()))
+    return bool(TEST_PATH.search(path.as_posix()))
 
 
 def scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
