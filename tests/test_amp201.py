@@ -133,6 +133,14 @@ def test_decorated_forward_is_certain_and_names_evidence():
              p = torch.sigmoid(a @ b)
              return torch.log(p.float())
      """, {}),
+    ("float32 softmax cast back to float16 before the log",
+     """
+     import torch
+     import torch.nn.functional as F
+     def f(scores):
+         attn = F.softmax(scores.float(), dim=-1).type_as(scores)
+         return -(attn * torch.log(attn)).sum(-1)
+     """, {"train.py": HALF_TRAINING}),
     ("normalising division in pure half",
      """
      import torch
@@ -151,6 +159,18 @@ def test_decorated_forward_is_certain_and_names_evidence():
 ])
 def test_true_positives(name, source, extra):
     assert only(source, extra_files=extra) == ["AMP201"], name
+
+
+def test_no_fix_when_a_later_cast_rounds():
+    src = """
+        import torch
+        import torch.nn.functional as F
+        def f(scores):
+            attn = F.softmax(scores.float(), dim=-1).type_as(scores)
+            return torch.log(attn)
+    """
+    [f] = findings(src, extra_files={"train.py": HALF_TRAINING})
+    assert f.fix is None
 
 
 def test_bf16_complement_message():

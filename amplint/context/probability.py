@@ -38,6 +38,7 @@ _PASS_FUNCTIONS = {"torch.gather", "torch.index_select", "torch.take_along_dim",
                    "torch.flatten", "torch.reshape", "torch.select", "torch.narrow", "torch.masked_select",
                    "torch.transpose", "torch.permute"}
 _SUM_NAMES = {"torch.sum"}
+_CASTS = {"half", "bfloat16", "to", "type_as", "type"}
 
 
 def _is_module_receiver(ctx, expr: cst.BaseExpression) -> bool:
@@ -100,7 +101,8 @@ class Source:
     kind: str  # "sigmoid" | "softmax" | "division"
     node: cst.CSTNode  # the sigmoid / softmax call, or the division
     prob: Optional[ProbabilityCall]  # None for a division
-    fact: DTypeFact  # dtype of the probabilities where they are computed
+    fact: DTypeFact  # dtype the probabilities are rounded to: where computed, or a later cast
+    recast: bool = False  # the rounding dtype comes from a cast after the source (``.type_as(h)``)
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,15 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
             inner = _first_arg(expr)
         if inner is not None:
             t = trace(ctx, inner, _depth + 1)
-            return Trace(t.source, t.complement, False, t.names) if t is not None else None
+            if t is None:
+                return None
+            source = t.source
+            if m is not None and m[0] in _CASTS:
+                # softmax(x.float()).type_as(x): the probabilities are rounded at the cast
+                d = pm.dtype_of(expr)
+                if d.dtype == F16 and source.fact.dtype != F16 or d.dtype == BF16 and source.fact.dtype not in (F16, BF16):
+                    source = Source(source.kind, source.node, source.prob, d, True)
+            return Trace(source, t.complement, False, t.names)
     return None
 
 
