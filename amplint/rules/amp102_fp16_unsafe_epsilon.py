@@ -7,7 +7,7 @@ from typing import Iterable, List, Optional, Set
 import libcst as cst
 
 from ..context.imports import dotted_name
-from ..context.precision import F16, DTypeFact, precision_model
+from ..context.precision import DTypeFact, precision_model
 from ..context.probability import clamp_min, in_handwritten_bce, method_of
 from ..edits import append_arg, find_arg, keyword, number_node
 from ..findings import Applicability, Confidence, Fix, Violation

@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from ..context.precision import BF16, F16
+from ..context.precision import F16
 from ..context.probability import LogUse, in_handwritten_bce, log_uses
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import BFLOAT16, FLOAT16, fmt, pow2

@@ -7,7 +7,7 @@ import libcst as cst
 
 from ..context.imports import dotted_name
 from ..context.precision import F16, precision_model
-from ..context.probability import HandwrittenBCE, LogUse, handwritten_bces, probability_call, trace
+from ..context.probability import HandwrittenBCE, LogUse, handwritten_bces, trace
 from ..edits import find_arg, keyword
 from ..findings import Applicability, Confidence, Fix, Violation
 from ._logit_fixes import bare, functional, logits_at
