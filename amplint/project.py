@@ -24,7 +24,9 @@ from .discovery import TEST_PATH, Discovery
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|set_default_dtype"
 )
-TRAINING_WORDS = re.compile(rb"\.backward\(|optim\b|optimizer")
+# A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
+# any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
+TRAINING_WORDS = re.compile(rb"\.backward\(|\boptim\.[A-Z]|torch\.optim\b|\boptimi[sz]er\.step\(|\.zero_grad\(")
 
 REGIMES = ("auto", "fp16-mixed", "fp16", "bf16", "fp32")
 

@@ -71,3 +71,34 @@ def test_k_is_a_tensor_argument_in_attention_code():
                 return 1 / (torch.einsum("nld,nd->nl", q, k.sum(dim=1)) + 1e-8)
     """)
     assert "AMP203" in codes(src, precision="fp16")
+
+
+def test_export_script_with_mobile_optimizer_is_not_training():
+    # yolov5 export.py: model.half() for export; 'optimizer' only inside torch.utils.mobile_optimizer
+    export = ("import torch\nfrom torch.utils.mobile_optimizer import optimize_for_mobile\n"
+              "model.half()\nts = optimize_for_mobile(torch.jit.trace(model, im))\n")
+    assert "AMP101" not in codes(OPTIMIZER, extra_files={"export.py": export})
+
+
+def test_half_copy_of_an_inference_pipeline_is_not_half_training():
+    # diffusers dreambooth: validation runs pipeline.transformer.to(torch.float16)
+    script = ("import torch\npipeline.transformer.to(torch.float16)\nema_model.half()\n"
+              "loss.backward()\noptimizer.step()\n")
+    assert "AMP101" not in codes(OPTIMIZER, extra_files={"validate.py": script})
+
+
+def test_helper_called_only_outside_autocast_is_not_under_autocast():
+    src = textwrap.dedent("""
+        import torch
+        def ratio(x, y):
+            return x / (y + 1e-8)
+        def train_step(model, x):
+            with torch.autocast("cuda"):
+                out = model(x)
+            return out
+        def evaluate(a, b):
+            return ratio(a, b)
+    """)
+    assert codes(src) == []
+    called_inside = src.replace("out = model(x)", "out = ratio(model(x), x)")
+    assert codes(called_inside) == ["AMP102"]

@@ -89,11 +89,18 @@ def dtype_of_value(value: Any) -> Optional[str]:
 
 
 _MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "transformer", "policy",
-                "critic", "actor", "classifier", "head", "unet", "vae", "generator", "discriminator")
+                "critic", "actor", "classifier", "head", "unet", "vae", "generator", "discriminator",
+                "layer", "block")
+
+
+# Receivers whose half copy does not train: inference pipelines, EMA / teacher copies, frozen parts.
+_NOT_TRAINED = ("pipe", "ema", "teacher", "frozen", "eval", "infer")
 
 
 def _looks_like_model(receiver: Optional[str]) -> bool:
     if not receiver:
+        return False
+    if any(w in part.lower() for part in receiver.split(".") for w in _NOT_TRAINED):
         return False
     last = receiver.rsplit(".", 1)[-1].lower()
     return any(w in last for w in _MODEL_WORDS)

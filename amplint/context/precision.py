@@ -84,6 +84,8 @@ _SCALAR_PARAM = re.compile(
 # Classes whose methods are model code, and helper functions that are, by name.
 _MODULE_BASE = re.compile(r"(Module|Model|Layer|Attention|Block|Net|Encoder|Decoder|Head|Loss|Criterion)\w*$")
 _DATA_PATH = re.compile(r"(^|/)(data|datasets?|dataloaders?|preprocess\w*|tools)(/|$)")
+_LOOP_FUNCTION = re.compile(r"(?i)^(main|run|fit|train|evaluate|eval|validate|test|predict|infer|inference)(_|$)|"
+                            r"(_|^)(loop|epoch|step)$")
 _MODEL_HELPER = re.compile(r"(?i)loss|nll|attention|attn|logit|contrastive|similarity|focal|dice|entropy|forward|"
                            r"normali[sz]e|softmax|sigmoid|bce|kl_div|score")
 
@@ -172,9 +174,12 @@ class PrecisionModel:
         cls = ctx.enclosing_class(fn)
         if cls is not None and self._module_like(cls):
             return True
+        if self._scopes_autocast(fn) or _LOOP_FUNCTION.search(fn.name.value):
+            return False  # a training / evaluation loop: it runs the model, it is not the model
         owner = ctx.parent(ctx.parent(fn))
         kind = "method" if isinstance(owner, cst.ClassDef) else "function"
-        for call in self._calls_by_callee().get((kind, fn.name.value), ()):
+        callers = self._calls_by_callee().get((kind, fn.name.value), ())
+        for call in callers:
             region = ctx.region_of(call)
             if region is not None:
                 if region.enabled and region.dtype in (F16, BF16):
@@ -183,6 +188,10 @@ class PrecisionModel:
             caller = ctx.enclosing_function(call)
             if caller is not None and caller is not fn and self.model_code(caller):
                 return True
+        if callers and any(ctx.enclosing_function(c) is not fn for c in callers):
+            # Called in this file, and never from model code or an autocast region (an evaluate()
+            # helper of the training script, say): it does not run under the fp16 regime.
+            return False
         if _MODEL_HELPER.search(fn.name.value):
             return True
         if cls is not None:
