@@ -136,11 +136,15 @@ def find_arg(call: cst.Call, name: str, position: Optional[int] = None) -> Optio
         if a.keyword is not None and a.keyword.value == name:
             return a
     if position is not None:
-        positional = [a for a in call.args if a.keyword is None and a.star == ""]
-        if any(a.star for a in call.args[: len(positional)]):
-            return None  # after *args the positions are unknown
-        if position < len(positional):
-            return positional[position]
+        i = 0
+        for a in call.args:
+            if a.keyword is not None or a.star == "**":
+                break
+            if a.star == "*":
+                return None  # after *args the positions are unknown
+            if i == position:
+                return a
+            i += 1
     return None
 
 

@@ -24,7 +24,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, TextIO, Tuple
+from typing import Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
 import libcst as cst
 from libcst.codemod import CodemodContext

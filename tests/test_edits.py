@@ -52,3 +52,12 @@ def test_add_keyword_goes_after_the_positionals(source, expected):
 ])
 def test_number_text_reads_back_exactly(value, text):
     assert number_text(value) == text and float(text) == value
+
+
+def test_find_arg():
+    from amplint.edits import find_arg
+    call = cst.parse_expression("f(a, b, c=1)")
+    assert CODE(find_arg(call, "c").value) == "1"
+    assert CODE(find_arg(call, "x", 1).value) == "b"
+    assert find_arg(call, "x", 2) is None
+    assert find_arg(cst.parse_expression("f(a, *rest)"), "x", 1) is None  # position unknown after *rest

@@ -187,9 +187,11 @@ def test_amp101_fix_uses_the_configured_safe_eps():
               "import torch\nopt = torch.optim.AdamW(params, eps=2e-4)\n", {"train.py": HALF_TRAINING}, safe_eps=2e-4)
 
 
-def test_amp101_kwargs_may_pass_eps():
-    # near miss, not only for the fix: the eps may be in **cfg
-    src = "import torch\nopt = torch.optim.Adam(params, **cfg)\n"
+@pytest.mark.parametrize("call", ["torch.optim.Adam(params, **cfg)", "torch.optim.Adam(*args)",
+                                  "torch.optim.RMSprop(params, lr, *rest)"])
+def test_amp101_unpacked_arguments_may_pass_eps(call):
+    # near miss, not only for the fix: the eps may be in **cfg / *args
+    src = f"import torch\nopt = {call}\n"
     assert [f.code for f in lint_source(src, extra_files={"train.py": HALF_TRAINING})] == []
 
 

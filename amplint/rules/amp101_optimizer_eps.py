@@ -5,7 +5,7 @@ from typing import Iterable
 
 import libcst as cst
 
-from ..edits import append_arg, keyword, number_node
+from ..edits import append_arg, find_arg, keyword, number_node
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
 from .base import Rule
@@ -31,16 +31,6 @@ def optimizer_class(qualname) -> str:
     return last if last in OPTIMIZERS and qualname.count(".") <= 3 else ""
 
 
-def eps_argument(call: cst.Call, position: int):
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == "eps":
-            return a
-    if len(positional) > position:
-        return positional[position]
-    return None
-
-
 class OptimizerEpsUnderflow(Rule):
     code = "AMP101"
     name = "optimizer-eps-underflow"
@@ -59,7 +49,7 @@ class OptimizerEpsUnderflow(Rule):
             if not cls:
                 continue
             default, position = OPTIMIZERS[cls]
-            arg = eps_argument(call, position)
+            arg = find_arg(call, "eps", position)
             if arg is None and any(a.star for a in call.args):
                 continue  # ``*args`` / ``**kwargs`` may well pass an eps
             eps = default if arg is None else ctx.number(arg.value)
