@@ -63,10 +63,42 @@ def amplint_cmd(command: str, *args: str) -> List[str]:
     return [sys.executable, "-m", "amplint", command, "--config", str(CONFIG), *args]
 
 
+# Which amplint runs: this checkout's working tree (default), or a committed revision exported with
+# `git archive` into .cache/amplint-<sha>/ (--at REV), so that a sweep is not disturbed by edits in
+# progress and its results name exactly the code that produced them.
+AMPLINT_SRC = REPO
+AMPLINT_REV: Optional[str] = None
+
+
+def use_revision(rev: str) -> None:
+    global AMPLINT_SRC, AMPLINT_REV
+    import io
+    import tarfile
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    if sha.returncode != 0:
+        raise SystemExit(f"sweep: unknown revision {rev!r}: {sha.stderr.strip()}")
+    sha_s = sha.stdout.strip()
+    dest = fetch.CACHE / f"amplint-{sha_s}"
+    if not (dest / "amplint" / "__init__.py").is_file():
+        data = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", sha_s],
+                              stdout=subprocess.PIPE, check=True).stdout
+        tmp = dest.with_name(dest.name + ".partial")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+            tf.extractall(tmp)
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    AMPLINT_SRC, AMPLINT_REV = dest, sha_s
+
+
 def _env() -> Dict[str, str]:
     env = dict(os.environ)
-    # The amplint of this checkout, even when another one is installed.
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    # The amplint chosen above, even when another one is installed.
+    env["PYTHONPATH"] = os.pathsep.join([str(AMPLINT_SRC), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
@@ -112,7 +144,7 @@ def check_project(project: "fetch.Project", select: Optional[str]) -> dict:
         args += ["--select", select]
     t0 = time.perf_counter()
     proc = subprocess.run(amplint_cmd("check", *args, str(root)), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, env=_env(), cwd=str(REPO))
+                          stderr=subprocess.PIPE, text=True, env=_env(), cwd=str(AMPLINT_SRC))
     seconds = time.perf_counter() - t0
     errors = [line for line in proc.stderr.splitlines() if line.startswith("amplint: error:")]
     if proc.returncode not in (0, 2):
@@ -211,8 +243,9 @@ def render(sweep: dict, triage: Dict[Key, dict], fix: Optional[dict]) -> str:
     w("")
     w("## Per rule")
     w("")
-    w("Precision = TP / (TP + FP) over the findings reported now. \"Fixed FP\" counts findings "
-      "triaged FP earlier that are no longer reported (each FP class and its fix is described below).")
+    w("Precision = TP / (TP + FP) over the findings reported now. \"Fixed FP\" counts triage entries "
+      "(a key: project, file, rule, line text) judged FP earlier whose finding is no longer reported; each "
+      "FP class and its fix is described below.")
     w("")
     w("| Rule | Findings | TP | FP | Untriaged | Precision | Fixed FP |")
     w("|---|---:|---:|---:|---:|---:|---:|")
@@ -230,7 +263,7 @@ def render(sweep: dict, triage: Dict[Key, dict], fix: Optional[dict]) -> str:
       f"{tot['untriaged']} | {_precision(tot['TP'], tot['FP'])} | {tot['fixed']} |")
     w("")
     if lost_tp:
-        w(f"**Triaged true positives no longer reported (recall regressions):** "
+        w(f"**Triaged true positives no longer reported (recall regressions), in triage entries:** "
           f"{', '.join(f'{c} × {n}' for c, n in sorted(lost_tp.items()))}; see the list at the end.")
         w("")
     w("## Per project")
@@ -311,7 +344,7 @@ def _py_files(root: Path) -> Dict[str, bytes]:
 def _fix_once(root: Path) -> Tuple[int, List[str], str]:
     """Run ``amplint fix --unsafe-fixes`` once; (fixes applied, remaining finding lines, stderr)."""
     proc = subprocess.run(amplint_cmd("fix", "--unsafe-fixes", "--exit-zero", "--output-format", "concise", str(root)),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=str(REPO))
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=str(AMPLINT_SRC))
     if proc.returncode not in (0, 2):
         raise SystemExit(f"sweep: amplint fix {root} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     m = re.search(r"\((\d+) fixed, \d+ remaining\)", proc.stdout)
@@ -376,22 +409,28 @@ def fix_project(project: "fetch.Project", before: List[dict]) -> dict:
 
 # ---- main ------------------------------------------------------------------------------------------
 def _commit() -> str:
+    """The revision whose amplint ran; a working tree with changes under amplint/ says so."""
+    if AMPLINT_REV:
+        return AMPLINT_REV
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True).stdout.strip() or "?"
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "amplint"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
     except OSError:
         return "?"
+    return f"{head} + uncommitted changes" if dirty else head
 
 
 def _amplint_version() -> str:
     proc = subprocess.run([sys.executable, "-m", "amplint", "--version"], stdout=subprocess.PIPE, text=True,
-                          env=_env(), cwd=str(REPO))
+                          env=_env(), cwd=str(AMPLINT_SRC))
     return proc.stdout.strip().replace("amplint ", "") or "?"
 
 
 def _rule_codes() -> List[str]:
     proc = subprocess.run([sys.executable, "-m", "amplint", "rule", "--all"], stdout=subprocess.PIPE, text=True,
-                          env=_env(), cwd=str(REPO))
+                          env=_env(), cwd=str(AMPLINT_SRC))
     return [line.split()[0] for line in proc.stdout.splitlines() if re.match(r"AMP\d+", line)]
 
 
@@ -430,12 +469,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--report-only", action="store_true", help="do not run amplint; re-render RESULTS.md")
     ap.add_argument("--fix", action="store_true", help="also run the fix check on copies of the projects")
     ap.add_argument("--select", help="rule codes to run (default: all); results are then partial")
-    ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="projects checked in parallel")
+    ap.add_argument("--at", metavar="REV",
+                    help="run the amplint of this committed revision (e.g. HEAD) instead of the working tree")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="projects checked at once (default 1: amplint itself lints files in parallel)")
     ap.add_argument("--stub-triage", action="store_true",
                     help="write .cache/untriaged.json: the untriaged findings, ready to copy into triage.json")
     args = ap.parse_args(argv)
 
     projects = fetch.select(args.projects)
+    if args.at:
+        use_revision(args.at)
     triage = load_triage()
     sweep = _load_json(SWEEP_JSON) or {"projects": {}}
     if not args.report_only:
