@@ -50,10 +50,13 @@ class FixError(Exception):
 # ---- planning one pass ---------------------------------------------------------------------------
 def _statement_anchor(ctx, stmt: cst.CSTNode) -> cst.CSTNode:
     """Where an insertion next to ``stmt`` goes: ``stmt`` itself when it sits in a statement
-    list; an ``elif`` branch is not in one, so its whole ``if`` statement is used."""
+    list; the line of a small statement alone on its line (so the new code gets lines of its
+    own); an ``elif`` branch is not in a list, so its whole ``if`` statement is used."""
     cur = stmt
     parent = ctx.parent(cur)
     while isinstance(parent, cst.If) and parent.orelse is cur:
+        cur, parent = parent, ctx.parent(parent)
+    if isinstance(parent, cst.SimpleStatementLine) and len(parent.body) == 1:
         cur, parent = parent, ctx.parent(parent)
     if isinstance(cur, cst.BaseSmallStatement):
         if isinstance(parent, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):

@@ -432,6 +432,18 @@ def test_insert_after(tmp_path, fake_rule, source, expected):
     assert text == expected
 
 
+def test_a_small_statement_alone_on_its_line_gets_lines_of_its_own(tmp_path, fake_rule):
+    def check(ctx):
+        for call in _calls(ctx, "clip"):
+            if not _calls(ctx, "unscale"):
+                small = ctx.parent(call)  # the Expr statement, not its line
+                yield Violation(call, "x", fix=Fix("u", insert_before=[(small, [cst.parse_statement("unscale()")])]))
+
+    fake_rule("AMP901", check)
+    text, _ = _fix_text(tmp_path, "def f():\n    clip()\n")
+    assert text == "def f():\n    unscale()\n    clip()\n"
+
+
 def test_the_same_statement_asked_twice_is_inserted_once(tmp_path, fake_rule):
     def check(ctx):
         for call in _calls(ctx, "clip"):
