@@ -159,8 +159,13 @@ def load(path: Optional[Path]) -> Settings:
                 raise ConfigError(f"{where}: `precision` must be one of {', '.join(PRECISIONS)}, got {value!r}")
             settings.precision = value
         elif key == "safe-eps":
+            from .fp16 import FLOAT16, fmt
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{where}: `safe-eps` must be a positive number, got {value!r}")
+            if value < FLOAT16.smallest_normal or value > 1:
+                # A fix that writes a value float16 still cannot hold would be reported again.
+                raise ConfigError(f"{where}: `safe-eps` must be a normal float16 value between "
+                                  f"{fmt(FLOAT16.smallest_normal)} and 1, got {value!r}")
             settings.safe_eps = float(value)
         elif key == "temperature-min":
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:

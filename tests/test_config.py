@@ -163,3 +163,17 @@ def test_settings_base_dir_is_the_config_directory(tmp_path):
     f.write_text("[tool.amplint]\n")
     assert load(f).base_dir == tmp_path
     assert Settings().config_path is None
+
+
+@pytest.mark.parametrize("value", ["1e-8", "1e-6", "0", "-1", "2", '"small"'])
+def test_safe_eps_must_be_a_normal_float16_value(tmp_path, value):
+    f = tmp_path / "pyproject.toml"
+    f.write_text(f"[tool.amplint]\nsafe-eps = {value}\n")
+    with pytest.raises(ConfigError, match="safe-eps"):
+        load(f)
+
+
+def test_safe_eps_accepts_a_normal_float16_value(tmp_path):
+    f = tmp_path / "pyproject.toml"
+    f.write_text("[tool.amplint]\nsafe-eps = 1e-3\n")
+    assert load(f).safe_eps == 1e-3
