@@ -69,7 +69,10 @@ class Regime:
     def fp16_autocast(self) -> Optional[Evidence]:
         if self.override:
             return self._configured() if self.override == "fp16-mixed" else None
-        return self._first(lambda s: s.kind in ("autocast", "flag") and s.dtype == "float16" and not s.pure and s.enabled)
+        found = self._first(lambda s: s.kind in ("autocast", "flag") and s.dtype == "float16" and not s.pure and s.enabled)
+        # A GradScaler exists only for float16 autocast (loss scaling is pointless otherwise), so
+        # it stands for the autocast when that is out of sight (timm builds its scaler in utils/).
+        return found or self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
 
     @property
     def grad_scaler(self) -> Optional[Evidence]:

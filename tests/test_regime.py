@@ -123,7 +123,8 @@ def test_no_fp16_evidence(tmp_path, name):
 def test_grad_scaler_is_reported_as_such(tmp_path):
     regime = regime_of(tmp_path, "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n")
     assert regime.grad_scaler is not None and regime.grad_scaler.line == 3
-    assert regime.fp16_autocast is None  # a scaler alone is not an autocast region
+    # a scaler exists only for float16 autocast, so it stands for one the scan cannot see
+    assert regime.fp16_autocast == regime.grad_scaler
 
 
 def test_evidence_names_the_code_and_its_line(tmp_path):

@@ -102,3 +102,10 @@ def test_helper_called_only_outside_autocast_is_not_under_autocast():
     assert codes(src) == []
     called_inside = src.replace("out = model(x)", "out = ratio(model(x), x)")
     assert codes(called_inside) == ["AMP102"]
+
+
+def test_a_grad_scaler_alone_means_fp16_autocast():
+    # timm's library: utils/cuda.py builds the GradScaler; the autocast is in train.py
+    scaler = "import torch\nclass NativeScaler:\n    def __init__(self):\n        self._scaler = torch.amp.GradScaler('cuda')\n"
+    layer = "import torch\nfrom torch import nn\nclass A(nn.Module):\n    def forward(self, x, y):\n        return x / (y + 1e-8)\n"
+    assert codes(layer, extra_files={"utils/cuda.py": scaler}) == ["AMP102"]
