@@ -3,6 +3,7 @@
     python benchmarks/speed.py                 # timm, every file, writes results/speed.md
     python benchmarks/speed.py --project fairseq --limit 100
     python benchmarks/speed.py --no-providers  # skip the (slow) libcst metadata comparison
+    python benchmarks/speed.py --precision auto  # the regime as inferred (default: fp16-mixed, forced)
 
 Per file, in this order (the file's bytes are read first and not timed):
 - parse:        ``libcst.parse_module``
@@ -70,10 +71,10 @@ def _timed(fn):
     return time.process_time() - t0, out
 
 
-def measure(files: List[Path], root: Path, providers: bool) -> dict:
-    settings = Settings()
+def measure(files: List[Path], root: Path, providers: bool, precision: str) -> dict:
+    settings = Settings(precision=precision)
     codes = RuleSelection(settings, rule_codes()).for_file(root)
-    project = Project(root)
+    project = Project(root, override=precision)
     t_regime, _ = _timed(lambda: project.regime)
     totals: Dict[str, float] = {s: 0.0 for s in STAGES}
     findings = 0
@@ -124,12 +125,12 @@ def measure(files: List[Path], root: Path, providers: bool) -> dict:
     }
 
 
-def cli_wall(root: Path) -> Optional[float]:
+def cli_wall(root: Path, precision: str) -> Optional[float]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "amplint", "check", "--config", str(HERE / "sweep.toml"),
-                           "--exit-zero", "--quiet", "--output-format", "concise", str(root)],
+                           "--precision", precision, "--exit-zero", "--quiet", "--output-format", "concise", str(root)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
     wall = time.perf_counter() - t0
     return wall if proc.returncode in (0, 1) else None
@@ -141,7 +142,7 @@ def _commit() -> str:
     return r.stdout.strip() or "?"
 
 
-def render(p: "fetch.Project", r: dict, wall: Optional[float], limit: Optional[int]) -> str:
+def render(p: "fetch.Project", r: dict, wall: Optional[float], limit: Optional[int], precision: str) -> str:
     t = r["totals"]
     parse = t["parse"] or float("nan")
     n = r["files"]
@@ -154,6 +155,11 @@ def render(p: "fetch.Project", r: dict, wall: Optional[float], limit: Optional[i
       f"{r['bytes'] / 2**20:.1f} MiB; amplint {amplint.__version__} at `{_commit()}`, libcst "
       f"{getattr(cst, '__version__', '?') if hasattr(cst, '__version__') else _libcst_version()}, "
       f"Python {platform.python_version()}, {os.cpu_count()} CPUs ({platform.machine()}).")
+    w("")
+    w(f"Precision regime: `{precision}`"
+      + (" (forced, so that every rule does its full work on every function: with the regime inferred "
+         "from timm's sources the dtype-dependent rules stop early)" if precision != "auto" else " (inferred)")
+      + ".")
     w("")
     w("Serial, in one process, CPU seconds (`time.process_time`) summed over the files, so other load on "
       "the machine does not count; the multiples of the parse are the stable part.")
@@ -203,6 +209,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--limit", type=int, help="only the first N files (sorted by path)")
     ap.add_argument("--no-providers", action="store_true", help="skip PositionProvider / QualifiedNameProvider")
     ap.add_argument("--no-cli", action="store_true", help="skip the end-to-end command line run")
+    ap.add_argument("--precision", default="fp16-mixed", choices=["auto", "fp16-mixed", "fp16", "bf16", "fp32"],
+                    help="regime to lint under (default fp16-mixed: the rules do their full work; "
+                         "'auto' infers it as `amplint check` would)")
     ap.add_argument("--output", type=Path, default=SPEED_MD)
     args = ap.parse_args(argv)
     p = fetch.BY_NAME[args.project]
@@ -210,9 +219,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     files = fetch.fetch_files(root)
     if args.limit:
         files = files[: args.limit]
-    r = measure(files, root, providers=not args.no_providers)
-    wall = None if args.no_cli or args.limit else cli_wall(root)
-    text = render(p, r, wall, args.limit)
+    r = measure(files, root, providers=not args.no_providers, precision=args.precision)
+    wall = None if args.no_cli or args.limit else cli_wall(root, args.precision)
+    text = render(p, r, wall, args.limit, args.precision)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")
     print(text)
