@@ -149,6 +149,18 @@ def find_arg(call: cst.Call, name: str, position: Optional[int] = None) -> Optio
 
 
 # ---- names ---------------------------------------------------------------------------------------
+def is_number_literal(expr: cst.BaseExpression) -> bool:
+    """A number written out (``1e-8``, ``-1e-8``, ``1e-4 * 1e-4``), no names in it: a value a fix
+    may replace outright (a name is bounded with ``max(name, ...)`` instead)."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return is_number_literal(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return is_number_literal(expr.left) and is_number_literal(expr.right)
+    return False
+
+
 def is_simple_reference(expr: cst.BaseExpression) -> bool:
     """A name or a dotted attribute chain (``x``, ``self.scores``): safe to mention twice, no
     computation repeated."""

@@ -13,7 +13,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from .context.file_context import FileContext
-from .findings import INTERNAL_ERROR, SYNTAX_ERROR, Finding, Violation
+from .findings import SYNTAX_ERROR, Finding, Violation
 from .noqa import is_suppressed, suppressions
 from .rules import all_rules
 

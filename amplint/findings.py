@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, List, Optional, Sequence
+from typing import List, Optional
 
 import libcst as cst
 
@@ -78,6 +78,5 @@ class Finding:
         return (self.path, self.line, self.column, self.code)
 
 
-# Codes of findings the engine itself produces (not rules).
+# The code of the finding the engine itself produces for a file it cannot parse.
 SYNTAX_ERROR = "E999"
-INTERNAL_ERROR = "E902"

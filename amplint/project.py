@@ -14,7 +14,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .context.evidence import Signal, ast_call_facts, classify
 from .context.file_context import Evidence

@@ -17,3 +17,28 @@ def codes(source: str, **kw):
 @pytest.fixture
 def lint():
     return lint_source
+
+
+def fixed_source(source: str, extra_files=None, unsafe: bool = True, settings=None) -> str:
+    """``source`` (dedented) after ``amplint fix`` as a lone file of a fresh project, with
+    ``--unsafe-fixes`` by default; nothing is written."""
+    import tempfile
+    import textwrap
+
+    from amplint.fixes import fix_paths
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pyproject.toml").write_text("[project]\nname = 'snippet'\n")
+        for name, text in (extra_files or {}).items():
+            p = root / name
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        path = root / "snippet.py"
+        path.write_text(textwrap.dedent(source))
+        kwargs = {"unsafe": unsafe, "write": False}
+        if settings is not None:
+            kwargs["settings"] = settings
+        run = fix_paths([path], **kwargs)
+        assert not run.errors, run.errors
+        return run.states[0].source.decode()

@@ -1,16 +1,13 @@
 """AMP102 fp16-unsafe-epsilon: guards that vanish (or overflow as divisors) in float16."""
-import tempfile
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from amplint.api import lint_source
 from amplint.config import Settings
 from amplint.docs import examples, read_page
-from amplint.fixes import fix_paths
 
-from conftest import codes
+from conftest import codes, fixed_source
 
 HALF_TRAINING = textwrap.dedent("""
     import torch
@@ -37,16 +34,7 @@ def findings(source, **kw):
 
 
 def fixed(source, extra_files=None, unsafe=True, settings=None):
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "pyproject.toml").write_text("[project]\nname = 'snippet'\n")
-        for name, text in (extra_files or {}).items():
-            (root / name).write_text(text)
-        path = root / "snippet.py"
-        path.write_text(textwrap.dedent(source))
-        run = fix_paths([path], settings or Settings(select=["AMP102"]), unsafe=unsafe, write=False)
-        assert not run.errors, run.errors
-        return run.states[0].source.decode()
+    return fixed_source(source, extra_files, unsafe, settings or Settings(select=["AMP102"]))
 
 
 # ---- true positives ------------------------------------------------------------------------------

@@ -1,16 +1,13 @@
 """AMP201 log-of-half-probability: log of a float16 sigmoid / softmax / 1 - p."""
-import tempfile
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from amplint.api import lint_source
 from amplint.config import Settings
 from amplint.docs import examples, read_page
-from amplint.fixes import fix_paths
 
-from conftest import codes
+from conftest import codes, fixed_source
 
 HALF_TRAINING = textwrap.dedent("""
     import torch
@@ -30,16 +27,7 @@ def findings(source, **kw):
 
 
 def fixed(source, extra_files=None, unsafe=True, select=("AMP201",)):
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "pyproject.toml").write_text("[project]\nname = 'snippet'\n")
-        for name, text in (extra_files or {}).items():
-            (root / name).write_text(text)
-        path = root / "snippet.py"
-        path.write_text(textwrap.dedent(source))
-        run = fix_paths([path], Settings(select=list(select)), unsafe=unsafe, write=False)
-        assert not run.errors, run.errors
-        return run.states[0].source.decode()
+    return fixed_source(source, extra_files, unsafe, Settings(select=list(select)))
 
 
 # ---- true positives ------------------------------------------------------------------------------

@@ -1,15 +1,12 @@
 """AMP203 fp16-reduction-normaliser: true positives in several shapes, named near misses, the fix."""
-import tempfile
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from amplint.api import lint_source
 from amplint.docs import examples, read_page
-from amplint.fixes import fix_paths
 
-from conftest import codes
+from conftest import codes, fixed_source
 
 # A training step under fp16 autocast, with a GradScaler: the project regime is fp16-mixed.
 MIXED = textwrap.dedent("""
@@ -50,16 +47,7 @@ def findings(source, **kw):
 
 def fixed(source, extra_files=None, unsafe=True):
     """``source`` after ``amplint fix`` (``--unsafe-fixes`` by default), in a fresh project."""
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "pyproject.toml").write_text("[project]\nname = 'snippet'\n")
-        for name, text in (extra_files or {}).items():
-            (root / name).write_text(text)
-        path = root / "snippet.py"
-        path.write_text(textwrap.dedent(source))
-        run = fix_paths([path], unsafe=unsafe, write=False)
-        assert not run.errors, run.errors
-        return run.states[0].source.decode()
+    return fixed_source(source, extra_files, unsafe)
 
 
 # ---- true positives ------------------------------------------------------------------------------

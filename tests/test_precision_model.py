@@ -3,7 +3,6 @@ import textwrap
 from pathlib import Path
 
 import libcst as cst
-import pytest
 
 from amplint.context.precision import precision_model
 from amplint.engine import build_context

@@ -2,7 +2,6 @@
 inference from the whole project when one file is linted, the `precision` override, the lexical
 autocast regions, and findings that name their evidence (file:line)."""
 import re
-from pathlib import Path
 
 import libcst as cst
 import pytest

@@ -462,7 +462,6 @@ class PrecisionModel:
         return self._value_dtype(value, name)
 
     def _dtype(self, e: cst.CSTNode) -> DTypeFact:
-        ctx = self.ctx
         if isinstance(e, cst.Name):
             return self._lookup(e)
         if isinstance(e, cst.Attribute):

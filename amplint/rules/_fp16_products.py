@@ -200,7 +200,6 @@ def _half_cast(ctx, pm, expr: cst.BaseExpression) -> Optional[cst.BaseExpression
     op, is_method = call_op(ctx, pm, expr)
     if not is_method:
         return None
-    args = positional(expr)
     if op == "half" and not expr.args:
         return expr.func.value
     if op == "type_as" and len(expr.args) == 1:

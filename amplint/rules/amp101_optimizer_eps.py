@@ -5,7 +5,7 @@ from typing import Iterable
 
 import libcst as cst
 
-from ..edits import append_arg, find_arg, keyword, number_node
+from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
 from .base import Rule
@@ -58,7 +58,7 @@ class OptimizerEpsUnderflow(Rule):
             kind = FLOAT16.classify(eps)
             if kind not in (Representation.ZERO, Representation.SUBNORMAL):
                 continue
-            where = "eps" if arg is not None else f"default eps"
+            where = "eps" if arg is not None else "default eps"
             message = (f"{cls} {where}={fmt(eps)} on float16 parameters: {describe_in_half(eps)}, so "
                        f"Adam-style updates divide by ~0 and parameters become inf/NaN; use eps >= "
                        f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4). Parameters are float16 because of {evidence}")
@@ -75,20 +75,9 @@ class OptimizerEpsUnderflow(Rule):
         if arg is None:
             return Fix(f"Pass `eps={ctx.code(literal)}`", replacements=[(call, append_arg(call, keyword("eps", literal)))])
         value = arg.value
-        if _is_literal(value):
+        if is_number_literal(value):
             return Fix(f"Set `eps={ctx.code(literal)}`", replacements=[(value, literal)])
         bounded = cst.Call(func=cst.Name("max"), args=[cst.Arg(value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                                                        cst.Arg(literal)])
         return Fix(f"Raise eps to at least {ctx.code(literal)}: `eps=max(..., {ctx.code(literal)})`",
                    replacements=[(value, bounded)])
-
-
-def _is_literal(expr: cst.BaseExpression) -> bool:
-    """A number written out (``1e-8``, ``-1e-8``, ``1e-4 * 1e-4``), no names in it."""
-    if isinstance(expr, (cst.Integer, cst.Float)):
-        return True
-    if isinstance(expr, cst.UnaryOperation):
-        return _is_literal(expr.expression)
-    if isinstance(expr, cst.BinaryOperation):
-        return _is_literal(expr.left) and _is_literal(expr.right)
-    return False

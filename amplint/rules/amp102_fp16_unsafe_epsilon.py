@@ -9,7 +9,7 @@ import libcst as cst
 from ..context.imports import dotted_name
 from ..context.precision import DTypeFact, precision_model
 from ..context.probability import clamp_min, in_handwritten_bce, method_of
-from ..edits import append_arg, find_arg, keyword, number_node
+from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
 from .base import Rule
@@ -336,16 +336,6 @@ def _safe_value(ctx, value: float) -> Optional[float]:
     return safe
 
 
-def _is_literal(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, (cst.Integer, cst.Float)):
-        return True
-    if isinstance(expr, cst.UnaryOperation):
-        return _is_literal(expr.expression)
-    if isinstance(expr, cst.BinaryOperation):
-        return _is_literal(expr.left) and _is_literal(expr.right)
-    return False
-
-
 def _fix(ctx, const: cst.BaseExpression, value: float) -> Optional[Fix]:
     """The guard raised to ``safe-eps``: a literal is replaced; a name (``self.eps``, a module
     constant, a parameter's default) becomes ``max(<name>, 1e-4)`` so that a larger value passed
@@ -355,7 +345,7 @@ def _fix(ctx, const: cst.BaseExpression, value: float) -> Optional[Fix]:
         return None
     literal = number_node(safe)
     text = cst.Module([]).code_for_node(literal)
-    if _is_literal(const):
+    if is_number_literal(const):
         new = literal.with_changes(lpar=const.lpar, rpar=const.rpar) if getattr(const, "lpar", None) else literal
         return Fix(f"Raise the guard to {text}", Applicability.UNSAFE, replacements=[(const, new)])
     bounded = cst.Call(func=cst.Name("max"), args=[
