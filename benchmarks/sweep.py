@@ -308,18 +308,19 @@ def render(sweep: dict, triage: Dict[Key, dict], fix: Optional[dict]) -> str:
           "(`compile(..., 'exec')`, as py_compile does); a second `amplint fix` pass must change nothing (fixed point).")
         w("")
         w("| Project | Findings before | Fixes applied | Files changed | Findings after | "
-          "Files failing to compile | Second-pass changes |")
-        w("|---|---:|---:|---:|---:|---:|---:|")
+          "Flagged again after a fix | Files failing to compile | Second-pass changes |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|")
         t = Counter()
         for name, r in fix["projects"].items():
             w(f"| {name} | {r['findings_before']} | {r['fixes_applied']} | {r['files_changed']} | "
-              f"{r['findings_after']} | {len(r['compile_failures'])} | {r['second_pass_files_changed']} |")
+              f"{r['findings_after']} | {r.get('introduced_by_fixes', 0)} | {len(r['compile_failures'])} | "
+              f"{r['second_pass_files_changed']} |")
             for k in ("findings_before", "fixes_applied", "files_changed", "findings_after",
-                      "second_pass_files_changed"):
-                t[k] += r[k]
+                      "second_pass_files_changed", "introduced_by_fixes"):
+                t[k] += r.get(k, 0)
             t["compile"] += len(r["compile_failures"])
         w(f"| **all** | {t['findings_before']} | {t['fixes_applied']} | {t['files_changed']} | "
-          f"{t['findings_after']} | {t['compile']} | {t['second_pass_files_changed']} |")
+          f"{t['findings_after']} | {t['introduced_by_fixes']} | {t['compile']} | {t['second_pass_files_changed']} |")
         w("")
         fails = [(n, f) for n, r in fix["projects"].items() for f in r["compile_failures"]]
         for n, f in fails:
@@ -399,6 +400,9 @@ def fix_project(project: "fetch.Project", before: List[dict]) -> dict:
             "files_changed": len(changed),
             "changed_files": changed,
             "findings_after": len(remaining),
+            # Each fix removes one finding; more findings than that after fixing means the fixed code
+            # was flagged again (a fix that does not leave its hazard gone on re-check).
+            "introduced_by_fixes": max(0, len(remaining) - (len(before) - fixed)),
             "fixed_by_code": {c: n for c, n in sorted(removed.items()) if n > 0},
             "compile_failures": failures,
             "second_pass_fixes": fixed2,
@@ -537,6 +541,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for name, r in fix["projects"].items():
                 for f in r["compile_failures"]:
                     problems.append(f"fixed file does not compile: {name}/{f['path']}: {f['error']}")
+                if r.get("introduced_by_fixes"):
+                    problems.append(f"{name}: {r['introduced_by_fixes']} finding(s) reported on code a fix produced")
                 if r["second_pass_files_changed"]:
                     problems.append(f"{name}: a second fix pass changed {r['second_pass_files_changed']} files")
         for p in problems:
