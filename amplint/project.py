@@ -151,6 +151,39 @@ def _segment(lines: List[str], node: ast.AST) -> str:
     return b"\n".join(chunk).decode("utf-8", "replace")
 
 
+def _saved_directly(call: ast.Call) -> set:
+    """Names passed to a call as themselves, or as values of a dict or list argument: the object
+    is saved (``torch.save({"model": model}, f)``), not something computed from it
+    (``torch.save(model.state_dict(), f)`` saves the trained model's weights)."""
+    names = set()
+    for a in (*call.args, *(k.value for k in call.keywords)):
+        values = a.values if isinstance(a, ast.Dict) else a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a]
+        names.update(v.id for v in values if isinstance(v, ast.Name))
+    return names
+
+
+def _saved_names(nodes) -> Dict[int, set]:
+    """For each assignment inside a function: the names that the function later passes to a
+    ``*save*`` call (``torch.save``, ``torch_save``, ``save_checkpoint``), directly or in a dict."""
+    out: Dict[int, set] = {}
+    for fn in nodes:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        saves = []
+        for call in ast.walk(fn):
+            if isinstance(call, ast.Call):
+                f = call.func
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if "save" in name.lower():
+                    saves.append((call.lineno, _saved_directly(call)))
+        if not saves:
+            continue
+        for stmt in ast.walk(fn):
+            if isinstance(stmt, ast.Assign):
+                out[id(stmt)] = set().union(*(names for line, names in saves if line > stmt.lineno))
+    return out
+
+
 def facts_method_cast(call: ast.Call) -> bool:
     """``x.half()`` / ``x.to(...)`` / ``x.bfloat16()``: a cast of an object, not a keyword flag."""
     return isinstance(call.func, ast.Attribute) and call.func.attr in ("half", "to", "bfloat16")
@@ -171,7 +204,11 @@ def scan_source(source: bytes, display_path: str, module_name: Optional[str] = N
     lines = _text_lines(source)
     targets = {}  # id(call) -> assigned name, so ``model = Net().cuda().half()`` reads as the model
     standalone = set()  # calls that are a statement or an assignment's value (chains included)
+    saved = _saved_names(nodes)
     for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in saved.get(id(node), ()):
+            continue  # ``model = deepcopy(self.model).half(); torch.save({"model": model}, f)``: a checkpoint
         if isinstance(node, (ast.Assign, ast.Expr)):
             t = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
             value = node.value

@@ -109,3 +109,20 @@ def test_a_grad_scaler_alone_means_fp16_autocast():
     scaler = "import torch\nclass NativeScaler:\n    def __init__(self):\n        self._scaler = torch.amp.GradScaler('cuda')\n"
     layer = "import torch\nfrom torch import nn\nclass A(nn.Module):\n    def forward(self, x, y):\n        return x / (y + 1e-8)\n"
     assert codes(layer, extra_files={"utils/cuda.py": scaler}) == ["AMP102"]
+
+
+def test_half_copy_assigned_then_saved_is_a_checkpoint():
+    # ultralytics MultiTrainer: model = deepcopy(self.model).half(); torch_save({"model": model, ...}, f)
+    trainer = textwrap.dedent("""
+        import torch
+        from copy import deepcopy
+        def save_base(self, path):
+            model = deepcopy(self.model).half()
+            strip_qat(model)
+            torch_save({"model": model, "train_args": self.args}, path)
+        def step(self):
+            self.loss.backward()
+    """)
+    assert "AMP101" not in codes(OPTIMIZER, extra_files={"trainer.py": trainer})
+    trains = trainer.replace('torch_save({"model": model, "train_args": self.args}, path)', "self.model = model")
+    assert "AMP101" in codes(OPTIMIZER, extra_files={"trainer.py": trains})
