@@ -103,6 +103,25 @@ PROJECTS: List[Project] = [
         why="fp16 training done by hand: FP16Optimizer / MemoryEfficientFP16Optimizer with a "
             "dynamic loss scaler, model.half(), many attention masks and epsilons.",
     ),
+    Project(
+        "speechbrain", "speechbrain", "1.1.2", "wheel", "speechbrain-1.1.2-py3-none-any.whl",
+        "9fea4144c917ea58bcf13f17a1a1759179ed7472a30ec8416e7c7c8cf21d9c9a",
+        why="a speech toolkit: the Brain training loop (autocast, GradScaler, non-finite loss "
+            "patience), attention, TTS models, and much float32 signal processing (features, "
+            "NMF, STOI) that must not be taken for float16.",
+    ),
+    Project(
+        "mmengine", "mmengine", "0.10.7", "wheel", "mmengine-0.10.7-py3-none-any.whl",
+        "262ac976a925562f78cd5fd14dd1bc9b680ed0aa81f0d85b723ef782f99c54ee",
+        why="OpenMMLab's training engine: AmpOptimWrapper (GradScaler, unscale_, clipping behind "
+            "wrapper methods), autocast helpers, runners and hooks.",
+    ),
+    Project(
+        "accelerate", "accelerate", "1.15.0", "wheel", "accelerate-1.15.0-py3-none-any.whl",
+        "97eacca0b73e45cb867dbf8c5d5d4dc32219544300e0c8992c7334dc2ef33cec",
+        why="Hugging Face's training wrapper: mixed_precision='fp16' plumbing, the scaler inside "
+            "Accelerator.backward / clip_grad_norm_ (which unscales), checkpointing of scalers.",
+    ),
 ]
 
 BY_NAME = {p.name: p for p in PROJECTS}
