@@ -240,3 +240,35 @@ def test_amp501_still_reports_an_except_branch_without_the_new_api():
         scaler = torch.cuda.amp.GradScaler()
     """
     assert only("AMP501", src) == ["AMP501"]
+
+
+@pytest.mark.parametrize("name, source", [
+    ("old API in the if-body of a version check, new in else", """
+    import torch
+    if TORCH_VERSION < (2, 4):
+        scaler = torch.cuda.amp.GradScaler(enabled=True)
+    else:
+        scaler = torch.GradScaler("cuda", enabled=True)
+    """),
+    ("elif chain", """
+    import torch
+    def ctx(enabled):
+        if OLD_TORCH:
+            return torch.cuda.amp.autocast(enabled=enabled)
+        elif HAS_NPU:
+            return npu_autocast()
+        else:
+            return torch.autocast("cuda", enabled=enabled)
+    """),
+    ("a name bound by a version-gated import", """
+    from typing import Optional
+    if NEW_TORCH:
+        from torch.amp import GradScaler
+    else:
+        from torch.cuda.amp import GradScaler
+    def save(scaler: Optional[GradScaler] = None):
+        pass
+    """),
+])
+def test_amp501_version_gates_either_way(name, source):
+    assert only("AMP501", source) == [], name

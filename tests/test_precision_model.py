@@ -136,3 +136,24 @@ def test_rebinding_uses_the_binding_before_the_use(tmp_path):
     """)
     assert d["z"] == ("float32", "certain")
     assert d["y"] == ("float16", "certain")  # the last binding's value
+
+
+def test_a_projects_own_cast_inputs_decorator_is_a_float32_region(tmp_path):
+    d = dtypes(tmp_path, """
+        import torch
+        from torch import nn
+        from .amp import fwd_default_precision
+        class Fbank(nn.Module):
+            @fwd_default_precision(cast_inputs=torch.float32)
+            def forward(self, x, w):
+                y = x @ w
+    """, precision="fp16-mixed")
+    assert d["y"][0] is None or d["y"][0] == "float32"
+    d2 = dtypes(tmp_path, """
+        import torch
+        from torch import nn
+        class Fbank(nn.Module):
+            def forward(self, x, w):
+                y = x @ w
+    """, precision="fp16-mixed")
+    assert d2["y"][0] == "float16"

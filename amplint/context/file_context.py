@@ -336,14 +336,15 @@ class FileContext:
         facts = self.call_facts(call)
         sig: Optional[Signal] = autocast_signal(facts)
         if sig is None:
-            name = facts.qualname or ""
-            if name.rsplit(".", 1)[-1] == "custom_fwd" and name.startswith("torch."):
-                cast = facts.kwargs.get("cast_inputs")
+            # torch.amp.custom_fwd(cast_inputs=torch.float32), or a project's own wrapper of it
+            # (speechbrain's fwd_default_precision): the function runs with autocast off and
+            # float32 inputs.
+            cast = facts.kwargs.get("cast_inputs")
+            if cast is not None and isinstance(owner, cst.FunctionDef):
                 from .evidence import dtype_of_value
-                d = dtype_of_value(cast) if cast is not None else None
-                if d == "float32":
-                    return PrecisionRegion(owner, "float32", True,
-                                           Evidence("custom_fwd(cast_inputs=torch.float32)", self.path, lambda: self.line_of(call)))
+                if dtype_of_value(cast) == "float32":
+                    what = f"{dotted_name(call.func) or 'custom_fwd'}(cast_inputs=torch.float32)"
+                    return PrecisionRegion(owner, "float32", True, Evidence(what, self.path, lambda: self.line_of(call)))
             return None
         what = self.code(call)
         if len(what) > 60:

@@ -128,10 +128,13 @@ def _new_api_uses(ctx) -> List[cst.CSTNode]:
 
 
 def _compatibility_fallback(ctx, node) -> bool:
-    """The deprecated spelling as the fallback of a version check: the ``except`` of a ``try`` that
-    uses the new API (timm's NativeScaler, open_clip), or the other branch of an ``if`` / conditional
-    expression whose first branch uses it (ultralytics' ``if TORCH_2_4``). Replacing it would break
-    exactly the old PyTorch versions the branch exists for."""
+    """The deprecated spelling as one side of a version check whose other side uses the new API:
+    the ``except`` of a ``try`` (timm's NativeScaler, open_clip), either branch of an ``if`` /
+    ``elif`` / conditional expression (ultralytics' ``if TORCH_2_4``, speechbrain's and mmengine's
+    ``if torch < 2.4`` bodies), or a name that a version-gated import binds to either API
+    (accelerate). Replacing it would break exactly the old PyTorch versions the branch exists for."""
+    if isinstance(node, cst.Name) and _bound_to_new_api_too(ctx, node.value):
+        return True
     new = _new_api_uses(ctx)
     if not new:
         return False
@@ -145,13 +148,23 @@ def _compatibility_fallback(ctx, node) -> bool:
             t = ctx.parent(a)
             if isinstance(t, cst.Try) and has_new(t.body):
                 return True
-        elif isinstance(a, cst.If) and child is a.orelse and has_new(a.body):
-            return True
-        elif isinstance(a, cst.Else) and isinstance(ctx.parent(a), cst.If) and has_new(ctx.parent(a).body):
-            return True
-        elif isinstance(a, cst.IfExp) and child is a.orelse and has_new(a.body):
-            return True
+        elif isinstance(a, (cst.If, cst.IfExp)) and has_new(a) and not has_new(child):
+            return True  # another branch of this conditional uses the new API
         child = a
+    return False
+
+
+def _bound_to_new_api_too(ctx, name: str) -> bool:
+    """``from torch.amp import GradScaler`` in one branch and ``from torch.cuda.amp import
+    GradScaler`` in the other: the import table keeps the last, but either may be in force."""
+    for stmt in ctx.nodes(cst.ImportFrom):
+        module = ctx.code(stmt.module) if stmt.module is not None else ""
+        if module not in ("torch.amp", "torch") or isinstance(stmt.names, cst.ImportStar):
+            continue
+        for alias in stmt.names:
+            bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else ctx.code(alias.name)
+            if bound == name and ctx.code(alias.name) in ("GradScaler", "autocast", "custom_fwd", "custom_bwd"):
+                return True
     return False
 
 
