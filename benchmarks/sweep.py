@@ -112,10 +112,19 @@ def _line_text(path: Path, line: int, cache: Dict[Path, List[str]]) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
+def _strip_prefixes(text: str, prefixes: Sequence[str]) -> str:
+    for p in prefixes:
+        text = text.replace(p, "")
+    return text
+
+
 def normalise(raw: Sequence[dict], project: "fetch.Project", root: Path) -> List[dict]:
     """amplint's JSON findings -> sweep records, with paths relative to the project root."""
     cache: Dict[Path, List[str]] = {}
     out = []
+    # Evidence in messages names files by the path amplint was given: keep it relative to the
+    # project root, so that results do not depend on where the cache lives.
+    prefixes = sorted({f"{root.resolve()}/", f"{root}/", f"{os.path.relpath(root, AMPLINT_SRC)}/"}, key=len, reverse=True)
     for f in raw:
         path = Path(f["filename"])
         try:
@@ -128,7 +137,7 @@ def normalise(raw: Sequence[dict], project: "fetch.Project", root: Path) -> List
             "line": f["location"]["row"],
             "column": f["location"]["column"],
             "code": f["code"],
-            "message": f["message"],
+            "message": _strip_prefixes(f["message"], prefixes),
             "confidence": f.get("confidence"),
             "fix": (f.get("fix") or {}).get("applicability"),
             "line_text": _line_text(path, f["location"]["row"], cache),
