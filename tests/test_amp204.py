@@ -343,3 +343,21 @@ def test_real_fix_before_and_after():
     assert only(after, extra_files={"train.py": MIXED}) == []
     assert fixed(before, extra_files={"train.py": MIXED}) == textwrap.dedent(
         PRESCALE.format(attn="attn = (q.transpose(-2, -1) * self.scale) @ k"))
+
+
+def test_projection_with_a_learnable_weight_then_scaled_is_not_attention_logits():
+    # timm attention2d (MQA): q = einsum(x, self.query_proj); the fix then writes `q * self.scale`
+    src = """
+    import torch
+    from torch import nn
+    class MQA(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.query_proj = nn.Parameter(torch.randn(dim, dim))
+            self.scale = dim ** -0.5
+        def forward(self, x):
+            with torch.autocast("cuda"):
+                q = torch.einsum("bnd,dk->bnk", x, self.query_proj) * self.scale
+                return q
+    """
+    assert only(src) == []

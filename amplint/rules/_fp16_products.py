@@ -139,6 +139,19 @@ def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0, kinds=BOUNDED) ->
     return op_of(ctx, pm, expr) in kinds
 
 
+def weight_product(ctx, pm, product: cst.CSTNode) -> bool:
+    """A product with a learnable weight (``einsum(x, self.query_proj)`` with
+    ``self.query_proj = nn.Parameter(...)``): a projection layer. Its output is what a following
+    q·kᵀ uses, so scaling it afterwards is how such layers are written (and what AMP204's own fix
+    produces: ``einsum(..., q * self.scale, k)`` must not be flagged again)."""
+    for o in tensor_operands(ctx, pm, product):
+        if isinstance(o, cst.Attribute) and isinstance(o.value, cst.Name) and o.value.value == "self":
+            value = pm.init_attribute(o, o.attr.value)
+            if isinstance(value, cst.Call) and (ctx.call_name(value) or "").endswith("Parameter"):
+                return True
+    return False
+
+
 def bounded_product(ctx, pm, product: cst.CSTNode) -> bool:
     """A product that cannot grow with its contraction length: one operand is a softmax or a
     unit vector (``F.normalize(q) @ k.T`` is at most ``|k|``), or all are bounded by 1."""

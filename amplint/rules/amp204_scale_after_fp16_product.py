@@ -70,6 +70,8 @@ class ScaleAfterFp16Product(Rule):
                 continue
             if P.bounded_product(ctx, pm, product):
                 continue  # cosine similarities, softmax-weighted averages
+            if P.weight_product(ctx, pm, product):
+                continue  # x @ self.weight: a layer's projection, not q·kᵀ logits
             fix = None
             if named is None and isinstance(node, cst.BinaryOperation):
                 fix = self._fix(ctx, pm, node, product, scale_side, scale_first)
