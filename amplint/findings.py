@@ -12,6 +12,11 @@ class Confidence(str, Enum):
     CERTAIN = "certain"
     LIKELY = "likely"
 
+    @classmethod
+    def of(cls, fact) -> "Confidence":
+        """The confidence of a model fact (a DTypeFact, AutocastState or Fp16Status)."""
+        return cls.CERTAIN if fact.confidence == "certain" else cls.LIKELY
+
 
 class Applicability(str, Enum):
     """ruff's model: a safe fix keeps the program's meaning except for removing the hazard; an

@@ -9,6 +9,23 @@ sys.path.insert(0, str(ROOT))
 from amplint.api import lint_source  # noqa: E402
 
 
+# Other files of a project that make it train in pure half / in fp16 mixed precision.
+HALF_TRAINING = """
+import torch
+model = Net().cuda().half()
+loss = model(x).sum()
+loss.backward()
+"""
+MIXED_TRAINING = """
+import torch
+scaler = torch.amp.GradScaler("cuda")
+def step(model, x):
+    with torch.autocast("cuda"):
+        loss = model(x).sum()
+    scaler.scale(loss).backward()
+"""
+
+
 def codes(source: str, **kw):
     """Codes of the findings in ``source`` (a lone file of a fresh project)."""
     return [f.code for f in lint_source(source, **kw)]

@@ -3,15 +3,7 @@ import textwrap
 
 import pytest
 
-from conftest import codes
-
-HALF_TRAINING = textwrap.dedent("""
-    import torch
-    model = Net().cuda().half()
-    loss = model(x).sum()
-    loss.backward()
-""")
-
+from conftest import HALF_TRAINING, codes
 
 def only(code, source, **kw):
     return [c for c in codes(textwrap.dedent(source), **kw) if c == code]

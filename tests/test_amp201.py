@@ -7,14 +7,8 @@ from amplint.api import lint_source
 from amplint.config import Settings
 from amplint.docs import examples, read_page
 
-from conftest import codes, fixed_source
+from conftest import HALF_TRAINING, codes, fixed_source
 
-HALF_TRAINING = textwrap.dedent("""
-    import torch
-    model = Net().cuda().half()
-    loss = model(x).sum()
-    loss.backward()
-""")
 BF16_TRAINING = "import torch\nmodel = model.to(torch.bfloat16)\nloss = model(x).sum()\nloss.backward()\n"
 
 

@@ -7,22 +7,8 @@ from amplint.api import lint_source
 from amplint.config import Settings
 from amplint.docs import examples, read_page
 
-from conftest import codes, fixed_source
+from conftest import HALF_TRAINING, MIXED_TRAINING, codes, fixed_source
 
-HALF_TRAINING = textwrap.dedent("""
-    import torch
-    model = Net().cuda().half()
-    loss = model(x).sum()
-    loss.backward()
-""")
-MIXED_TRAINING = textwrap.dedent("""
-    import torch
-    scaler = torch.amp.GradScaler("cuda")
-    def step(model, x):
-        with torch.autocast("cuda"):
-            loss = model(x).sum()
-        scaler.scale(loss).backward()
-""")
 
 
 def only(source, **kw):

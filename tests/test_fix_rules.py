@@ -12,8 +12,9 @@ from amplint.docs import examples, read_page
 from amplint.fixes import fix_paths
 from amplint.rules import all_rules
 
+from conftest import HALF_TRAINING
+
 FIXABLE = sorted(code for code, rule in all_rules().items() if rule.fix_safety != "none")
-HALF_TRAINING = "import torch\nmodel = Net().cuda().half()\nloss = model(x).sum()\nloss.backward()\n"
 
 
 def fix(source, extra_files=None, unsafe=True, **settings):

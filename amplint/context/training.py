@@ -166,23 +166,24 @@ def scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
     return ctx.module
 
 
-def _known_scalers(ctx) -> Set[str]:
-    """Dotted targets assigned a GradScaler in this file (``scaler``, ``self.scaler``)."""
+def _assigned_targets(ctx, wanted) -> Set[str]:
+    """Dotted targets (``scaler``, ``self.opt``) assigned the result of a call whose name
+    ``wanted(name)`` accepts."""
     out: Set[str] = set()
     for call in ctx.nodes(cst.Call):
-        name = ctx.call_name(call) or ""
-        if name in GRAD_SCALER_NAMES or (name.startswith("torch.") and name.endswith(".GradScaler")):
-            parent = ctx.parent(call)
-            if isinstance(parent, cst.Assign):
-                for t in parent.targets:
-                    d = dotted_name(t.target)
-                    if d:
-                        out.add(d)
-            elif isinstance(parent, cst.AnnAssign):
-                d = dotted_name(parent.target)
-                if d:
-                    out.add(d)
+        if not wanted(ctx.call_name(call) or ""):
+            continue
+        parent = ctx.parent(call)
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else \
+            [parent.target] if isinstance(parent, cst.AnnAssign) else []
+        out.update(d for d in map(dotted_name, targets) if d)
     return out
+
+
+def _known_scalers(ctx) -> Set[str]:
+    """Dotted targets assigned a GradScaler in this file (``scaler``, ``self.scaler``)."""
+    return _assigned_targets(ctx, lambda name: name in GRAD_SCALER_NAMES
+                             or (name.startswith("torch.") and name.endswith(".GradScaler")))
 
 
 def _is_scaler(receiver: Optional[str], known: Set[str]) -> bool:
@@ -201,17 +202,8 @@ def _is_optimizer(receiver: Optional[str], known_optimizers: Set[str]) -> bool:
 
 
 def _known_optimizers(ctx) -> Set[str]:
-    out: Set[str] = set()
-    for call in ctx.nodes(cst.Call):
-        name = ctx.call_name(call) or ""
-        if name.startswith("torch.optim.") and name.count(".") <= 3 and "lr_scheduler" not in name:
-            parent = ctx.parent(call)
-            if isinstance(parent, cst.Assign):
-                for t in parent.targets:
-                    d = dotted_name(t.target)
-                    if d:
-                        out.add(d)
-    return out
+    return _assigned_targets(ctx, lambda name: name.startswith("torch.optim.") and name.count(".") <= 3
+                             and "lr_scheduler" not in name)
 
 
 def _scale_call_scaler(ctx, expr: cst.CSTNode, known: Set[str]) -> Optional[str]:

@@ -7,7 +7,7 @@ from typing import Iterable, List, Optional, Set
 import libcst as cst
 
 from ..context.imports import dotted_name
-from ..context.precision import DTypeFact, precision_model
+from ..context.precision import precision_model
 from ..context.probability import clamp_min, in_handwritten_bce, method_of
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Applicability, Confidence, Fix, Violation
@@ -183,10 +183,6 @@ _WHERE = {
 }
 
 
-def _confidence(fact: DTypeFact) -> Confidence:
-    return Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
-
-
 class Fp16UnsafeEpsilon(Rule):
     code = "AMP102"
     name = "fp16-unsafe-epsilon"
@@ -262,7 +258,7 @@ class Fp16UnsafeEpsilon(Rule):
                        f"`{base_text}` is 0, {_ZERO_CONSEQUENCE[use.kind]}; use a guard >= "
                        f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4) or compute this in float32. "
                        f"Float16 because {fact.explain()}")
-            return Violation(const, message, _confidence(fact), _fix(ctx, const, value))
+            return Violation(const, message, Confidence.of(fact), _fix(ctx, const, value))
         # A subnormal guard keeps 0/0 and log(0) away; only c / eps can overflow.
         for use in found:
             if use.kind not in ("denominator", "reciprocal"):
@@ -311,7 +307,7 @@ class Fp16UnsafeEpsilon(Rule):
                        f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4) or normalise in float32. "
                        f"Float16 because {fact.explain()}")
             fix = _fix(ctx, arg.value, value) if arg is not None else _fix_default(ctx, call, value)
-            yield Violation(arg.value if arg is not None else call.func, message, _confidence(fact), fix)
+            yield Violation(arg.value if arg is not None else call.func, message, Confidence.of(fact), fix)
 
 
 def _g(x: float) -> str:

@@ -115,7 +115,7 @@ class Fp16OverflowConstant(Rule):
                        f"so on a float16 tensor it raises 'value cannot be converted to type c10::Half "
                        f"without overflow' or becomes inf; use torch.finfo(x.dtype).{bound}. "
                        f"The tensor is float16: {fact.explain()}")
-            conf = Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
+            conf = Confidence.of(fact)
             yield Violation(value, message, conf, _fix(ctx, node, tensor, value, bound))
 
 

@@ -91,7 +91,7 @@ class LogOfHalfProbability(Rule):
             fact = u.trace.source.fact
             fix = _fix(ctx, u)
             message = (f"{_what(u)}: {_mechanism(u)} and its gradient NaN; use {_advice(u)}. {fact.dtype.capitalize()} because {fact.explain()}")
-            conf = Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
+            conf = Confidence.of(fact)
             yield Violation(u.call, message, conf, fix)
 
 

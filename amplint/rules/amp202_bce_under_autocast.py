@@ -72,7 +72,7 @@ class BceUnderAutocast(Rule):
                 if key not in object_fixes:
                     object_fixes[key] = _object_fix(ctx, call, construct)
                 fix = object_fixes[key]
-            conf = Confidence.CERTAIN if state.confidence == "certain" else Confidence.LIKELY
+            conf = Confidence.of(state)
             yield Violation(call, message, conf, fix)
 
     # ---- -(y * log(p) + (1 - y) * log(1 - p)) ----------------------------------------------------
@@ -94,7 +94,7 @@ class BceUnderAutocast(Rule):
             message = (f"hand-written binary cross-entropy on {fact.dtype} probabilities ({kind} output): {why}; "
                        f"use F.binary_cross_entropy_with_logits on the logits. "
                        f"{fact.dtype.capitalize()} because {fact.explain()}")
-            conf = Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
+            conf = Confidence.of(fact)
             yield Violation(bce.node, message, conf, _handwritten_fix(ctx, bce))
 
 

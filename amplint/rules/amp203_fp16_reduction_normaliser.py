@@ -50,7 +50,7 @@ class Fp16ReductionNormaliser(Rule):
                     fixes[stmt] = P.fp32_block_fix(ctx, pm, stmt, core, "compute the normaliser in float32 "
                                                    "(autocast disabled, `.float()` operands)")
                 fix = fixes[stmt]
-            conf = Confidence.CERTAIN if fact.confidence == "certain" else Confidence.LIKELY
+            conf = Confidence.of(fact)
             yield Violation(named if named is not None else core, message, conf, fix=fix)
 
     # ---- where normalisers are used -------------------------------------------------------------
