@@ -1,7 +1,7 @@
 """The precision model: what dtype an expression has at its line.
 
 A small per-function dataflow over local names with the lattice {float16, bfloat16, float32,
-unknown}, following CUDA's autocast policy (amplint.context.autocast_ops) inside autocast regions:
+unknown}, following CUDA's autocast policy (amplint.torch_api.autocast) inside autocast regions:
 lower-precision ops produce the autocast dtype, fp32-list ops produce float32, promote ops widen,
 every other op keeps its input's dtype, binary operators promote, explicit casts give what they
 say. Where values come from when nothing local says so:
@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from . import autocast_ops
+from ..torch_api import autocast as autocast_ops
 from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model, autocast_device
 from .file_context import Evidence, FileContext
 

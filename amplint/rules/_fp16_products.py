@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from ..context import autocast_ops
+from ..torch_api import autocast as autocast_ops
 from ..context.imports import dotted_name
 from ..findings import Applicability, Fix
 

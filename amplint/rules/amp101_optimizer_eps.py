@@ -8,19 +8,9 @@ import libcst as cst
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
+from ..torch_api.optimizers import OPTIMIZERS
 from .base import Rule
 
-# class -> (default eps, index of eps among positional arguments, params included), from torch/optim/*.py
-OPTIMIZERS = {
-    "Adam": (1e-8, 3),
-    "AdamW": (1e-8, 3),
-    "Adamax": (1e-8, 3),
-    "NAdam": (1e-8, 3),
-    "RAdam": (1e-8, 3),
-    "RMSprop": (1e-8, 3),
-    "Adagrad": (1e-10, 5),
-    "Adadelta": (1e-6, 3),
-}
 
 
 def optimizer_class(qualname) -> str:

@@ -8,20 +8,9 @@ import libcst as cst
 from ..context.imports import dotted_name
 from ..edits import add_keyword, as_keyword, attribute_chain, insert_arg, keyword, module_alias
 from ..findings import Confidence, Fix, Violation
+from ..torch_api.amp_api import DEPRECATED, DEPRECATED_SINCE
 from .base import Rule
 
-# deprecated name -> (what it is in torch.amp, device), from the deprecation warnings in
-# torch/cuda/amp/*.py and torch/cpu/amp/*.py
-DEPRECATED: Dict[str, Tuple[str, str]] = {
-    "torch.cuda.amp.autocast": ("autocast", "cuda"),
-    "torch.cuda.amp.GradScaler": ("GradScaler", "cuda"),
-    "torch.cuda.amp.custom_fwd": ("custom_fwd", "cuda"),
-    "torch.cuda.amp.custom_bwd": ("custom_bwd", "cuda"),
-    "torch.cpu.amp.autocast": ("autocast", "cpu"),
-    "torch.cpu.amp.GradScaler": ("GradScaler", "cpu"),
-    "torch.cuda.amp.autocast_mode.autocast": ("autocast", "cuda"),
-    "torch.cuda.amp.grad_scaler.GradScaler": ("GradScaler", "cuda"),
-}
 # Modules whose names all live on in torch.amp (``from torch.cuda.amp import autocast`` ->
 # ``from torch.amp import autocast``), and the packages holding the ``amp`` modules.
 OLD_MODULES = {name.rpartition(".")[0] for name in DEPRECATED}
@@ -113,7 +102,7 @@ class DeprecatedAmpApi(Rule):
         fixes = _Fixer(ctx, uses).fixes()
         for node, name in uses:
             kind, device = DEPRECATED[name]
-            yield Violation(node, f"`{name}` is deprecated since PyTorch 2.4: use `{replacement(kind, device)}`",
+            yield Violation(node, f"`{name}` is deprecated since PyTorch {DEPRECATED_SINCE}: use `{replacement(kind, device)}`",
                             Confidence.CERTAIN, fixes.get(node))
 
 

@@ -1,0 +1,22 @@
+"""The deprecated AMP API and its torch.amp replacement.
+
+Source: the deprecation warnings in torch/cuda/amp/autocast_mode.py, torch/cuda/amp/grad_scaler.py,
+torch/cpu/amp/autocast_mode.py and torch/cpu/amp/grad_scaler.py (``torch.cuda.amp.X(args...)`` is
+deprecated, use ``torch.amp.X("cuda", args...)``), PyTorch 2.4 and later.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+# deprecated name -> (what it is in torch.amp, device)
+DEPRECATED: Dict[str, Tuple[str, str]] = {
+    "torch.cuda.amp.autocast": ("autocast", "cuda"),
+    "torch.cuda.amp.GradScaler": ("GradScaler", "cuda"),
+    "torch.cuda.amp.custom_fwd": ("custom_fwd", "cuda"),
+    "torch.cuda.amp.custom_bwd": ("custom_bwd", "cuda"),
+    "torch.cpu.amp.autocast": ("autocast", "cpu"),
+    "torch.cpu.amp.GradScaler": ("GradScaler", "cpu"),
+    "torch.cuda.amp.autocast_mode.autocast": ("autocast", "cuda"),
+    "torch.cuda.amp.grad_scaler.GradScaler": ("GradScaler", "cuda"),
+}
+DEPRECATED_SINCE = "2.4"

@@ -1,0 +1,74 @@
+"""amplint.torch_api holds torch facts as data: each table is checked against the installed torch here
+(skipped where torch is not installed), and the package itself never imports torch."""
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from amplint.torch_api import amp_api, autocast, optimizers
+from cliutil import subprocess_env
+
+torch = pytest.importorskip("torch")
+
+
+def test_every_aten_operator_in_the_cuda_policy_exists():
+    missing = []
+    for op in autocast.CUDA_ATEN:
+        name, overload = autocast.split_overload(op)
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None or overload not in packet.overloads():
+            missing.append(op)
+    assert missing == []
+
+
+def test_cuda_policy_is_exactly_what_the_dispatcher_registers_for_autocast_cuda():
+    # CPU builds of torch register the AutocastCUDA kernels too, so the table is checked without a GPU.
+    registered = {n[len("aten::"):] for n in torch._C._dispatch_get_all_op_names()
+                  if n.startswith("aten::") and torch._C._dispatch_has_kernel_for_dispatch_key(n, "AutocastCUDA")}
+    table = {op for op in autocast.CUDA_ATEN}
+    assert table == registered
+
+
+def test_python_spellings_reach_an_operator_of_the_policy():
+    packets = {autocast.split_overload(op)[0] for op in autocast.CUDA_ATEN}
+    assert set(autocast.SPELLINGS) <= packets
+    # Every Python spelling the static model calls "lower" is an aten op autocast lowers (or a
+    # composite reaching one: lstm/gru run lstm_cell-like kernels, conv_transposeNd its .input overload).
+    for spelling in autocast.LOWER_PRECISION:
+        op = autocast.ALIASES.get(spelling, spelling)
+        aten = next((a for a, names in autocast.SPELLINGS.items() if spelling in names), op)
+        assert autocast.aten_policy(aten) in ("lower", "keep"), spelling
+    assert autocast.aten_policy("softmax") == "fp32_opt_dtype"
+    assert autocast.aten_policy("pow.Tensor_Scalar") == "fp32"
+    assert autocast.aten_policy("sum.IntList_out") == "keep"  # an overload autocast does not register
+    assert autocast.aten_policy("add") == "keep"
+
+
+def test_optimizer_eps_defaults_match_torch_optim():
+    for cls, (eps, position) in optimizers.OPTIMIZERS.items():
+        params = list(inspect.signature(getattr(torch.optim, cls).__init__).parameters)
+        assert params.index("eps") - 1 == position, cls  # "self" is not a positional argument of the call
+        assert inspect.signature(getattr(torch.optim, cls).__init__).parameters["eps"].default == eps, cls
+
+
+def test_deprecated_amp_api_names_exist_and_warn():
+    import importlib
+    import warnings
+
+    for name, (kind, device) in amp_api.DEPRECATED.items():
+        module, _, attr = name.rpartition(".")
+        assert hasattr(importlib.import_module(module), attr), name
+        assert hasattr(torch.amp, kind), kind
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cpu.amp.autocast()
+    assert any("deprecated" in str(w.message) for w in caught)
+
+
+def test_torch_api_never_imports_torch():
+    probe = ("import sys; import amplint.torch_api.autocast, amplint.torch_api.optimizers, amplint.torch_api.amp_api; "
+             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.') or m == 'libcst'))")
+    out = subprocess.run([sys.executable, "-c", probe], env=subprocess_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
