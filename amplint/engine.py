@@ -13,7 +13,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from .context.file_context import FileContext
-from .findings import SYNTAX_ERROR, Finding, Violation
+from .findings import SYNTAX_ERROR, Finding, Location, Violation, severity_of
 from .noqa import is_suppressed, suppressions
 from .rules import all_rules
 
@@ -124,9 +124,20 @@ def to_findings(ctx: FileContext, violations: Iterable[Violation]) -> List[Findi
     out: List[Finding] = []
     for v, (line, col, end_line, end_col) in reportable(ctx, violations):
         out.append(Finding(v.code, rules[v.code].name, v.message, ctx.path, line, col, end_line, end_col,
-                           v.confidence.value, v.fix.summary() if v.fix else None))
+                           v.confidence.value, v.fix.summary() if v.fix else None,
+                           severity_of(v.confidence.value), v.help or (v.fix.description if v.fix else ""),
+                           _locations(v.evidence), _locations(v.related)))
     out.sort(key=Finding.sort_key)
     return out
+
+
+def _locations(items) -> tuple:
+    out = []
+    for item in items:
+        loc = item if isinstance(item, Location) else Location.of(item)
+        if loc not in out:
+            out.append(loc)
+    return tuple(out)
 
 
 def lint_file(path: Path, display: str, project, codes: Set[str], settings=None) -> FileResult:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -54,15 +54,43 @@ class FixSummary:
     applicability: str
 
 
+@dataclass(frozen=True)
+class Location:
+    """A place a finding points to besides its own span, with what is there: evidence for it (why
+    the code is taken to run in float16) or a related site (the backward a clip comes after).
+    ``line`` is 0 when the place is not a line of a file (a ``--precision`` option)."""
+    path: str
+    line: int
+    what: str
+
+    @classmethod
+    def of(cls, evidence, why: str = "") -> "Location":
+        """From a context ``Evidence`` (or anything with ``what`` / ``path`` / ``line``), with an
+        optional reason put before what is there: ``why: what``."""
+        what = f"{why}: {evidence.what}" if why else evidence.what
+        return cls(evidence.path, int(evidence.line or 0), what)
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.what}" if self.line > 0 else f"{self.what} ({self.path})"
+
+
 @dataclass
 class Violation:
     """What a rule reports: a node of the file's tree and a message. The engine turns it into a
-    ``Finding`` with positions (computed only when something is reported)."""
+    ``Finding`` with positions (computed only when something is reported).
+
+    ``message`` is one line: what is wrong and why, in numbers. ``help`` says what to write instead.
+    ``evidence`` says why the code is taken to run in float16 (``Location`` items, or context
+    ``Evidence`` which the engine turns into them); ``related`` are other sites the finding involves.
+    The rule's page has the rest."""
     node: cst.CSTNode
     message: str
     confidence: Confidence = Confidence.CERTAIN
     fix: Optional[Fix] = None
     code: str = ""  # filled in by the engine from the rule
+    help: str = ""
+    evidence: List = field(default_factory=list)
+    related: List = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -77,10 +105,19 @@ class Finding:
     end_column: int
     confidence: str = "certain"
     fix: Optional[FixSummary] = None
-    severity: str = "error"
+    severity: str = "error"  # "error" for certain findings, "warning" for likely ones (severity_of)
+    help: str = ""
+    evidence: Tuple[Location, ...] = ()
+    related: Tuple[Location, ...] = ()
 
     def sort_key(self):
         return (self.path, self.line, self.column, self.code)
+
+
+def severity_of(confidence: str) -> str:
+    """A finding amplint is certain of is an error; a likely one is a warning (SARIF ``level``,
+    GitHub ``::warning``). Exit codes do not depend on it."""
+    return "error" if confidence == Confidence.CERTAIN.value else "warning"
 
 
 # The code of the finding the engine itself produces for a file it cannot parse.

@@ -69,14 +69,13 @@ def test_full_shows_the_source_line_and_carets(project):
     assert "Found 4 errors." in r.out
 
 
-def test_full_shows_fix_help_when_a_fix_exists(project):
+def test_full_shows_the_fix_and_its_safety_when_a_fix_exists(project):
     r = fmt(project, "full")
     js = json.loads(fmt(project, "json").out)
-    helps = re.findall(r"^  = help: (.+)$", r.out, re.MULTILINE)
+    shown = re.findall(r"^  = fix: (.+) \((safe|unsafe: needs --unsafe-fixes)\)$", r.out, re.MULTILINE)
     fixes = [d["fix"] for d in js if d["fix"] is not None]
-    assert len(helps) == len(fixes)
-    for h, f in zip(helps, fixes):
-        assert h.startswith(f["message"])
+    assert [m for m, _ in shown] == [f["message"] for f in fixes]
+    assert [a.split(":")[0] for _, a in shown] == [f["applicability"] for f in fixes]
 
 
 def test_full_decodes_with_the_files_encoding_and_expands_tabs(tmp_path):

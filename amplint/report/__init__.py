@@ -9,6 +9,7 @@ import tokenize
 from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
+from urllib.parse import quote
 
 from ..findings import Finding
 
@@ -44,10 +45,27 @@ def _source_lines(path: str) -> List[str]:
     return _NEWLINE.split(text.lstrip("\ufeff"))
 
 
-def full(findings: Sequence[Finding], out: TextIO, sources: Optional[Dict[str, List[str]]] = None, **_) -> None:
+class _Paint:
+    """ANSI colour for the ``full`` format on a terminal (``--color``); a no-op when off."""
+
+    CODES = {"bold": "1", "red": "31", "yellow": "33", "cyan": "36", "blue": "34", "green": "32", "dim": "2"}
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.on or not text:
+            return text
+        return "".join(f"\x1b[{self.CODES[s]}m" for s in styles) + text + "\x1b[0m"
+
+
+def full(findings: Sequence[Finding], out: TextIO, sources: Optional[Dict[str, List[str]]] = None,
+         color: bool = False, **_) -> None:
     sources = sources if sources is not None else {}
+    paint = _Paint(color)
     for f in findings:
-        out.write(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}\n")
+        tone = "red" if f.severity == "error" else "yellow"
+        out.write(f"{paint(f'{f.path}:{f.line}:{f.column}:', 'bold')} {paint(f.code, 'bold', tone)} {f.message}\n")
         lines = sources.get(f.path)
         if lines is None:
             lines = sources[f.path] = _source_lines(f.path)
@@ -59,12 +77,25 @@ def full(findings: Sequence[Finding], out: TextIO, sources: Optional[Dict[str, L
             before = text[: f.column - 1].expandtabs(4)
             marked = text[f.column - 1: max(end, f.column) - 1].expandtabs(4)
             shown = text.expandtabs(4)
-            carets = "^" * max(1, len(marked))
-            out.write(f"{' ' * width} |\n{f.line} | {shown}\n{' ' * width} | {' ' * len(before)}{carets}\n")
+            carets = paint("^" * max(1, len(marked)), tone)
+            gutter = paint(f"{' ' * width} |", "blue")
+            out.write(f"{gutter}\n{paint(f'{f.line} |', 'blue')} {shown}\n{gutter} {' ' * len(before)}{carets}\n")
+        for label, locations in (("evidence", f.evidence), ("related", f.related)):
+            for loc in locations:
+                out.write(f"  {paint('= ' + label + ':', 'cyan')} {loc}\n")
+        if f.help and (f.fix is None or f.help != f.fix.message):
+            out.write(f"  {paint('= help:', 'cyan')} {f.help}\n")
         if f.fix is not None:
-            tag = "" if f.fix.applicability == "safe" else " (unsafe: needs --unsafe-fixes)"
-            out.write(f"  = help: {f.fix.message}{tag}\n")
+            tag = " (safe)" if f.fix.applicability == "safe" else " (unsafe: needs --unsafe-fixes)"
+            out.write(f"  {paint('= fix:', 'green')} {f.fix.message}{tag}\n")
         out.write("\n")
+
+
+def _json_locations(locations) -> List[dict]:
+    """``[{filename, row, what}]``; a place that is not a line of a file (the configuration's
+    ``precision``) has ``row: null`` and its ``filename`` as given."""
+    return [{"filename": _abs(loc.path) if loc.line > 0 else loc.path, "row": loc.line if loc.line > 0 else None,
+             "what": loc.what} for loc in locations]
 
 
 def to_json(findings: Sequence[Finding], out: TextIO, **_) -> None:
@@ -73,12 +104,15 @@ def to_json(findings: Sequence[Finding], out: TextIO, **_) -> None:
             "code": f.code,
             "name": f.name,
             "message": f.message,
+            "help": f.help or None,
             "filename": _abs(f.path),
             "location": {"row": f.line, "column": f.column},
             "end_location": {"row": f.end_line, "column": f.end_column},
             "fix": None if f.fix is None else {"message": f.fix.message, "applicability": f.fix.applicability},
             "severity": f.severity,
             "confidence": f.confidence,
+            "evidence": _json_locations(f.evidence),
+            "related": _json_locations(f.related),
         }
         for f in findings
     ]
@@ -97,8 +131,8 @@ def github(findings: Sequence[Finding], out: TextIO, **_) -> None:
     for f in findings:
         title = _gh_escape(f"amplint ({f.code})", prop=True)
         out.write(
-            f"::error file={_gh_escape(f.path, True)},line={f.line},col={f.column},"
-            f"endLine={f.end_line},endColumn={f.end_column},title={title}::{_gh_escape(f'{f.code} {f.message}')}\n"
+            f"::{f.severity} file={_gh_escape(f.path, True)},line={f.line},col={f.column},"
+            f"endLine={f.end_line},endColumn={f.end_column},title={title}::{_gh_escape(f'{f.code} {_with_help(f)}')}\n"
         )
 
 
@@ -126,24 +160,25 @@ def sarif(findings: Sequence[Finding], out: TextIO, rules=None, **_) -> None:
     cwd = Path.cwd().resolve()
     results = []
     for f in findings:
-        p = Path(f.path).resolve()
-        try:
-            uri = p.relative_to(cwd).as_posix()
-            loc = {"uri": uri, "uriBaseId": "%SRCROOT%"}
-        except ValueError:
-            loc = {"uri": p.as_uri()}
-        results.append({
+        result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
-            "level": "error",
-            "message": {"text": f.message},
+            "level": f.severity,
+            "message": {"text": _with_help(f)},
             "locations": [{"physicalLocation": {
-                "artifactLocation": loc,
+                "artifactLocation": _sarif_artifact(f.path, cwd),
                 "region": {"startLine": f.line, "startColumn": f.column,
                            "endLine": f.end_line, "endColumn": f.end_column},
             }}],
             "properties": {"confidence": f.confidence},
-        })
+        }
+        related = [loc for loc in (*f.evidence, *f.related) if loc.line > 0]
+        if related:
+            result["relatedLocations"] = [
+                {"id": i, "message": {"text": loc.what}, "physicalLocation": {
+                    "artifactLocation": _sarif_artifact(loc.path, cwd), "region": {"startLine": loc.line}}}
+                for i, loc in enumerate(related)]
+        results.append(result)
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -156,6 +191,21 @@ def sarif(findings: Sequence[Finding], out: TextIO, rules=None, **_) -> None:
     }
     json.dump(doc, out, indent=2)
     out.write("\n")
+
+
+def _with_help(f: Finding) -> str:
+    """The message and its help as one text, for formats with one message field."""
+    return f"{f.message}; {f.help}" if f.help else f.message
+
+
+def _sarif_artifact(path: str, cwd: Path) -> dict:
+    """A path relative to the working directory (the checkout, in CI) as a percent-encoded URI
+    reference against %SRCROOT%; any other path as a file: URI."""
+    p = Path(path).resolve()
+    try:
+        return {"uri": quote(p.relative_to(cwd).as_posix(), safe="/"), "uriBaseId": "%SRCROOT%"}
+    except ValueError:
+        return {"uri": p.as_uri()}
 
 
 def _sarif_help(code: str) -> dict:
