@@ -307,6 +307,9 @@ def test_a_grad_scaler_assigned_in_another_file_is_known():
                 self.optimizer.step()
                 self.scaler.update()
         """
-    assert lines("AMP303", source) == []  # unknown scaler class
+    own = {"scaling.py": "class DynamicLossScaler:\n    def unscale_(self, optimizer):\n        pass\n"}
+    assert lines("AMP303", source, extra_files=own) == []  # maybe the project's own scaler class
     extra = {"build.py": "import torch\n\ndef build(self):\n    self.scaler = torch.amp.GradScaler('cuda')\n"}
-    assert lines("AMP303", source, extra_files=extra) == [6]
+    assert lines("AMP303", source, extra_files={**own, **extra}) == [6]
+    # A scaler that arrives as an attribute, in a project with no scaler class of its own: torch's.
+    assert lines("AMP303", source) == [6]

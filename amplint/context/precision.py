@@ -266,6 +266,13 @@ class PrecisionModel:
             cache[key] = off if not on else None
         return cache[key]  # type: ignore[return-value]
 
+    def calls_of(self, fn: cst.FunctionDef) -> List[cst.Call]:
+        """The calls of this file that call ``fn``: ``f(...)`` for a function, ``self.f(...)`` /
+        ``cls.f(...)`` for a method (by name, within the file)."""
+        owner = self.ctx.parent(self.ctx.parent(fn))
+        kind = "method" if isinstance(owner, cst.ClassDef) else "function"
+        return list(self._calls_by_callee().get((kind, fn.name.value), ()))
+
     def _calls_by_callee(self) -> Dict[Tuple[str, str], List[cst.Call]]:
         """Calls of this file by what they call: ("method", m) for ``self.m(...)`` / ``cls.m(...)``,
         ("function", f) for ``f(...)`` (one index per file)."""

@@ -47,6 +47,15 @@ _TEST_FUNCTION = re.compile(r"^test")
 # A loss whose expression mentions scaling (``loss * self.loss_scale``, ``self.scale_loss(loss)``)
 # may be scaled by hand or by a helper: neither plain nor known-scaled.
 _MAYBE_SCALED = re.compile(r"scal", re.I)
+# ... but a weight of one term of the loss (``kl_scale_factor``, ``aux_loss_scale_factor``) is not
+# loss scaling: it stays in the loss the optimizer sees.
+_LOSS_WEIGHT = re.compile(r"^(?!(loss|grad|dynamic|cur|init|inv)_scale)\w+_scale_factor$", re.I)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def _mentions_scale(text: str) -> bool:
+    """Does code text name loss scaling: some identifier mentions scaling and is not a term weight."""
+    return any(_MAYBE_SCALED.search(w) and not _LOSS_WEIGHT.match(w) for w in _IDENTIFIER.findall(text))
 
 MAX_STATES = 128
 # torch.amp.GradScaler's default init_scale (torch/amp/grad_scaler.py): the factor scaled gradients
@@ -253,7 +262,7 @@ def _bindings(ctx, known: Set[str]) -> Dict[cst.CSTNode, _Bindings]:
         if isinstance(aug.target, cst.Name):
             b = out.setdefault(scope_of(ctx, aug), _Bindings())
             if isinstance(aug.operator, (cst.MultiplyAssign, cst.DivideAssign)) \
-                    and _MAYBE_SCALED.search(ctx.code(aug.value)):
+                    and _mentions_scale(ctx.code(aug.value)):
                 b.maybe.add(aug.target.value)
             else:
                 b.assigned.add(aug.target.value)
@@ -271,10 +280,10 @@ def _mentions_scaling(ctx, expr: cst.BaseExpression) -> bool:
     scaled by hand or by a helper (only the top-level operation counts, so
     ``F.cross_entropy(logits * self.logit_scale, y)`` is not)."""
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
-        return bool(_MAYBE_SCALED.search(ctx.code(expr.left)) or _MAYBE_SCALED.search(ctx.code(expr.right)))
+        return _mentions_scale(ctx.code(expr.left)) or _mentions_scale(ctx.code(expr.right))
     if isinstance(expr, cst.Call):
         name = dotted_name(expr.func)
-        return bool(name and _MAYBE_SCALED.search(name.rsplit(".", 1)[-1]))
+        return bool(name and _mentions_scale(name.rsplit(".", 1)[-1]))
     return False
 
 
@@ -512,6 +521,7 @@ class _Walk:
             states = self.events(stmt, states)
         entry = _forget(states)
         breaks: Set[_State] = set()
+        ran: Set[_State] = set()  # states after at least one iteration
         for _ in range(4):
             if isinstance(stmt, cst.While):
                 entry = self.events(stmt, entry)
@@ -519,14 +529,27 @@ class _Walk:
             body = self.block(stmt.body, entry)
             cont, brk = self.loop_exits.pop()
             breaks |= brk
+            ran |= _forget(body | cont)
             new = _bound(entry | _forget(body | cont))
             if new == entry:
                 break
             entry = new
+        if isinstance(stmt, cst.For) and self._unscales_each(stmt):
+            # ``for opt in optimizers: scaler.unscale_(opt)``: the collection is the optimizers the
+            # scaler steps, never empty; the path that skips the loop is not a real one.
+            entry = _bound(ran)
         out = entry | breaks
         if stmt.orelse is not None:
             out = self.block(stmt.orelse.body, entry) | breaks
         return out
+
+    def _unscales_each(self, stmt: cst.For) -> bool:
+        """The loop unscales the gradients of each element it iterates over."""
+        target = dotted_name(stmt.target) if isinstance(stmt.target, cst.Name) else None
+        if target is None:
+            return False
+        return any(e.kind == "unscale" and e.target is not None and dotted_name(e.target) == target
+                   and self.ctx.is_ancestor(stmt.body, e.call) for e in self.step.events)
 
 
 def training_steps(ctx) -> Dict[cst.CSTNode, Step]:
@@ -566,6 +589,21 @@ def training_steps(ctx) -> Dict[cst.CSTNode, Step]:
         walk.block(body, {_State()})
     ctx._cache["training_steps"] = steps
     return steps
+
+
+def in_training_loop(ctx, holder: cst.CSTNode) -> bool:
+    """The innermost loop around ``holder`` (in its function) runs the training step: it holds a
+    backward or an optimizer / scaler step."""
+    loop = None
+    for a in ctx.ancestors(holder):
+        if isinstance(a, (cst.For, cst.While)):
+            loop = a
+            break
+        if isinstance(a, (cst.FunctionDef, cst.Lambda)):
+            return False
+    step = training_steps(ctx).get(scope_of(ctx, holder)) if loop is not None else None
+    return step is not None and any(e.kind in ("backward", "scaler_step", "opt_step") and ctx.is_ancestor(loop, e.call)
+                                    for e in step.events)
 
 
 # ---- precision of a scope ---------------------------------------------------------------------
@@ -647,11 +685,31 @@ def insertion_anchor(ctx, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     return None
 
 
+# torch.amp.GradScaler's public methods (torch/amp/grad_scaler.py).
+GRAD_SCALER_METHODS = frozenset({
+    "scale", "unscale_", "step", "update", "get_scale", "get_growth_factor", "set_growth_factor",
+    "get_backoff_factor", "set_backoff_factor", "get_growth_interval", "set_growth_interval",
+    "is_enabled", "state_dict", "load_state_dict",
+})
+
+
+def _speaks_grad_scaler(ctx, scaler: str) -> bool:
+    """Every method this file calls on ``scaler`` is one of GradScaler's (``unscale_grads`` is not)."""
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and dotted_name(func.value) == scaler \
+                and func.attr.value not in GRAD_SCALER_METHODS:
+            return False
+    return True
+
+
 def is_grad_scaler(ctx, scaler: str) -> bool:
     """``scaler`` (``scaler``, ``self.scaler``) is bound to a torch GradScaler: in this file, or by a
-    line of the project assigning that name a ``GradScaler(...)``. A receiver only named like a
-    scaler may be a project's own class (a wrapper whose ``step`` also updates, a hand-written
-    dynamic loss scaler), whose protocol differs."""
+    line of the project assigning that name a ``GradScaler(...)`` or annotating it as one
+    (``scaler: GradScaler`` as a parameter: a scaler that arrives as an argument or attribute). A
+    receiver only named like a scaler may be a project's own class (a wrapper whose ``step`` also
+    updates, a hand-written dynamic loss scaler), whose protocol differs; where the project
+    defines no class of its own called ``*Scaler*``, a scaler is torch's."""
     cached = ctx._cache.setdefault("training_is_grad_scaler", {})
     if scaler in cached:
         return cached[scaler]
@@ -660,8 +718,11 @@ def is_grad_scaler(ctx, scaler: str) -> bool:
         return True
     from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
     last = re.escape(_last(scaler))
-    pattern = rf"\b{last}\s*(:[^=]*)?=\s*[\w.]*GradScaler\s*\("
+    pattern = rf"\b{last}\s*(:[^=]*)?=\s*[\w.]*GradScaler\s*\(|\b{last}\s*:\s*[\w.\[]*GradScaler\b"
     rx = re.compile(pattern)
     found = any(rx.search(strip_comment(line)) for _, _, line in grep(ctx, pattern))
+    if not found and _SCALER_NAME.search(_last(scaler)) and _speaks_grad_scaler(ctx, scaler):
+        own = r"\bclass\s+\w*[Ss]caler\w*\s*[(:]"
+        found = not any(re.search(own, line) for _, _, line in grep(ctx, own))
     cached[scaler] = found
     return found

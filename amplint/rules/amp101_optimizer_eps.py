@@ -13,6 +13,14 @@ from .base import Rule
 
 
 
+# Hugging Face argument classes whose ``adam_epsilon`` (default 1e-8, transformers/training_args.py)
+# is the eps of the AdamW the Trainer builds.
+TRAINING_ARGUMENTS = {"TrainingArguments", "Seq2SeqTrainingArguments"}
+HF_ADAM_EPSILON = 1e-8
+# ``optim=`` values whose optimizer takes no adam_epsilon (Adafactor, SGD, Lion, ...).
+_HF_ADAM = ("adamw", "adam")
+
+
 def optimizer_class(qualname) -> str:
     """``torch.optim.AdamW`` / ``torch.optim.adamw.AdamW`` -> ``AdamW``; '' otherwise."""
     if not qualname or not qualname.startswith("torch.optim."):
@@ -35,7 +43,13 @@ class OptimizerEpsUnderflow(Rule):
             # Under mixed precision the parameters and optimizer state are float32: eps is fine.
             return
         for call in ctx.nodes(cst.Call):
-            cls = optimizer_class(ctx.call_name(call))
+            name = ctx.call_name(call) or ""
+            cls = optimizer_class(name)
+            if name.startswith("transformers.") and name.rsplit(".", 1)[-1] in TRAINING_ARGUMENTS:
+                v = self._hf_arguments(ctx, call, name.rsplit(".", 1)[-1], evidence)
+                if v is not None:
+                    yield v
+                continue
             if not cls:
                 continue
             default, position = OPTIMIZERS[cls]
@@ -54,6 +68,35 @@ class OptimizerEpsUnderflow(Rule):
                        f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4). Parameters are float16 because of {evidence}")
             yield Violation(arg.value if arg is not None else call.func, message, Confidence.CERTAIN,
                             self._fix(ctx, call, arg))
+
+    def _hf_arguments(self, ctx, call: cst.Call, cls: str, evidence):
+        """``TrainingArguments(...)`` on half parameters: the Trainer's AdamW gets ``adam_epsilon``,
+        1e-8 unless given."""
+        if any(a.star for a in call.args):
+            return None
+        optim = find_arg(call, "optim", None)
+        if optim is not None:
+            if not isinstance(optim.value, cst.SimpleString) or not \
+                    str(optim.value.evaluated_value).lower().startswith(_HF_ADAM):
+                return None  # adafactor, sgd, or not known here
+        arg = find_arg(call, "adam_epsilon", None)
+        eps = HF_ADAM_EPSILON if arg is None else ctx.number(arg.value)
+        if eps is None or FLOAT16.classify(eps) not in (Representation.ZERO, Representation.SUBNORMAL):
+            return None
+        where = "adam_epsilon" if arg is not None else "the default adam_epsilon"
+        message = (f"{cls} with {where}={fmt(eps)}: the Trainer's AdamW uses it as eps on float16 "
+                   f"parameters, where {describe_in_half(eps)}, so updates divide by ~0 and parameters become "
+                   f"inf/NaN; pass adam_epsilon >= {fmt(FLOAT16.smallest_normal)} (e.g. 1e-4). Parameters are "
+                   f"float16 because of {evidence}")
+        literal = number_node(ctx.settings.safe_eps)
+        if arg is None:
+            fix = Fix(f"Pass `adam_epsilon={ctx.code(literal)}`",
+                      replacements=[(call, append_arg(call, keyword("adam_epsilon", literal)))])
+        elif is_number_literal(arg.value):
+            fix = Fix(f"Set `adam_epsilon={ctx.code(literal)}`", replacements=[(arg.value, literal)])
+        else:
+            fix = None
+        return Violation(arg.value if arg is not None else call.func, message, Confidence.LIKELY, fix)
 
     @staticmethod
     def _fix(ctx, call: cst.Call, arg) -> Fix:

@@ -118,6 +118,22 @@ def uses(ctx, e: cst.BaseExpression) -> List[Use]:
     return out
 
 
+def aug_uses(ctx, aug: cst.AugAssign) -> List[Use]:
+    """Where the name ``aug`` guarded (``n += eps``) is applied while it holds that value."""
+    pm = precision_model(ctx)
+    fn = ctx.enclosing_function(aug)
+    out = []
+    for n in ctx.nodes(cst.Name):
+        if n.value != aug.target.value or ctx.order(n) <= ctx.order(aug) or ctx.enclosing_function(n) is not fn:
+            continue
+        bound = pm.binding_at(n.value, n)
+        if isinstance(bound, tuple) and bound[0] == "aug" and bound[1] is aug:
+            u = _use_through_sqrt(ctx, n)
+            if u is not None:
+                out.append(u)
+    return out
+
+
 def roots(ctx, expr: cst.CSTNode, depth: int = 0) -> Set[str]:
     """The local names and ``self.`` attributes a value is computed from (through local
     assignments), for telling ``y / (y.sum() + eps)`` (bounded) from ``1 / (y + eps)``."""
@@ -192,6 +208,7 @@ class Fp16UnsafeEpsilon(Rule):
 
     def check(self, ctx) -> Iterable[Violation]:
         yield from self._sums(ctx)
+        yield from self._augmented(ctx)
         yield from self._clamps(ctx)
         yield from self._eps_ops(ctx)
 
@@ -220,6 +237,22 @@ class Fp16UnsafeEpsilon(Rule):
             if not fact.is_half:
                 continue
             v = self._judge(ctx, top, top, const, value, fact, uses(ctx, top))
+            if v is not None:
+                yield v
+
+    # ---- x += eps -----------------------------------------------------------------------------
+    def _augmented(self, ctx) -> Iterable[Violation]:
+        pm = precision_model(ctx)
+        for aug in ctx.nodes(cst.AugAssign):
+            if not isinstance(aug.operator, cst.AddAssign) or not isinstance(aug.target, cst.Name):
+                continue
+            value = ctx.number(aug.value)
+            if value is None or not 0 < value < FLOAT16.smallest_normal:
+                continue
+            fact = pm.dtype_of(aug.target)  # the value before the addition
+            if not fact.is_half:
+                continue
+            v = self._judge(ctx, aug, aug.target, aug.value, value, fact, aug_uses(ctx, aug))
             if v is not None:
                 yield v
 

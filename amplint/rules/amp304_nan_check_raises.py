@@ -6,7 +6,9 @@ from typing import Iterable, Optional, Tuple
 
 import libcst as cst
 
-from ..context.training import fp16_region_before, is_test_file, scope_of, scope_regions, training_steps
+from ..context.precision import precision_model
+from ..context.training import (fp16_region_before, in_training_loop, is_test_file, scope_of, scope_regions,
+                                training_steps)
 from ..findings import Confidence, Violation
 from .base import Rule
 
@@ -55,9 +57,10 @@ def _test_holding(ctx, call: cst.Call) -> Tuple[Optional[cst.CSTNode], bool]:
         cur = parent
 
 
-def _exits_in(ctx, block) -> Optional[cst.CSTNode]:
+def _exits_in(ctx, block, in_training_loop: bool = False) -> Optional[cst.CSTNode]:
     """A ``raise`` or ``sys.exit(...)`` among the block's own statements (not nested in a further
-    condition: a counter compared to a limit there is the recommended pattern)."""
+    condition: a counter compared to a limit there is the recommended pattern); inside the training
+    loop also a ``break`` or ``return`` out of it (``continue`` skips the step: that is fine)."""
     if block is None:
         return None
     body = block.body
@@ -70,6 +73,8 @@ def _exits_in(ctx, block) -> Optional[cst.CSTNode]:
             smalls.append(line)
     for small in smalls:
         if isinstance(small, cst.Raise) and small.exc is not None:
+            return small
+        if in_training_loop and isinstance(small, (cst.Break, cst.Return)):
             return small
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
                 and ctx.call_name(small.value) in EXITS:
@@ -111,6 +116,30 @@ def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, str
     return False, Confidence.LIKELY, ""
 
 
+def _where_checked(ctx, scope, call: cst.Call, value: cst.CSTNode):
+    """(training scope, node there, text of the checked value, the helper call or None): the check's
+    own scope, and, for a check in a helper function, each call of the helper in this file (a NaN
+    check that raises in ``check_loss(loss)`` called from ``fit``)."""
+    yield scope, call, ctx.code(value), None
+    if not isinstance(scope, cst.FunctionDef):
+        return
+    params = [p.name.value for p in (*scope.params.posonly_params, *scope.params.params)]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    for site in precision_model(ctx).calls_of(scope):
+        caller = scope_of(ctx, site)
+        if caller is scope:
+            continue
+        text = ctx.code(value)
+        if isinstance(value, cst.Name) and value.value in params:
+            i = params.index(value.value)
+            args = [a for a in site.args if a.keyword is None and not a.star]
+            named = [a for a in site.args if a.keyword is not None and a.keyword.value == value.value]
+            arg = named[0] if named else (args[i] if i < len(args) else None)
+            text = ctx.code(arg.value) if arg is not None else text
+        yield caller, site, text, site
+
+
 class NanCheckRaises(Rule):
     code = "AMP304"
     name = "nan-check-raises"
@@ -124,7 +153,7 @@ class NanCheckRaises(Rule):
         reported = set()
         for call in ctx.nodes(cst.Call):
             value = nonfinite_check(ctx, call)
-            if value is None or not CHECKED_VALUE.search(ctx.code(value)):
+            if value is None:
                 continue
             holder, threshold = _test_holding(ctx, call)
             if holder is None or threshold or holder in reported:
@@ -133,19 +162,26 @@ class NanCheckRaises(Rule):
                 stop: Optional[cst.CSTNode] = holder
                 how = "`assert`"
             else:
-                stop = _exits_in(ctx, holder.body)
+                loop = in_training_loop(ctx, holder)
+                stop = _exits_in(ctx, holder.body, loop)
                 if stop is None and isinstance(holder.orelse, cst.Else):
-                    stop = _exits_in(ctx, holder.orelse.body)
+                    stop = _exits_in(ctx, holder.orelse.body, loop)
                 if stop is None:
                     continue
-                how = "`raise`" if isinstance(stop, cst.Raise) else f"`{ctx.code(stop.func)}`"  # type: ignore[union-attr]
-            scope = scope_of(ctx, holder)
-            ok, confidence, evidence = fp16_training_scope(ctx, scope, call)
-            if not ok:
-                continue
-            reported.add(holder)
-            message = (f"{how} stops the run at the first non-finite `{ctx.code(value)}`, which float16 "
-                       f"training with loss scaling expects now and then (GradScaler skips such a step and "
-                       f"lowers the scale): count non-finite steps, fail only past a threshold, and save "
-                       f"the batch and state for analysis. Float16 because of {evidence}")
-            yield Violation(stop, message, confidence)
+                how = (f"`{ctx.code(stop.func)}`" if isinstance(stop, cst.Call)  # type: ignore[union-attr]
+                       else "`break` out of the training loop" if isinstance(stop, cst.Break)
+                       else "`return` from the training loop" if isinstance(stop, cst.Return) else "`raise`")
+            for scope, at, checked, site in _where_checked(ctx, scope_of(ctx, holder), call, value):
+                if not CHECKED_VALUE.search(checked):
+                    continue
+                ok, confidence, evidence = fp16_training_scope(ctx, scope, at)
+                if not ok:
+                    continue
+                reported.add(holder)
+                via = "" if site is None else f" (in `{ctx.code(site.func)}`, called from the training step at line {ctx.line_of(site)})"
+                message = (f"{how}{via} stops the run at the first non-finite `{checked}`, which float16 "
+                           f"training with loss scaling expects now and then (GradScaler skips such a step and "
+                           f"lowers the scale): count non-finite steps, fail only past a threshold, and save "
+                           f"the batch and state for analysis. Float16 because of {evidence}")
+                yield Violation(stop, message, confidence)
+                break

@@ -6,9 +6,10 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import libcst as cst
 
 from ..context.imports import dotted_name
+from ..context.requirements import supports_torch_before
 from ..edits import add_keyword, as_keyword, attribute_chain, insert_arg, keyword, module_alias
 from ..findings import Confidence, Fix, Violation
-from ..torch_api.amp_api import DEPRECATED, DEPRECATED_SINCE
+from ..torch_api.amp_api import DEPRECATED, DEPRECATED_SINCE, REPLACEMENT_SINCE
 from .base import Rule
 
 # Modules whose names all live on in torch.amp (``from torch.cuda.amp import autocast`` ->
@@ -95,7 +96,8 @@ class DeprecatedAmpApi(Rule):
                     or isinstance(parent, cst.AssignTarget):
                 continue  # a keyword, a definition's name or an assignment target is not a use
             name = ctx.qualname(node)
-            if name in DEPRECATED and not _compatibility_fallback(ctx, node):
+            if name in DEPRECATED and not _compatibility_fallback(ctx, node) \
+                    and supports_torch_before(ctx.project, REPLACEMENT_SINCE[DEPRECATED[name][0]]) is None:
                 uses.append((node, name))
         if not uses:
             return

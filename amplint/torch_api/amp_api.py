@@ -20,3 +20,10 @@ DEPRECATED: Dict[str, Tuple[str, str]] = {
     "torch.cuda.amp.grad_scaler.GradScaler": ("GradScaler", "cuda"),
 }
 DEPRECATED_SINCE = "2.4"
+# The torch release from which each replacement exists (a project supporting an older torch needs
+# the old name): torch.amp.autocast with a device type from 2.0; torch.amp.GradScaler from 2.3
+# (torch/amp/grad_scaler.py moved there in 2.3); custom_fwd / custom_bwd with ``device_type=`` from
+# 2.4, the release that deprecated the old names.
+REPLACEMENT_SINCE: Dict[str, Tuple[int, ...]] = {
+    "autocast": (2, 0), "GradScaler": (2, 3), "custom_fwd": (2, 4), "custom_bwd": (2, 4),
+}

@@ -1,0 +1,245 @@
+"""Rule gaps seen in real bugs: shapes each rule must see, with the near misses beside them."""
+import textwrap
+
+import pytest
+
+from conftest import HALF_TRAINING
+from training_util import fixed, found, lines
+
+MIXED_LOOP = """
+    import torch
+    def train(model, loader, optimizer):
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x).sum()
+            CHECK
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    """
+
+
+def loop_with(check):
+    return MIXED_LOOP.replace("CHECK", textwrap.indent(textwrap.dedent(check), " " * 12).strip())
+
+
+# ---- AMP102: ``x += eps`` is a guard -----------------------------------------------------------
+AUG = """
+    import torch
+    def f(x):
+        with torch.autocast("cuda"):
+            n = x @ x.T
+            n += EPS
+            return x / n
+    """
+
+
+def test_augmented_guard_is_a_guard():
+    out = found("AMP102", AUG.replace("EPS", "1e-8"))
+    assert [line for line, _ in out] == [6]
+    assert "1e-8 guards a float16 denominator" in out[0][1]
+    assert "n += 1e-4" in fixed(AUG.replace("EPS", "1e-8"), unsafe=True)
+
+
+@pytest.mark.parametrize("name, source", [
+    ("a guard float16 holds", AUG.replace("EPS", "1e-3")),
+    ("a float32 value", AUG.replace("n = x @ x.T", "n = (x @ x.T).float()").replace("EPS", "1e-8")),
+    ("not used as a denominator", AUG.replace("EPS", "1e-8").replace("x / n", "x * n")),
+    ("rebound before its use", AUG.replace("EPS", "1e-8").replace("return x / n", "n = n.float()\n        return x / n")),
+])
+def test_augmented_guard_near_misses(name, source):
+    assert lines("AMP102", source) == [], name
+
+
+# ---- AMP302: ``for opt in optimizers: scaler.unscale_(opt)`` unscales ------------------------------
+UNSCALE_EACH = """
+    import torch
+    def train(model, loader, optimizers, scaler):
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x).sum()
+            scaler.scale(loss).backward()
+            for opt in optimizers:
+                UNSCALE
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            for opt in optimizers:
+                scaler.step(opt)
+            scaler.update()
+    """
+
+
+def test_unscale_in_a_loop_over_the_optimizers_unscales():
+    assert lines("AMP302", UNSCALE_EACH.replace("UNSCALE", "scaler.unscale_(opt)")) == []
+
+
+def test_a_loop_that_does_not_unscale_each_optimizer_still_clips_scaled_gradients():
+    assert lines("AMP302", UNSCALE_EACH.replace("UNSCALE", "log(opt)")) == [10]
+    # it unscales something else than the loop's element: the loop may still run zero times
+    assert lines("AMP302", UNSCALE_EACH.replace("UNSCALE", "scaler.unscale_(optimizers[0])")) == [10]
+
+
+# ---- AMP303 / AMP302: a scaler that arrives as an argument or an attribute --------------------------
+def test_scaler_argument_stepped_past_by_the_optimizer():
+    source = """
+        import torch
+        def train_step(model, x, optimizer, scaler):
+            with torch.autocast("cuda"):
+                loss = model(x).sum()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scaler.update()
+        """
+    assert lines("AMP303", source) == [9]
+    own = {"scaling.py": "class LossScaler:\n    pass\n"}
+    assert lines("AMP303", source, extra_files=own) == []  # the project's own scaler: its protocol
+
+
+def test_scaler_attribute_never_updated():
+    source = """
+        import torch
+        class Trainer:
+            def __init__(self, scaler: torch.amp.GradScaler):
+                self.scaler = scaler
+            def step(self, x):
+                with torch.autocast("cuda"):
+                    loss = self.model(x).sum()
+                self.scaler.scale(loss).backward()
+                self.scaler.step(self.optimizer)
+        """
+    assert lines("AMP303", source) == [10]
+    assert lines("AMP303", source + "\n    def end(self):\n        self.scaler.update()\n") == []
+
+
+# ---- AMP303: a loss weight named ``*_scale_factor`` is not loss scaling -----------------------------
+SCALED_TERM = """
+    import torch
+    def train(model, loader, optimizer, WEIGHT):
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x).sum()
+                loss = loss * WEIGHT
+            loss.backward()
+            scaler.step(optimizer)
+            scaler.update()
+    """
+
+
+def test_a_term_weight_named_scale_factor_is_not_loss_scaling():
+    assert lines("AMP303", SCALED_TERM.replace("WEIGHT", "kl_scale_factor")) == [9]
+
+
+@pytest.mark.parametrize("weight", ["loss_scale", "loss_scale_factor", "scale"])
+def test_a_loss_multiplied_by_a_loss_scale_may_be_scaled_by_hand(weight):
+    assert lines("AMP303", SCALED_TERM.replace("WEIGHT", weight)) == []
+
+
+# ---- AMP304: ``break`` / ``return`` out of the training loop, a raise in a helper -------------------
+@pytest.mark.parametrize("stop", ["break", "return", "return None"])
+def test_leaving_the_training_loop_on_a_nan_loss(stop):
+    out = found("AMP304", loop_with(f"if torch.isnan(loss):\n    {stop}"))
+    assert [line for line, _ in out] == [9]
+    assert "training loop" in out[0][1]
+
+
+@pytest.mark.parametrize("name, source", [
+    ("continue skips the step", loop_with("if torch.isnan(loss):\n    continue")),
+    ("a break out of a loop over the parameters", loop_with(
+        "for p in model.parameters():\n    if torch.isnan(p.grad).any():\n        break")),
+    ("a Lightning-style step that returns None to skip", """
+        import torch
+        class Module:
+            def training_step(self, batch, i):
+                with torch.autocast("cuda"):
+                    loss = self.model(batch).sum()
+                if torch.isnan(loss):
+                    return None
+                return loss
+        """),
+])
+def test_leaving_near_misses(name, source):
+    assert lines("AMP304", source) == [], name
+
+
+HELPER = """
+    import torch
+    def check_finite(value):
+        if not torch.isfinite(value).all():
+            raise RuntimeError("non-finite")
+    """
+
+
+def test_a_raise_in_a_helper_called_from_the_training_loop():
+    out = found("AMP304", HELPER + loop_with("check_finite(loss)"))
+    assert [line for line, _ in out] == [5]
+    assert "`check_finite`" in out[0][1] and "line 13" in out[0][1] and "`loss`" in out[0][1]
+
+
+@pytest.mark.parametrize("name, call", [
+    ("the helper checks the input data", "check_finite(x)"),
+    ("the helper is not called", "pass"),
+])
+def test_a_raise_in_a_helper_near_misses(name, call):
+    assert lines("AMP304", HELPER + loop_with(call)) == [], name
+
+
+def test_a_raise_in_a_helper_called_only_by_evaluation():
+    source = HELPER + """
+    def evaluate(model, loader):
+        with torch.no_grad():
+            for x in loader:
+                check_finite(model(x))
+    """
+    assert lines("AMP304", source, extra_files={"train.py": textwrap.dedent(MIXED_LOOP.replace("CHECK", ""))}) == []
+
+
+# ---- AMP101: Hugging Face TrainingArguments' implicit adam_epsilon ----------------------------------
+HF = """
+    import torch
+    from transformers import Trainer, TrainingArguments
+    args = TrainingArguments(output_dir="out"ARGS)
+    trainer = Trainer(model=model, args=args)
+    trainer.train()
+    """
+
+
+def test_training_arguments_default_adam_epsilon_on_half_parameters():
+    out = found("AMP101", HF.replace("ARGS", ""), extra_files={"train.py": HALF_TRAINING})
+    assert [line for line, _ in out] == [4]
+    assert "adam_epsilon=1e-8" in out[0][1] and "train.py:3" in out[0][1]
+    assert 'adam_epsilon=1e-4' in fixed(HF.replace("ARGS", ""), extra_files={"train.py": HALF_TRAINING})
+    assert lines("AMP101", HF.replace("ARGS", ", adam_epsilon=1e-10"), extra_files={"train.py": HALF_TRAINING}) == [4]
+
+
+@pytest.mark.parametrize("name, args, extra", [
+    ("a float16-safe adam_epsilon", ", adam_epsilon=1e-4", {"train.py": HALF_TRAINING}),
+    ("an optimizer without eps", ', optim="adafactor"', {"train.py": HALF_TRAINING}),
+    ("arguments from elsewhere", ", **kwargs", {"train.py": HALF_TRAINING}),
+    ("float32 parameters under fp16 autocast", ", fp16=True", None),
+])
+def test_training_arguments_near_misses(name, args, extra):
+    assert lines("AMP101", HF.replace("ARGS", args), extra_files=extra) == [], name
+
+
+# ---- AMP501: the torch versions the project supports ------------------------------------------------
+OLD_API = """
+    import torch
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast():
+        pass
+    """
+
+
+@pytest.mark.parametrize("where, text, expected", [
+    ("requirements.txt", "torch>=2.4\ntorchvision>=0.2\n", [3, 4]),
+    ("requirements.txt", "numpy\n", [3, 4]),  # nothing declared: a current torch
+    ("requirements.txt", "torch>=2.1\n", [4]),  # torch.amp.GradScaler is new in 2.3
+    ("requirements.txt", "torch>=1.13  # LTS\n", []),
+    ("setup.py", "setup(install_requires=['torch<2.4', 'pytorch-lightning>=2.5'])\n", []),
+    ("pyproject.toml", "[project]\nname = 'x'\ndependencies = ['torch >=1.12, <3']\n", []),
+])
+def test_deprecated_api_respects_the_supported_torch(where, text, expected):
+    assert lines("AMP501", OLD_API, extra_files={where: text}) == expected
