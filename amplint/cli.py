@@ -30,6 +30,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
     p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    p.add_argument("--stdin-filename", metavar="PATH",
+                   help="lint the text on stdin (path `-`) as this file: its config, excludes and project")
 
 
 def _codes(text: str) -> List[str]:
@@ -68,7 +70,11 @@ def settings_for(args) -> Settings:
         settings = load(args.config)
     else:
         start = args.paths[0] if args.paths else Path.cwd()
-        settings = load(find_config(start if start.exists() else Path.cwd()))
+        if getattr(args, "stdin_filename", None) is not None:
+            start = Path(args.stdin_filename)  # need not exist: an editor's new file
+            settings = load(find_config(start))
+        else:
+            settings = load(find_config(start if start.exists() else Path.cwd()))
     from .config import validate_selectors
     from .rules import rule_codes
 
@@ -100,6 +106,12 @@ def run_check(args, out=None, err=None) -> int:
     except ConfigError as e:
         err.write(f"amplint: error: {e}\n")
         return EXIT_ERROR
+    from .stdin import mixes_stdin, run_stdin, wants_stdin
+    if mixes_stdin(args):
+        err.write("amplint: error: `-` (stdin) cannot be combined with other paths\n")
+        return EXIT_ERROR
+    if wants_stdin(args):
+        return run_stdin(args, settings, selection, out, err)
     paths = args.paths or [Path(".")]
     missing = [p for p in paths if not p.exists()]
     if missing:
@@ -114,11 +126,12 @@ def run_check(args, out=None, err=None) -> int:
     return report(args, findings, errors, out, err)
 
 
-def report(args, findings, errors, out, err, fixed: int = 0) -> int:
+def report(args, findings, errors, out, err, fixed: int = 0, sources=None) -> int:
+    """``sources``: the lines ``full`` output quotes, by path, where they are not on disk (stdin)."""
     if args.statistics:
         statistics(findings, out)
     else:
-        WRITERS[args.output_format](findings, out)
+        WRITERS[args.output_format](findings, out, sources=sources)
     if args.output_format in ("full", "concise") and not args.quiet and not args.statistics:
         unsafe = bool(getattr(args, "unsafe_fixes", False))
         fixable = sum(1 for f in findings if f.fix is not None and (unsafe or f.fix.applicability == "safe"))

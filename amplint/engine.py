@@ -15,6 +15,9 @@ import libcst as cst
 from .context.file_context import FileContext
 from .findings import SYNTAX_ERROR, Finding, Location, Violation, severity_of
 from .noqa import is_suppressed, suppressions
+from .notebook import NotebookError, is_notebook
+from .notebook import from_bytes as read_notebook
+from .overlay import OverlayProject
 from .rules import all_rules
 
 
@@ -148,7 +151,43 @@ def lint_file(path: Path, display: str, project, codes: Set[str], settings=None)
         result.errors.append(f"{display}: cannot read file: {e.strerror or e}")
         return result
     with _recursion_limit(_DEEP):
+        if is_notebook(path):
+            return _lint_notebook(path, display, source, project, codes, settings, result)
         return _lint_source(path, display, source, project, codes, settings, result)
+
+
+def lint_buffer(path: Path, display: str, data: bytes, project, codes: Set[str], settings=None) -> FileResult:
+    """Lint ``data`` as the contents of the file at ``path``, which need not exist or hold them
+    (stdin, an editor's unsaved buffer): ``data`` stands in for the file in the project's facts.
+    A notebook (``.ipynb``) is linted as its code cells, positions relative to the cells."""
+    result = FileResult(display)
+    with _recursion_limit(_DEEP):
+        if is_notebook(path):
+            return _lint_notebook(path, display, data, project, codes, settings, result)
+        if project is not None:
+            project = OverlayProject(project, path, data)
+        return _lint_source(path, display, data, project, codes, settings, result)
+
+
+def lint_python(path: Path, display: str, source: bytes, project, codes: Set[str], settings=None) -> FileResult:
+    """Lint Python ``source`` against ``project`` as it is (positions in ``source``)."""
+    with _recursion_limit(_DEEP):
+        return _lint_source(path, display, source, project, codes, settings, FileResult(display))
+
+
+def _lint_notebook(path: Path, display: str, data: bytes, project, codes: Set[str], settings,
+                   result: FileResult) -> FileResult:
+    try:
+        notebook = read_notebook(data)
+    except NotebookError as e:
+        result.errors.append(f"{display}: cannot read notebook: {e}")
+        return result
+    python = notebook.python.encode("utf-8")
+    if project is not None:  # the notebook's own autocast / .half() count for its code
+        project = OverlayProject(project, path, python)
+    _lint_source(path, display, python, project, codes, settings, result)
+    result.findings = sorted((notebook.locate(f) for f in result.findings), key=Finding.sort_key)
+    return result
 
 
 # libcst's visitors recurse a few frames per tree level: a valid file nested ~150 levels deep (a long

@@ -109,9 +109,16 @@ class Finding:
     help: str = ""
     evidence: Tuple[Location, ...] = ()
     related: Tuple[Location, ...] = ()
+    cell: Optional[int] = None  # a notebook's cell (from 1); line and columns are then within it
 
     def sort_key(self):
-        return (self.path, self.line, self.column, self.code)
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
+
+    @property
+    def location(self) -> str:
+        """``path:line:column``, or ruff's ``nb.ipynb:cell 2:3:5`` in a notebook."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.column}"
 
 
 def severity_of(confidence: str) -> str:

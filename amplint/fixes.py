@@ -32,8 +32,11 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from .config import RuleSelection, Settings
 from .discovery import Discovery, project_root
-from .engine import analyse, build_context, lint_file, reportable, to_findings
+from .engine import analyse, build_context, lint_file, lint_python, reportable, to_findings
 from .findings import Applicability, Finding, Fix, Violation
+from .notebook import Notebook, NotebookError, is_notebook
+from .notebook import from_bytes as read_notebook
+from .overlay import OverlayProject
 from .project import Project
 
 MAX_ITERATIONS = 10  # passes over one file before it is reported as not converging
@@ -238,10 +241,35 @@ class FileState:
     findings: List[Finding] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
     stuck: bool = False  # stop fixing this file (unparseable output, no convergence)
+    notebook: Optional[Notebook] = None  # a notebook: ``source`` is its code cells as one module
+
+    def load(self, data: bytes) -> None:
+        """Start from the file's contents ``data`` (a notebook's code cells for a notebook)."""
+        self.original = data
+        if is_notebook(self.path):
+            try:
+                self.notebook = read_notebook(data)
+            except NotebookError as e:
+                self.errors.append(f"{self.display}: cannot read notebook: {e}")
+                self.stuck = True
+                return
+            self.source = self.notebook.python.encode("utf-8")
+        else:
+            self.source = data
 
     @property
     def changed(self) -> bool:
-        return self.source is not None and self.source != self.original
+        if self.source is None:
+            return False
+        if self.notebook is not None:
+            return self.source != self.notebook.python.encode("utf-8")
+        return self.source != self.original
+
+    def output(self) -> bytes:
+        """The fixed contents of the file: the notebook's JSON for a notebook."""
+        if self.notebook is not None:
+            return self.notebook.render(self.source.decode("utf-8")).encode("utf-8")
+        return self.source
 
 
 def _parses(source: bytes, original_parsed: bool) -> Optional[str]:
@@ -277,8 +305,8 @@ def fix_file(state: FileState, project, codes: Set[str], settings: Settings, uns
         except PARSE_ERRORS:
             # Only the file as read can fail here (fixed text is checked before it is kept): report
             # it as check does.
-            result = lint_file(state.path, state.display, project, codes, settings)
-            state.findings = result.findings
+            result = lint_python(state.path, state.display, state.source, project, codes, settings)
+            state.findings = _located(state, result.findings)
             state.errors.extend(result.errors)
             state.stuck = True
             return
@@ -308,8 +336,14 @@ def fix_file(state: FileState, project, codes: Set[str], settings: Settings, uns
                                 f"(still fixable: {', '.join(sorted({v.code for _, v in todo}))}); "
                                 f"the last result that parses is kept. Please report this as a bug.")
             state.stuck = True
-        state.findings = to_findings(ctx, violations)
+        state.findings = _located(state, to_findings(ctx, violations))
         return
+
+
+def _located(state: FileState, findings: List[Finding]) -> List[Finding]:
+    if state.notebook is None:
+        return findings
+    return sorted((state.notebook.locate(f) for f in findings), key=Finding.sort_key)
 
 
 def _one_pass(ctx, todo, state: FileState) -> Tuple[Optional[bytes], int]:
@@ -373,8 +407,7 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
         state = FileState(f, f.as_posix())
         try:
             state.mtime_ns = os.stat(f).st_mtime_ns
-            state.original = f.read_bytes()
-            state.source = state.original
+            state.load(f.read_bytes())
         except OSError as e:
             state.errors.append(f"{state.display}: cannot read file: {e.strerror or e}")
             state.stuck = True
@@ -392,7 +425,10 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
             if root not in projects:
                 projects[root] = _FixedProject(root, discovery, override, overlay)
             before = s.source
-            fix_file(s, projects[root], selection.for_file(s.path), settings, unsafe)
+            project = projects[root]
+            if s.notebook is not None:  # the notebook's own evidence counts for its code
+                project = OverlayProject(project, s.path, s.source)
+            fix_file(s, project, selection.for_file(s.path), settings, unsafe)
             if s.source != before:
                 changed.append(s)
         if not changed:
@@ -402,6 +438,23 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
             s.errors.append(f"{s.display}: fixes did not reach a project-wide fixed point after "
                             f"{MAX_ROUNDS} rounds. Please report this as a bug.")
     return run
+
+
+def fix_buffer(path: Path, display: str, data: bytes, project: Project, codes: Set[str], settings: Settings,
+               unsafe: bool = False) -> FileState:
+    """Fix ``data`` as the contents of the file at ``path`` (stdin, an editor's buffer) against
+    ``project``, in which the text stands for the file; nothing is written. ``state.output()`` is
+    the fixed text."""
+    state = FileState(path, display)
+    state.load(data)
+    for _ in range(MAX_ROUNDS):  # the text's own evidence may change as it is fixed
+        if state.source is None or state.stuck:
+            break
+        before = state.source
+        fix_file(state, OverlayProject(project, path, state.source), codes, settings, unsafe)
+        if state.source == before:
+            break
+    return state
 
 
 # ---- writing -------------------------------------------------------------------------------------
@@ -414,7 +467,7 @@ def write_atomically(state: FileState) -> Optional[str]:
         st = os.stat(target)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".amplint-tmp")
         with os.fdopen(fd, "wb") as fh:
-            fh.write(state.source)
+            fh.write(state.output())
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
@@ -438,10 +491,18 @@ def write_atomically(state: FileState) -> Optional[str]:
 
 
 def unified_diff(state: FileState) -> str:
-    a = state.original.decode(state.encoding, "replace").splitlines(keepends=True)
-    b = state.source.decode(state.encoding, "replace").splitlines(keepends=True)
+    if state.notebook is not None:  # one diff per changed cell, as ruff shows them
+        fixed = state.notebook.cell_sources(state.source.decode("utf-8"))
+        return "".join(_diff(state.notebook.cell_source(index), text, f"{state.display}:cell {index + 1}")
+                       for index, text in fixed.items())
+    return _diff(state.original.decode(state.encoding, "replace"), state.source.decode(state.encoding, "replace"),
+                 state.display)
+
+
+def _diff(before: str, after: str, name: str) -> str:
     out = []
-    for line in difflib.unified_diff(a, b, fromfile=state.display, tofile=state.display):
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    for line in difflib.unified_diff(a, b, fromfile=name, tofile=name):
         if line.endswith("\n"):
             out.append(line)
         else:

@@ -67,8 +67,9 @@ def subprocess_env() -> Dict[str, str]:
     return env
 
 
-def run_module(argv: Sequence[str], cwd: Path, timeout: float = 120) -> Result:
-    """``python -m amplint <argv>`` in a fresh interpreter."""
+def run_module(argv: Sequence[str], cwd: Path, timeout: float = 120, stdin: Optional[str] = None) -> Result:
+    """``python -m amplint <argv>`` in a fresh interpreter, with ``stdin`` piped to it (else no input)."""
     p = subprocess.run([sys.executable, "-m", "amplint", *map(str, argv)], cwd=cwd, env=subprocess_env(),
-                       capture_output=True, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout,
+                       input=stdin if stdin is not None else "", encoding="utf-8")
     return Result(p.returncode, p.stdout, p.stderr)

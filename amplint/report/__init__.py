@@ -22,18 +22,30 @@ def _abs(path: str) -> str:
 
 def concise(findings: Sequence[Finding], out: TextIO, **_) -> None:
     for f in findings:
-        out.write(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}\n")
+        out.write(f"{f.location}: {f.code} {f.message}\n")
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # Python's line ends only (str.splitlines also splits on \f, \x1c, ...)
 
 
-def _source_lines(path: str) -> List[str]:
-    """The lines of a file as the linter numbered them: decoded with its coding cookie or BOM."""
+def _source_lines(path: str, cell: Optional[int] = None) -> List[str]:
+    """The lines of a file as the linter numbered them: decoded with its coding cookie or BOM (of
+    a notebook's cell when ``cell`` is given)."""
     try:
         data = Path(path).read_bytes()
     except OSError:
         return []
+    if cell is not None:
+        from ..notebook import NotebookError, from_bytes
+        try:
+            return from_bytes(data).cell_lines(cell)
+        except NotebookError:
+            return []
+    return split_lines(data)
+
+
+def split_lines(data: bytes) -> List[str]:
+    """A file's lines as Python numbers them: decoded with its coding cookie or BOM."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError:
@@ -65,10 +77,11 @@ def full(findings: Sequence[Finding], out: TextIO, sources: Optional[Dict[str, L
     paint = _Paint(color)
     for f in findings:
         tone = "red" if f.severity == "error" else "yellow"
-        out.write(f"{paint(f'{f.path}:{f.line}:{f.column}:', 'bold')} {paint(f.code, 'bold', tone)} {f.message}\n")
-        lines = sources.get(f.path)
+        out.write(f"{paint(f'{f.location}:', 'bold')} {paint(f.code, 'bold', tone)} {f.message}\n")
+        key = f.path if f.cell is None else f"{f.path}:cell {f.cell}"
+        lines = sources.get(key)
         if lines is None:
-            lines = sources[f.path] = _source_lines(f.path)
+            lines = sources[key] = _source_lines(f.path, f.cell)
         if 0 < f.line <= len(lines):
             text = lines[f.line - 1]
             width = len(str(f.line))
@@ -113,6 +126,7 @@ def to_json(findings: Sequence[Finding], out: TextIO, **_) -> None:
             "confidence": f.confidence,
             "evidence": _json_locations(f.evidence),
             "related": _json_locations(f.related),
+            "cell": f.cell,
         }
         for f in findings
     ]

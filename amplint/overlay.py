@@ -1,0 +1,72 @@
+"""A project seen with one file's text replaced: what stdin, an editor's unsaved buffer and a
+notebook's code cells are linted against.
+
+The text stands in for the file at its path everywhere the project looks (its regime, the constants
+other modules import from it), whether or not the file exists on disk. The rest of the project's
+facts come from a base ``Project`` that is computed once and shared: only the one file is scanned
+again, so an editor can re-lint a buffer on every keystroke without re-reading the project.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+from .discovery import TEST_PATH
+from .project import Project, Regime, module_name_for, scan_source
+
+
+class OverlayProject:
+    """``base`` with the file at ``path`` read as ``text`` (Python source bytes). It answers what
+    a ``Project`` answers for ``FileContext`` (``root``, ``regime``, ``module_name``, ``constant``,
+    ``read``, ``files``)."""
+
+    def __init__(self, base: Project, path: Path, text: bytes) -> None:
+        self.base = base
+        self.root = base.root
+        self.discovery = base.discovery
+        self.path = path.resolve()
+        self.text = text
+        self._regime: Optional[Regime] = None
+        self._constants: dict = {}
+
+    def files(self) -> List[Path]:
+        files = self.base.files()
+        if self.path.suffix == ".py" and self.path not in {f.resolve() for f in files} and self._inside():
+            files.append(self.path)
+        return files
+
+    def _inside(self) -> bool:
+        return self.path == self.root or self.root in self.path.parents
+
+    def read(self, path: Path) -> bytes:
+        return self.text if path.resolve() == self.path else self.base.read(path)
+
+    def display(self, path: Path) -> str:
+        return self.base.display(path)
+
+    def relative(self, path: Path) -> str:
+        return self.base.relative(path)
+
+    def module_name(self, path: Path) -> Optional[str]:
+        return module_name_for(path, self.root)
+
+    @property
+    def regime(self) -> Regime:
+        """The base's evidence less what it found in the file on disk, plus the text's own."""
+        if self._regime is None:
+            base = self.base.regime
+            display = self.base.display(self.path)
+            signals = [(s, ev) for s, ev in base.signals if ev.path != display]
+            if self._inside() and not TEST_PATH.search(self.base.relative(self.path)):
+                signals.extend(scan_source(self.text, display, module_name_for(self.path, self.root)))
+            self._regime = Regime(signals, base.override)
+        return self._regime
+
+    def constant(self, qualname: str) -> Optional[float]:
+        module, _, name = qualname.rpartition(".")
+        if module and module == self.module_name(self.path):
+            if module not in self._constants:
+                from .project import _numeric_constants
+                self._constants[module] = _numeric_constants(self.path, self.read)
+            return self._constants[module].get(name)
+        return self.base.constant(qualname)
