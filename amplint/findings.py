@@ -111,6 +111,12 @@ class Finding:
     related: Tuple[Location, ...] = ()
     cell: Optional[int] = None  # a notebook's cell (from 1); line and columns are then within it
 
+    def explained(self) -> str:
+        """The message, its help and its evidence as one text (for the API and logs)."""
+        text = f"{self.message}; {self.help}" if self.help else self.message
+        cites = [str(loc) for loc in (*self.evidence, *self.related)]
+        return f"{text} [{'; '.join(cites)}]" if cites else text
+
     def sort_key(self):
         return (self.path, self.cell or 0, self.line, self.column, self.code)
 

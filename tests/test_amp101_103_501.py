@@ -24,7 +24,7 @@ def test_amp101_flags_tiny_eps_on_half_parameters(source):
 
 def test_amp101_message_names_the_evidence(lint):
     findings = lint("import torch\nopt = torch.optim.Adam(params)\n", extra_files={"train.py": HALF_TRAINING})
-    msg = next(f.message for f in findings if f.code == "AMP101")
+    msg = next(f.explained() for f in findings if f.code == "AMP101")
     assert "1e-8 rounds to 0 in float16" in msg and "train.py:3" in msg
 
 

@@ -42,7 +42,8 @@ def test_decorated_forward_denominator_is_certain_and_names_evidence():
     [f] = findings(AUTOCAST_DECORATOR)
     assert f.confidence == "certain"
     assert f.line == 11 and "1e-8 rounds to 0 in float16" in f.message
-    assert 'torch.autocast("cuda")' in f.message and "snippet.py:8" in f.message
+    [ev] = f.evidence
+    assert 'torch.autocast("cuda")' in ev.what and ev.path.endswith("snippet.py") and ev.line == 8
 
 
 @pytest.mark.parametrize("name, source, extra", [
@@ -158,7 +159,7 @@ def test_true_positives(name, source, extra):
 def test_subnormal_guard_is_likely_and_explains_the_overflow():
     [f] = findings("import torch\ndef inverse(x):\n    return 1 / (x + 1e-6)\n", extra_files={"train.py": HALF_TRAINING})
     assert f.confidence == "likely"
-    assert "1e-6 is subnormal in float16" in f.message and "65504" in f.message and "train.py:3" in f.message
+    assert "1e-6 is subnormal in float16" in f.message and "65504" in f.message and "train.py:3" in f.explained()
 
 
 def test_precision_override_makes_arguments_half():

@@ -40,7 +40,7 @@ def test_decorated_forward_is_certain_and_names_evidence():
     """)
     assert f.confidence == "certain" and f.line == 11
     assert "sigmoid(x) rounds to 0 in float16 for x below about -17.3" in f.message
-    assert "F.logsigmoid(x)" in f.message and "snippet.py:8" in f.message
+    assert "F.logsigmoid(x)" in f.help and "snippet.py:8" in f.explained()
 
 
 @pytest.mark.parametrize("name, source, extra", [

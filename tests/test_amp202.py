@@ -34,7 +34,9 @@ def test_functional_bce_in_autocast_block_is_certain_and_names_evidence():
             return loss
     """)
     assert f.confidence == "certain" and f.line == 6
-    assert "unsafe to autocast" in f.message and "snippet.py:5" in f.message
+    assert "unsafe to autocast" in f.message and "binary_cross_entropy_with_logits" in f.help
+    [ev] = f.evidence
+    assert ev.path.endswith("snippet.py") and ev.line == 5 and "float16 autocast" in ev.what
 
 
 @pytest.mark.parametrize("name, source, extra", [

@@ -70,7 +70,7 @@ def test_linear_attention_normaliser_under_project_autocast():
     f = found[0]
     assert f.confidence == "likely"  # forward is assumed to run under the training step's autocast
     assert "float16 product used as a denominator" in f.message and "65504" in f.message
-    assert "train.py:6" in f.message  # the evidence: the autocast of the training step
+    assert "train.py:6" in f.explained()  # the evidence: the autocast of the training step
 
 
 @pytest.mark.parametrize("source", [
@@ -166,7 +166,7 @@ def test_float16_sum_as_normaliser_under_pure_half():
     """
     found = findings(src, extra_files={"train.py": HALF})
     assert [f.line for f in found] == [6]
-    assert "float16 sum" in found[0].message and "pure-half" in found[0].message
+    assert "float16 sum" in found[0].message and "pure-half" in found[0].explained()
     assert found[0].fix is None  # no autocast to leave under pure half: no automatic fix
 
 

@@ -44,7 +44,7 @@ def test_attention_logits_scaled_after_the_product():
     assert f.confidence == "likely"  # whether logits get that large is not in the code
     assert "multiplied by `self.scale`" in f.message
     assert "65504" in f.message and "d=64" in f.message and "entries ≈ 32" in f.message
-    assert "train.py:6" in f.message  # the autocast evidence
+    assert "train.py:6" in f.explained()  # the autocast evidence
 
 
 def test_pure_half_project_from_another_file():

@@ -149,7 +149,7 @@ def test_bom_crlf_and_coding_cookies(tmp_path, name, data):
     offset = 2 if name == "cookie.py" else 0
     assert len(lines(r)) == 1, r.out
     assert lines(r)[0].startswith(f"{name}:{5 + offset}:41: AMP103 "), r.out
-    assert f"at {name}:{3 + offset}" in lines(r)[0]
+    assert f"= evidence: {name}:{3 + offset}: " in run(["check"], root).out
     full = run(["check"], root)
     assert f"{5 + offset} |         return scores.masked_fill(mask, -1e9)" in full.out
 

@@ -78,7 +78,7 @@ def test_precision(tmp_path, precision, fires):
     r = check(root)
     assert (found(r) == [("opt.py", "AMP101")]) is fires
     if fires:
-        assert f'precision = "{precision}" in configuration' in r.out
+        assert f'precision = "{precision}" in configuration' in run(["check"], root).out
 
 
 def test_cli_precision_beats_config(tmp_path):

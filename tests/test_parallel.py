@@ -66,7 +66,7 @@ def test_parallel_results_equal_serial(tmp_path):
     assert {"AMP101", "AMP103", "AMP501", "E999"} <= codes
     # Evidence for the optimizer files comes from another file of the project, in workers too.
     opt = [f for f in parallel[0] if "opt_" in f.path and f.code == "AMP101"]
-    assert len(opt) == 12 and all("train_" in f.message for f in opt)
+    assert len(opt) == 12 and all("train_" in f.evidence[0].path for f in opt)
     assert not [f for f in parallel[0] if f.path.startswith("sub/") and f.code == "AMP101"]
 
 

@@ -1,6 +1,7 @@
 """The precision regime of a project: every form of evidence issue 2 lists, the project root, the
 inference from the whole project when one file is linted, the `precision` override, the lexical
 autocast regions, and findings that name their evidence (file:line)."""
+import json
 import re
 
 import libcst as cst
@@ -169,13 +170,13 @@ def test_regime_comes_from_the_whole_project_when_one_file_is_linted(tmp_path, m
     root = project_with_evidence_elsewhere(tmp_path, marker if marker != ".git" else None)
     if marker == ".git":
         (root / ".git").mkdir()
-    r = run(["check", "--output-format", "concise", "src/pkg/optim.py"], root)
+    r = run(["check", "src/pkg/optim.py"], root)
     assert r.rc == 1, r.err
     assert re.match(r"src/pkg/optim\.py:4:\d+: AMP101 ", r.out)
-    assert "because of `Net().cuda().half()` at src/pkg/train.py:4" in r.out
+    assert "= evidence: src/pkg/train.py:4: parameters are float16: `Net().cuda().half()`" in r.out
     # From another directory, the evidence is named in the same terms as the linted file.
-    r = run(["check", "--output-format", "concise", root / "src/pkg/optim.py"], tmp_path)
-    assert f"at {(root / 'src/pkg/train.py').as_posix()}:4" in r.out or "at w/src/pkg/train.py:4" in r.out
+    r = run(["check", root / "src/pkg/optim.py"], tmp_path)
+    assert f"= evidence: {(root / 'src/pkg/train.py').as_posix()}:4: " in r.out or "= evidence: w/src/pkg/train.py:4: " in r.out
 
 
 def test_a_nested_project_is_not_evidence_for_its_parent(tmp_path):
@@ -263,6 +264,9 @@ def test_lexical_evidence_is_named_in_the_finding(tmp_path):
         '    with torch.autocast("cuda"):\n'
         "        scores = q @ k.transpose(-2, -1)\n"
         "        return scores.masked_fill(mask, -1e9)\n")})
-    r = run(["check", "--output-format", "concise", "--select", "AMP103"], root)
+    r = run(["check", "--output-format", "json", "--select", "AMP103"], root)
     assert r.rc == 1
-    assert re.search(r"attn\.py:6:\d+: AMP103 .*attn\.py:4", r.out), r.out
+    [f] = json.loads(r.out)
+    assert f["location"]["row"] == 6 and f["code"] == "AMP103"
+    [ev] = f["evidence"]
+    assert (ev["filename"], ev["row"]) == (str(root / "attn.py"), 4) and 'torch.autocast("cuda")' in ev["what"]

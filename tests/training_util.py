@@ -9,7 +9,7 @@ from amplint.config import Settings
 
 def found(code, source, **kw):
     """Findings of ``code`` in ``source`` (dedented), as (line, message) pairs."""
-    return [(f.line, f.message) for f in lint_source(textwrap.dedent(source), **kw) if f.code == code]
+    return [(f.line, f.explained()) for f in lint_source(textwrap.dedent(source), **kw) if f.code == code]
 
 
 def lines(code, source, **kw):

@@ -9,7 +9,7 @@ from ..edits import append_arg, find_arg, is_number_literal, keyword, number_nod
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
 from ..torch_api.optimizers import OPTIMIZERS
-from .base import Rule
+from .base import Rule, cited
 
 
 
@@ -64,10 +64,11 @@ class OptimizerEpsUnderflow(Rule):
                 continue
             where = "eps" if arg is not None else "default eps"
             message = (f"{cls} {where}={fmt(eps)} on float16 parameters: {describe_in_half(eps)}, so "
-                       f"Adam-style updates divide by ~0 and parameters become inf/NaN; use eps >= "
-                       f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4). Parameters are float16 because of {evidence}")
+                       f"updates divide by ~0 and parameters become inf/NaN")
             yield Violation(arg.value if arg is not None else call.func, message, Confidence.CERTAIN,
-                            self._fix(ctx, call, arg))
+                            self._fix(ctx, call, arg),
+                            help=f"use eps >= {fmt(FLOAT16.smallest_normal)} (e.g. {ctx.code(number_node(ctx.settings.safe_eps))})",
+                            evidence=cited(evidence, "parameters are float16"))
 
     def _hf_arguments(self, ctx, call: cst.Call, cls: str, evidence):
         """``TrainingArguments(...)`` on half parameters: the Trainer's AdamW gets ``adam_epsilon``,

@@ -12,7 +12,7 @@ from ..context.probability import clamp_min, in_handwritten_bce, method_of
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
-from .base import Rule
+from .base import Rule, because
 
 # Ops that take a guard as ``eps=`` and apply it in their input's dtype (unless autocast runs them
 # in float32): name -> (default eps, position of eps among the positional arguments).
@@ -288,10 +288,10 @@ class Fp16UnsafeEpsilon(Rule):
                 return None
             use = found[0]
             message = (f"{fmt(value)} guards {_WHERE[use.kind]} but {describe_in_half(value)}: where "
-                       f"`{base_text}` is 0, {_ZERO_CONSEQUENCE[use.kind]}; use a guard >= "
-                       f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4) or compute this in float32. "
-                       f"Float16 because {fact.explain()}")
-            return Violation(const, message, Confidence.of(fact), _fix(ctx, const, value))
+                       f"`{base_text}` is 0, {_ZERO_CONSEQUENCE[use.kind]}")
+            return Violation(const, message, Confidence.of(fact), _fix(ctx, const, value),
+                             help=f"use a guard >= {fmt(FLOAT16.smallest_normal)} (e.g. {_safe(ctx)}) or compute this in float32",
+                             evidence=because(fact, ctx, const))
         # A subnormal guard keeps 0/0 and log(0) away; only c / eps can overflow.
         for use in found:
             if use.kind not in ("denominator", "reciprocal"):
@@ -310,10 +310,10 @@ class Fp16UnsafeEpsilon(Rule):
                 overflow = (f"`{_short(ctx, use.numerator, 30)}` / {_g(stored)} overflows to inf once the "
                             f"numerator exceeds {_g(FLOAT16.max * stored)}")
             message = (f"{describe_in_half(value)}: it keeps `{base_text}` off 0, but in the float16 division "
-                       f"{overflow} (float16's largest value is {fmt(FLOAT16.max)}); use a guard >= "
-                       f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4) or divide in float32. "
-                       f"Float16 because {div.explain()}")
-            return Violation(const, message, Confidence.LIKELY, _fix(ctx, const, value))
+                       f"{overflow} (float16's largest value is {fmt(FLOAT16.max)})")
+            return Violation(const, message, Confidence.LIKELY, _fix(ctx, const, value),
+                             help=f"use a guard >= {fmt(FLOAT16.smallest_normal)} (e.g. {_safe(ctx)}) or divide in float32",
+                             evidence=because(div, ctx, const))
         return None
 
     # ---- F.normalize(x, eps=...) --------------------------------------------------------------
@@ -336,11 +336,16 @@ class Fp16UnsafeEpsilon(Rule):
             short = name.rsplit(".", 1)[-1]
             where = "eps" if arg is not None else "the default eps"
             message = (f"{short} with {where}={fmt(value)} runs in float16, where {describe_in_half(value)}: "
-                       f"the norm is clamped to 0, so a zero vector gives 0/0 = NaN; pass eps >= "
-                       f"{fmt(FLOAT16.smallest_normal)} (e.g. 1e-4) or normalise in float32. "
-                       f"Float16 because {fact.explain()}")
+                       f"the norm is clamped to 0, so a zero vector gives 0/0 = NaN")
             fix = _fix(ctx, arg.value, value) if arg is not None else _fix_default(ctx, call, value)
-            yield Violation(arg.value if arg is not None else call.func, message, Confidence.of(fact), fix)
+            yield Violation(arg.value if arg is not None else call.func, message, Confidence.of(fact), fix,
+                            help=f"pass eps >= {fmt(FLOAT16.smallest_normal)} (e.g. {_safe(ctx)}) or normalise in float32",
+                            evidence=because(fact, ctx, call))
+
+
+def _safe(ctx) -> str:
+    """The guard the fixes write (``safe-eps``), as they write it."""
+    return ctx.code(number_node(ctx.settings.safe_eps)) if ctx.settings is not None else "1e-4"
 
 
 def _g(x: float) -> str:

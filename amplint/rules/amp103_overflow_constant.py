@@ -10,7 +10,7 @@ from ..edits import attribute_chain, find_arg, is_simple_reference, module_alias
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, fmt
 from ..context.precision import DTypeFact, precision_model
-from .base import Rule
+from .base import Rule, because
 
 # method name -> (index of the value among positional arguments, its keyword)
 METHODS = {"masked_fill": (1, "value"), "masked_fill_": (1, "value"), "fill_": (0, "value")}
@@ -111,12 +111,12 @@ class Fp16OverflowConstant(Rule):
             if fact is None or not fact.is_half:
                 continue  # only a float16 tensor cannot hold the value
             bound = "min" if v < 0 else "max"
-            message = (f"{what} with {fmt(v)}: beyond float16's largest finite value ±{fmt(FLOAT16.max)}, "
-                       f"so on a float16 tensor it raises 'value cannot be converted to type c10::Half "
-                       f"without overflow' or becomes inf; use torch.finfo(x.dtype).{bound}. "
-                       f"The tensor is float16: {fact.explain()}")
+            message = (f"{what} with {fmt(v)} on a float16 tensor: beyond float16's largest value "
+                       f"±{fmt(FLOAT16.max)}, it raises 'value cannot be converted to type c10::Half "
+                       f"without overflow' or becomes inf")
             conf = Confidence.of(fact)
-            yield Violation(value, message, conf, _fix(ctx, node, tensor, value, bound))
+            yield Violation(value, message, conf, _fix(ctx, node, tensor, value, bound),
+                            help=f"use torch.finfo(x.dtype).{bound}", evidence=because(fact, ctx, value))
 
 
 def _fix(ctx, node, tensor, value, bound: str) -> Optional[Fix]:

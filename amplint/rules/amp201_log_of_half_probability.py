@@ -11,7 +11,7 @@ from ..context.probability import LogUse, in_handwritten_bce, log_uses
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import BFLOAT16, FLOAT16, fmt, pow2
 from ._logit_fixes import stable, as_float, bare, functional, logits_at, negated
-from .base import Rule
+from .base import Rule, because
 
 
 def zero_logit() -> float:
@@ -90,9 +90,9 @@ class LogOfHalfProbability(Rule):
                 continue  # AMP202 reports the whole hand-written binary cross-entropy
             fact = u.trace.source.fact
             fix = _fix(ctx, u)
-            message = (f"{_what(u)}: {_mechanism(u)} and its gradient NaN; use {_advice(u)}. {fact.dtype.capitalize()} because {fact.explain()}")
+            message = f"{_what(u)}: {_mechanism(u)} and its gradient NaN"
             conf = Confidence.of(fact)
-            yield Violation(u.call, message, conf, fix)
+            yield Violation(u.call, message, conf, fix, help=f"use {_advice(u)}", evidence=because(fact, ctx, u.call))
 
 
 def _replace_log(u: LogUse, new: cst.BaseExpression, imports) -> Fix:

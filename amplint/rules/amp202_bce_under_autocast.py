@@ -9,9 +9,9 @@ from ..context.imports import dotted_name
 from ..context.precision import F16, precision_model
 from ..context.probability import HandwrittenBCE, LogUse, handwritten_bces, trace
 from ..edits import find_arg, keyword
-from ..findings import Applicability, Confidence, Fix, Violation
+from ..findings import Location, Applicability, Confidence, Fix, Violation
 from ._logit_fixes import bare, functional, logits_at
-from .base import Rule
+from .base import Rule, because
 
 BCE_FUNCTIONS = {"torch.nn.functional.binary_cross_entropy"}
 # Devices whose autocast refuses binary_cross_entropy (aten/src/ATen/autocast_mode.cpp registers
@@ -61,10 +61,10 @@ class BceUnderAutocast(Rule):
             if not state.active or state.device not in BANNING_DEVICES:
                 continue
             message = (f"{what} under {state.dtype} autocast: CUDA autocast refuses it with a RuntimeError "
-                       f"(\"{MESSAGE}\"), whatever the inputs' dtype; pass logits to "
-                       f"{'binary_cross_entropy_with_logits' if what.startswith('F.') else 'nn.BCEWithLogitsLoss'} "
-                       f"(or run the loss under `autocast(enabled=False)` with float32 inputs). "
-                       f"Autocast because of {state.evidence}")
+                       f"(\"{MESSAGE}\"), whatever the inputs' dtype")
+            help = (f"pass logits to "
+                    f"{'binary_cross_entropy_with_logits' if what.startswith('F.') else 'nn.BCEWithLogitsLoss'} "
+                    f"(or run the loss under `autocast(enabled=False)` with float32 inputs)")
             if name in BCE_FUNCTIONS:
                 fix = _functional_fix(ctx, call)
             else:
@@ -73,7 +73,9 @@ class BceUnderAutocast(Rule):
                     object_fixes[key] = _object_fix(ctx, call, construct)
                 fix = object_fixes[key]
             conf = Confidence.of(state)
-            yield Violation(call, message, conf, fix)
+            yield Violation(call, message, conf, fix, help=help,
+                            evidence=[] if state.evidence is None else [Location(
+                                state.evidence.path, state.evidence.line, f"{state.dtype} autocast: `{state.evidence.what}`")])
 
     # ---- -(y * log(p) + (1 - y) * log(1 - p)) ----------------------------------------------------
     def _handwritten(self, ctx) -> Iterable[Violation]:
@@ -91,11 +93,11 @@ class BceUnderAutocast(Rule):
             guards = [u.guard for u in bce.logs if u.guard is not None]
             if guards:
                 why += "; the guard constants round to 0 there and do not help"
-            message = (f"hand-written binary cross-entropy on {fact.dtype} probabilities ({kind} output): {why}; "
-                       f"use F.binary_cross_entropy_with_logits on the logits. "
-                       f"{fact.dtype.capitalize()} because {fact.explain()}")
+            message = f"hand-written binary cross-entropy on {fact.dtype} probabilities ({kind} output): {why}"
             conf = Confidence.of(fact)
-            yield Violation(bce.node, message, conf, _handwritten_fix(ctx, bce))
+            yield Violation(bce.node, message, conf, _handwritten_fix(ctx, bce),
+                            help="use F.binary_cross_entropy_with_logits on the logits",
+                            evidence=because(fact, ctx, bce.node))
 
 
 # ---- fixes ----------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ..context.precision import precision_model
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt
 from . import _fp16_products as P
-from .base import Rule
+from .base import Rule, because
 
 # Sums of these are counts or bounded weights, not normalisers that can overflow (and mostly not
 # float tensors at all: ``mask.sum()`` of a bool mask is int64).
@@ -51,7 +51,11 @@ class Fp16ReductionNormaliser(Rule):
                                                    "(autocast disabled, `.float()` operands)")
                 fix = fixes[stmt]
             conf = Confidence.of(fact)
-            yield Violation(named if named is not None else core, message, conf, fix=fix)
+            node = named if named is not None else core
+            yield Violation(node, message, conf, fix=fix,
+                            help=("compute the normaliser in float32 (`with torch.autocast(device_type=..., "
+                                  "enabled=False):` and `.float()` on its operands)"),
+                            evidence=because(fact, ctx, node))
 
     # ---- where normalisers are used -------------------------------------------------------------
     @staticmethod
@@ -161,12 +165,9 @@ class Fp16ReductionNormaliser(Rule):
             what = f"`{named.value}` (= {what}, line {ctx.line_of(binding)})"
         if op in P.SUMS:
             kind = "a float16 sum"
-            risk = (f"a sum of many terms can exceed float16's largest value {fmt(FLOAT16.max)} and become "
-                    f"inf (the quotient turns to 0, and 0·inf gives NaN)")
+            risk = f"a sum of many terms can pass float16's {fmt(FLOAT16.max)} and become inf (then 0·inf = NaN)"
         else:
             kind = "a float16 product"
-            risk = (f"each entry adds up many products and can exceed float16's largest value "
-                    f"{fmt(FLOAT16.max)} (inf: the quotient becomes 0, then NaN) or cancel to 0 (1/0 = inf)")
-        return (f"{what} is {kind} used as a denominator: {risk}. Compute the normaliser in float32 "
-                f"(`with torch.autocast(device_type=..., enabled=False):` and `.float()` on its operands). "
-                f"float16 because {fact.explain()}")
+            risk = (f"each entry sums many products and can pass float16's {fmt(FLOAT16.max)} (inf, then NaN) "
+                    f"or cancel to 0 (1/0 = inf)")
+        return f"{what} is {kind} used as a denominator: {risk}"

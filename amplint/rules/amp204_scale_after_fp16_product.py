@@ -12,7 +12,7 @@ from ..context.precision import precision_model
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import FLOAT16, fmt
 from . import _fp16_products as P
-from .base import Rule
+from .base import Rule, because
 
 # Names that, when nothing tells their value, are down-scales by convention: a multiplier called
 # ``scale`` in attention code is head_dim ** -0.5; a divisor called ``norm_factor`` is sqrt(d).
@@ -78,7 +78,10 @@ class ScaleAfterFp16Product(Rule):
             elif named is not None:
                 fix = self._fix_named(ctx, pm, node, named, product, scale_side, scale_first)
             yield Violation(node, self._message(ctx, product, named, node, scale_side, scale, fact),
-                            Confidence.LIKELY, fix=fix)
+                            Confidence.LIKELY, fix=fix,
+                            help=("scale an operand first (`(q * scale) @ k.T`), or use `baddbmm(..., alpha=scale)` / "
+                                  "`F.scaled_dot_product_attention`"),
+                            evidence=because(fact, ctx, node))
 
     # ---- where products are scaled ------------------------------------------------------------
     @staticmethod
@@ -205,11 +208,8 @@ class ScaleAfterFp16Product(Rule):
         if scale.value is not None:
             after += f" (×{fmt(scale.value)})"
         per_elem = math.sqrt(FLOAT16.max / _EXAMPLE_D)
-        return (f"{what} is computed in float16 and only then {after}: the unscaled product can overflow "
-                f"float16's {fmt(FLOAT16.max)} where the scaled one would not (a dot product grows with its "
-                f"length and its operands: with d={_EXAMPLE_D} and entries ≈ {per_elem:.0f} it reaches "
-                f"{fmt(FLOAT16.max)} before the scale). Scale an operand first (`(q * scale) @ k.T`), or use "
-                f"`baddbmm(..., alpha=scale)` / `F.scaled_dot_product_attention`. float16 because {fact.explain()}")
+        return (f"{what} is computed in float16 and only then {after}: with d={_EXAMPLE_D} and entries "
+                f"≈ {per_elem:.0f} the unscaled product already reaches float16's {fmt(FLOAT16.max)} (inf)")
 
     # ---- fix: scale the first operand instead -------------------------------------------------
     def _fix(self, ctx, pm, node: cst.BinaryOperation, product: cst.CSTNode, scale: cst.BaseExpression,

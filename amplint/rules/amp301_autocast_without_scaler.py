@@ -5,7 +5,7 @@ from typing import Iterable, Optional
 
 from ..context.file_context import Evidence
 from ..context.training import fp16_region_before, is_test_file, training_steps
-from ..findings import Confidence, Violation
+from ..findings import Confidence, Location, Violation
 from ..fp16 import FLOAT16, fmt, pow2
 from .base import Rule
 
@@ -54,10 +54,10 @@ class Fp16AutocastWithoutGradScaler(Rule):
                 tiny = FLOAT16.smallest_subnormal
                 message = (f"`{ctx.code(bw.call.func)}()` of a float16 autocast step with no GradScaler in the "
                            f"project: activation gradients below {pow2(tiny)} ≈ {fmt(tiny)} flush to 0 in "
-                           f"float16, so small gradients vanish and training stalls; scale the loss "
-                           f"(`scaler.scale(loss).backward()`, `scaler.step(optimizer)`, `scaler.update()` "
-                           f"with `torch.amp.GradScaler(\"cuda\")`). Float16 because of "
-                           f"`{region.region.evidence.what}` at {region.region.evidence.path}:"
-                           f"{region.region.evidence.line}")
-                yield Violation(bw.call, message, Confidence.CERTAIN)
+                           f"float16, so small gradients vanish and training stalls")
+                yield Violation(bw.call, message, Confidence.CERTAIN,
+                                help=("scale the loss (`scaler.scale(loss).backward()`, `scaler.step(optimizer)`, "
+                                      "`scaler.update()` with `torch.amp.GradScaler(\"cuda\")`)"),
+                                evidence=[Location(region.region.evidence.path, region.region.evidence.line,
+                                                   f"float16 autocast: `{region.region.evidence.what}`")])
                 break  # one finding per training step

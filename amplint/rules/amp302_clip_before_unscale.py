@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from ..context.training import GRAD_SCALER_INIT_SCALE, Event, Step, insertion_anchor, scope_regions, training_steps
-from ..findings import Applicability, Confidence, Fix, Violation
+from ..findings import Location, Applicability, Confidence, Fix, Violation
 from .base import Rule
 
 
@@ -51,14 +51,17 @@ class ClipBeforeUnscale(Rule):
                 fn = ctx.code(clip.call.func)
                 message = (f"`{fn}(...)` clips gradients that `{scaler}.scale(loss).backward()` multiplied by "
                            f"the loss scale ({GRAD_SCALER_INIT_SCALE:g} at the start): the threshold applies to scaled norms, so "
-                           f"it clips almost every step or never; call `{scaler}.unscale_(optimizer)` "
-                           f"before clipping")
+                           f"it clips almost every step or never")
+                help = f"call `{scaler}.unscale_(optimizer)` before clipping"
                 fix = None
                 stmt = insertion_anchor(ctx, clip.call)
                 optimizer = _optimizer_of(step, clip, scaler) if len(scalers) == 1 else None
                 if optimizer is not None and stmt is not None:
                     opt_text = ctx.code(optimizer)
-                    message = message.replace("unscale_(optimizer)", f"unscale_({opt_text})")
+                    help = help.replace("unscale_(optimizer)", f"unscale_({opt_text})")
                     fix = Fix(f"Insert `{scaler}.unscale_({opt_text})` before the clip", Applicability.SAFE,
                               insert_before=[(stmt, [unscale_statement(scaler, optimizer)])])
-                yield Violation(clip.call, message, Confidence.CERTAIN, fix=fix)
+                related = [Location(ctx.path, ctx.line_of(bw.call), "the scaled backward")
+                           for bw in step.of_kind("backward") if bw.how == "scaled" and bw.scaler == scaler
+                           and bw.index < clip.index]
+                yield Violation(clip.call, message, Confidence.CERTAIN, fix=fix, help=help, related=related[-1:])

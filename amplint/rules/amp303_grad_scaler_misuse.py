@@ -9,7 +9,7 @@ import libcst as cst
 from ..context.project_text import grep, strip_comment
 from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, insertion_anchor, is_grad_scaler,
                                 training_steps)
-from ..findings import Applicability, Confidence, Fix, Violation
+from ..findings import Location, Applicability, Confidence, Fix, Violation
 from .amp302_clip_before_unscale import bf16_only
 from .base import Rule
 
@@ -77,7 +77,8 @@ class GradScalerMisuse(Rule):
             else:
                 why = (f"bypasses `{scaler}`'s inf/NaN check after `unscale_`: the gradients of an "
                        f"overflowing step are applied instead of the step being skipped")
-            message = f"`{optimizer}.step()` {why}; use `{scaler}.step({optimizer})` and `{scaler}.update()`"
+            message = f"`{optimizer}.step()` {why}"
+            help = f"use `{scaler}.step({optimizer})` and `{scaler}.update()`"
             fix = None
             if len(scalers) == 1 and every and not e.call.args:
                 new = cst.Call(func=cst.parse_expression(f"{scaler}.step"), args=[cst.Arg(value=e.target.deep_clone())])
@@ -90,7 +91,7 @@ class GradScalerMisuse(Rule):
                         fix.description += f" followed by `{scaler}.update()`"
                     else:
                         fix = None
-            yield Violation(e.call, message, Confidence.CERTAIN, fix=fix)
+            yield Violation(e.call, message, Confidence.CERTAIN, fix=fix, help=help)
 
     # scaler.step(...) and no scaler.update() ----------------------------------------------------
     def _missing_update(self, ctx, step: Step) -> Iterable[Violation]:
@@ -103,15 +104,14 @@ class GradScalerMisuse(Rule):
             if not is_grad_scaler(ctx, scaler) and any_scaler_updated(ctx):
                 continue  # maybe a wrapper whose step() updates the GradScaler it holds
             message = (f"`{scaler}.step(...)` with no `{scaler}.update()` anywhere in the project: the loss "
-                       f"scale never adapts (an overflow is never backed off) and the next iteration's "
-                       f"`step` raises \"step() has already been called since the last update()\"; call "
-                       f"`{scaler}.update()` once per iteration, after the step(s)")
+                       f"scale never adapts and the next `step` raises \"step() has already been called since the last update()\"")
             fix = None
             stmt = _after_anchor(ctx, e.call)
             if stmt is not None:
                 fix = Fix(f"Insert `{scaler}.update()` after `{scaler}.step(...)`", Applicability.SAFE,
                           insert_after=[(stmt, [update_statement(scaler)])])
-            yield Violation(e.call, message, Confidence.CERTAIN, fix=fix)
+            yield Violation(e.call, message, Confidence.CERTAIN, fix=fix,
+                            help=f"call `{scaler}.update()` once per iteration, after the step(s)")
 
     # loss.backward() unscaled, then scaler.step(...) ----------------------------------------------
     def _unscaled_backward(self, ctx, step: Step) -> Iterable[Violation]:
@@ -124,5 +124,6 @@ class GradScalerMisuse(Rule):
                 message = (f"`{ctx.code(bw.call)}` is not scaled but `{e.scaler}.step(...)` unscales its "
                            f"gradients: they are divided by the loss scale ({GRAD_SCALER_INIT_SCALE:g} at the "
                            f"start), so the update is that many times too small, and small float16 gradients "
-                           f"underflow; use `{e.scaler}.scale(loss).backward()`")
-                yield Violation(bw.call, message, Confidence.CERTAIN)
+                           f"underflow")
+                yield Violation(bw.call, message, Confidence.CERTAIN, help=f"use `{e.scaler}.scale(loss).backward()`",
+                                related=[Location(ctx.path, ctx.line_of(e.call), f"`{e.scaler}.step(...)` unscales")])

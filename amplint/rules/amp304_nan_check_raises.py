@@ -9,7 +9,7 @@ import libcst as cst
 from ..context.precision import precision_model
 from ..context.training import (fp16_region_before, in_training_loop, is_test_file, scope_of, scope_regions,
                                 training_steps)
-from ..findings import Confidence, Violation
+from ..findings import Confidence, Location, Violation
 from .base import Rule
 
 NONFINITE_CHECKS = {
@@ -82,15 +82,15 @@ def _exits_in(ctx, block, in_training_loop: bool = False) -> Optional[cst.CSTNod
     return None
 
 
-def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, str]:
+def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, Optional[Location]]:
     """Is ``scope`` a training path that runs float16 autocast? (yes, confidence, evidence)."""
     step = training_steps(ctx).get(scope)
     is_step = step is not None and any(e.kind in ("backward", "scaler_step", "opt_step") for e in step.events)
     named = isinstance(scope, cst.FunctionDef) and bool(TRAINING_NAME.search(scope.name.value))
     if not (is_step or named):
-        return False, Confidence.LIKELY, ""
+        return False, Confidence.LIKELY, None
     if isinstance(scope, cst.FunctionDef) and scope.name.value.startswith("test"):
-        return False, Confidence.LIKELY, ""
+        return False, Confidence.LIKELY, None
     region = fp16_region_before(ctx, scope, at)
     if region is None:
         # A check before the autocast block of the same loop body still sees its outputs next time.
@@ -100,20 +100,20 @@ def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, str
                 break
     if region is not None:
         ev = region.region.evidence
-        return True, Confidence.CERTAIN, f"`{ev.what}` at {ev.path}:{ev.line}"
+        return True, Confidence.CERTAIN, Location(ev.path, ev.line, f"float16 autocast: `{ev.what}`")
     if scope_regions(ctx, scope):
-        return False, Confidence.LIKELY, ""  # its own regions are bf16 / disabled / not literal
+        return False, Confidence.LIKELY, None  # its own regions are bf16 / disabled / not literal
     # No autocast of its own: only a trainer's fp16 flag (Lightning precision=16, Trainer
     # fp16=True, accelerate mixed_precision="fp16") says the step runs float16. An autocast block
     # elsewhere in the project does not: it covers the code inside it, and a plain loop beside it
     # (detectron2's plain_train_net.py next to its AMPTrainer) trains in float32.
     regime = ctx.project.regime if ctx.project is not None else None
     if regime is None or regime.half_params is not None or regime.bf16 is not None:
-        return False, Confidence.LIKELY, ""
+        return False, Confidence.LIKELY, None
     for sig, ev in regime.signals:
         if sig.kind == "flag" and sig.dtype == "float16" and sig.enabled and not sig.pure:
-            return True, Confidence.LIKELY, str(ev)
-    return False, Confidence.LIKELY, ""
+            return True, Confidence.LIKELY, Location.of(ev, "float16 training flag")
+    return False, Confidence.LIKELY, None
 
 
 def _where_checked(ctx, scope, call: cst.Call, value: cst.CSTNode):
@@ -178,10 +178,12 @@ class NanCheckRaises(Rule):
                 if not ok:
                     continue
                 reported.add(holder)
-                via = "" if site is None else f" (in `{ctx.code(site.func)}`, called from the training step at line {ctx.line_of(site)})"
+                via = "" if site is None else f" (in `{ctx.code(site.func)}`, called from the training step)"
+                related = [] if site is None else [Location(ctx.path, ctx.line_of(site), "called from the training step here")]
                 message = (f"{how}{via} stops the run at the first non-finite `{checked}`, which float16 "
                            f"training with loss scaling expects now and then (GradScaler skips such a step and "
-                           f"lowers the scale): count non-finite steps, fail only past a threshold, and save "
-                           f"the batch and state for analysis. Float16 because of {evidence}")
-                yield Violation(stop, message, confidence)
+                           f"lowers the scale)")
+                yield Violation(stop, message, confidence,
+                                help=("count non-finite steps, fail only past a threshold, and save the batch and "
+                                      "state for analysis"), evidence=[evidence], related=related)
                 break

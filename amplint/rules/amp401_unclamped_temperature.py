@@ -11,7 +11,7 @@ from ..context.project_text import grep, strip_comment
 from ..context.training import is_test_file
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import FLOAT16, fmt
-from .base import Rule
+from .base import Rule, cited
 
 PARAMETER_NAMES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 CLAMPS = {"clamp", "clip", "clamp_", "clip_", "clamp_max", "clamp_min", "clamp_max_", "clamp_min_"}
@@ -251,11 +251,9 @@ class UnclampedLearnableTemperature(Rule):
             new = cst.Call(func=cst.Attribute(value=fix_at.deep_clone(), attr=cst.Name("clamp")),
                            args=[_keyword("max", bound)])
             imports = ["import math"] if re.search(r"\bmath\.", str(scale_max)) else []
-            message = (f"learnable logit scale `{text}` is exponentiated with no clamp (here, in forward or "
-                       f"anywhere in the project): the optimizer keeps growing it to sharpen the logits, "
-                       f"and once `{text}` passes ln({fmt(FLOAT16.max)}) ≈ {overflow_at:.1f} the scaled logits "
-                       f"overflow float16 to inf and the loss scale collapses; clamp it "
-                       f"(`{text}.clamp(max={scale_max})`, as CLIP does). Float16 because of {evidence}")
+            message = (f"learnable logit scale `{text}` is exponentiated with no clamp: training grows it, and "
+                       f"past ln({fmt(FLOAT16.max)}) ≈ {overflow_at:.1f} the scaled logits overflow float16 to inf")
+            help = f"clamp it (`{text}.clamp(max={scale_max})`, as CLIP does)"
             description = f"Clamp the logit scale: `{text}.clamp(max={scale_max})` before `exp()`"
         else:
             bound = cst.parse_expression(repr(float(temp_min)))
@@ -267,14 +265,13 @@ class UnclampedLearnableTemperature(Rule):
             imports = []
             d = ctx.code(divisor)
             shown = f"`{d}`" if d == text else f"`{d}` (= `{text}`)"
-            message = (f"learnable temperature {shown} divides logits with no clamp (here, in "
-                       f"forward or anywhere in the project): the optimizer keeps shrinking it to sharpen "
-                       f"the logits, and logits / temperature pass float16's max {fmt(FLOAT16.max)}, become "
-                       f"inf and the loss scale collapses; clamp it (`.clamp(min={temp_min})`). Float16 "
-                       f"because of {evidence}")
+            message = (f"learnable temperature {shown} divides logits with no clamp: training shrinks it, and "
+                       f"logits / temperature pass float16's max {fmt(FLOAT16.max)} and become inf")
+            help = f"clamp it (`.clamp(min={temp_min})`)"
             description = f"Clamp the temperature: `.clamp(min={temp_min})` on the divisor"
         fix = Fix(description, Applicability.UNSAFE, replacements=[(fix_at, new)], imports=imports)
-        return Violation(site, message, Confidence.LIKELY, fix=fix)
+        return Violation(site, message, Confidence.LIKELY, fix=fix, help=help,
+                         evidence=cited(evidence, "float16 training"))
 
 
 def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:

@@ -104,8 +104,8 @@ class DeprecatedAmpApi(Rule):
         fixes = _Fixer(ctx, uses).fixes()
         for node, name in uses:
             kind, device = DEPRECATED[name]
-            yield Violation(node, f"`{name}` is deprecated since PyTorch {DEPRECATED_SINCE}: use `{replacement(kind, device)}`",
-                            Confidence.CERTAIN, fixes.get(node))
+            yield Violation(node, f"`{name}` is deprecated since PyTorch {DEPRECATED_SINCE}",
+                            Confidence.CERTAIN, fixes.get(node), help=f"use `{replacement(kind, device)}`")
 
 
 def _new_api_uses(ctx) -> List[cst.CSTNode]:

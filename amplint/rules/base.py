@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Iterable
+from typing import ClassVar, Iterable, List, Optional
 
-from ..findings import Violation
+from ..findings import Location, Violation
 
 
 class Rule:
@@ -21,3 +21,23 @@ class Rule:
     def page_path(cls) -> Path:
         from ..docs import page_path
         return page_path(cls.code)
+
+
+def because(fact, ctx=None, node=None, dtype: Optional[str] = None) -> List[Location]:
+    """A finding's evidence from a model fact (a DTypeFact): where the value became float16 and
+    how the model got there, e.g. ``train.py:24: float16 because `x` is a tensor argument of
+    `forward` in a pure-half project: `model.half()```. A fact with no evidence of its own is cited
+    at ``node`` (its reason is about the code there)."""
+    dtype = dtype or getattr(fact, "dtype", None) or "float16"
+    why = getattr(fact, "why", "")
+    evidence = getattr(fact, "evidence", None)
+    if evidence is not None:
+        return [Location.of(evidence, f"{dtype} because {why}" if why else f"{dtype} because of")]
+    if why and ctx is not None and node is not None:
+        return [Location(ctx.path, ctx.line_of(node), f"{dtype} because {why}")]
+    return []
+
+
+def cited(evidence, why: str) -> List[Location]:
+    """A finding's evidence from a context ``Evidence`` (a region's or the regime's), or none."""
+    return [] if evidence is None else [Location.of(evidence, why)]
