@@ -178,7 +178,7 @@ class NanCheckRaises(Rule):
                 if not ok:
                     continue
                 reported.add(holder)
-                via = "" if site is None else f" (in `{ctx.code(site.func)}`, called from the training step)"
+                via = "" if site is None else f" (in `{ctx.code(site.func)}`, called from the training step at line {ctx.line_of(site)})"
                 related = [] if site is None else [Location(ctx.path, ctx.line_of(site), "called from the training step here")]
                 message = (f"{how}{via} stops the run at the first non-finite `{checked}`, which float16 "
                            f"training with loss scaling expects now and then (GradScaler skips such a step and "
