@@ -118,6 +118,9 @@ def run_check(args, out=None, err=None) -> int:
         for p in missing:
             err.write(f"amplint: error: {p}: No such file or directory\n")
         return EXIT_ERROR
+    from .notebook import not_linted
+    for warning in not_linted(paths):
+        err.write(f"warning: {warning}\n")
     if getattr(args, "fix", False) or getattr(args, "diff", False):
         from .fixes import run_fix
         return run_fix(args, settings, selection, paths, out, err)

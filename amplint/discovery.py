@@ -1,6 +1,6 @@
 """Which files to lint, and the project root of a file.
 
-Directories are walked for ``.py`` files, skipping VCS folders, virtual environments, build output,
+Directories are walked for ``.py`` files (and Jupyter notebooks, ``.ipynb``, when linting), skipping VCS folders, virtual environments, build output,
 what ``.gitignore`` files ignore (gitignore semantics via ``pathspec``) and the configured
 ``exclude`` / ``extend-exclude`` globs. A file named explicitly on the command line is always linted.
 """
@@ -102,9 +102,11 @@ class Discovery:
                 return True
         return False
 
-    def walk(self, directory: Path, root: Optional[Path] = None, stop_at_projects: bool = False) -> Iterator[Path]:
-        """``.py`` files under ``directory``, in sorted order; with ``stop_at_projects``, not
-        descending into sub-directories that are project roots of their own."""
+    def walk(self, directory: Path, root: Optional[Path] = None, stop_at_projects: bool = False,
+             notebooks: bool = False) -> Iterator[Path]:
+        """``.py`` files under ``directory`` (and ``.ipynb`` with ``notebooks``), in sorted order;
+        with ``stop_at_projects``, not descending into sub-directories that are project roots of
+        their own."""
         directory = directory.resolve()
         root = (root or directory).resolve()
         gitignores: List[Tuple[Path, pathspec.GitIgnoreSpec]] = []
@@ -119,9 +121,11 @@ class Discovery:
                     spec = self._spec(d)
                     if spec is not None:
                         gitignores.append((d, spec))
-        yield from self._walk(directory, root, gitignores, stop_at_projects)
+        suffixes = (".py", ".ipynb") if notebooks else (".py",)
+        yield from self._walk(directory, root, gitignores, stop_at_projects, suffixes)
 
-    def _walk(self, directory: Path, root: Path, gitignores, stop_at_projects: bool = False) -> Iterator[Path]:
+    def _walk(self, directory: Path, root: Path, gitignores, stop_at_projects: bool = False,
+              suffixes: Tuple[str, ...] = (".py",)) -> Iterator[Path]:
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
@@ -143,8 +147,8 @@ class Discovery:
                     spec = self._spec(p)
                     if spec is not None:
                         sub = [*gitignores, (p, spec)]
-                yield from self._walk(p, root, sub, stop_at_projects)
-            elif entry.name.endswith(".py") and entry.is_file():
+                yield from self._walk(p, root, sub, stop_at_projects, suffixes)
+            elif entry.name.endswith(suffixes) and entry.is_file():
                 yield p
 
     def files(self, paths: Iterable[Path]) -> List[Path]:
@@ -153,7 +157,7 @@ class Discovery:
         seen = set()
         for path in paths:
             if path.is_dir():
-                found = self.walk(path, project_root(path))
+                found = self.walk(path, project_root(path), notebooks=True)
             else:
                 found = [path]  # named explicitly: always linted
             for f in found:

@@ -221,8 +221,8 @@ def _is_ipython_escape(line: str) -> bool:
         return False
     if s.startswith(("%", "!")):
         return True  # %magic, %%cellmagic (first line), !shell
-    if s.startswith("?") or (s.rstrip().endswith("?") and "#" not in s):
-        return True  # ?obj, obj?, obj??
+    if s.startswith("?") or (s.rstrip().endswith("?") and not any(c in s for c in "#'\"")):
+        return True  # ?obj, obj?, obj?? (a "?" at the end of a string's first line is text)
     return bool(_ASSIGN_ESCAPE.match(s))  # x = !ls, x = %timeit -o f()
 
 
@@ -273,6 +273,22 @@ def _logical_line_starts(lines: Sequence[str]) -> List[bool]:
             i += 1
         continued = quote is None and line.rstrip().endswith("\\") and not line.lstrip().startswith("#")
     return starts
+
+
+def not_linted(paths: Sequence[Path]) -> List[str]:
+    """Why a notebook named on the command line has nothing to lint (no code cells, or only cells
+    in another language): said, so that a skipped file never reads as a clean one."""
+    out = []
+    for path in paths:
+        if not is_notebook(path) or not path.is_file():
+            continue
+        try:
+            nb = from_bytes(path.read_bytes())
+        except (OSError, NotebookError):
+            continue  # reported as an error by the run itself
+        if not nb.cells:
+            out.append(f"{path.as_posix()}: no Python code cells; nothing was linted")
+    return out
 
 
 def from_bytes(data: bytes) -> Notebook:

@@ -29,6 +29,12 @@ class OverlayProject:
         self._regime: Optional[Regime] = None
         self._constants: dict = {}
 
+    def __getattr__(self, name):
+        # What a Project grows later is the base's answer until the overlay learns to adjust it.
+        if name == "base":
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
     def files(self) -> List[Path]:
         files = self.base.files()
         if self.path.suffix == ".py" and self.path not in {f.resolve() for f in files} and self._inside():

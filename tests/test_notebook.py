@@ -1,0 +1,127 @@
+"""Jupyter notebooks: discovered and linted (cell-relative positions, the cell in JSON), IPython
+magics masked, fixed in place keeping the JSON's formatting and the outputs."""
+import io
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from amplint.notebook import Notebook, _logical_line_starts
+from cliutil import run, run_module, write_project
+
+FIXTURE = Path(__file__).parent / "fixtures" / "notebooks" / "training.ipynb"
+# Cell 2 of the fixture clips the scaled gradients (AMP302); the fix inserts the unscale before it.
+CLIP = "    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)\n"
+UNSCALE = "    scaler.unscale_(optimizer)\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = write_project(tmp_path / "proj", {"util.py": "import torch\n"})
+    shutil.copy(FIXTURE, root / "training.ipynb")
+    return root
+
+
+def test_a_directory_s_notebooks_are_linted_with_cell_positions(project):
+    r = run_module(["check", "--output-format", "concise", "."], project)
+    # Cell 2 as Jupyter counts (the markdown cell 3 counts too), line 8 of that cell; the magics
+    # (%pip, %%time, !ls, !nvidia-smi inside a function, model?) and the %%bash cell parse.
+    assert r.out.splitlines()[0].startswith("training.ipynb:cell 2:8:5: AMP302 "), r.out + r.err
+    assert "E999" not in r.out and r.rc == 1
+
+
+def test_json_output_has_the_cell(project):
+    r = run(["check", "--output-format", "json", "training.ipynb"], project)
+    [finding] = json.loads(r.out)
+    assert (finding["cell"], finding["location"], finding["code"]) == (2, {"row": 8, "column": 5}, "AMP302")
+    r = run(["check", "--output-format", "json", "util.py"], project)
+    assert r.rc == 0
+
+
+def test_full_output_quotes_the_cell(project):
+    r = run(["check", "training.ipynb"], project)
+    assert "8 | " + CLIP.rstrip("\n") in r.out
+
+
+def test_fix_rewrites_the_cell_and_keeps_the_rest(project):
+    path = project / "training.ipynb"
+    before = path.read_text(encoding="utf-8")
+    r = run_module(["fix", "training.ipynb"], project)
+    assert r.rc == 0, r.out + r.err
+    after = path.read_text(encoding="utf-8")
+    # The only change is the inserted line: indentation, key order, outputs, ids, the trailing
+    # newline, the masked magics are all as they were.
+    clip_json = json.dumps(CLIP)
+    assert after == before.replace(f"    {clip_json}", f"    {json.dumps(UNSCALE)},\n    {clip_json}")
+    nb = nbformat.read(str(path), as_version=4)
+    nbformat.validate(nb)
+    original = nbformat.read(str(FIXTURE), as_version=4)
+    assert [c.get("outputs") for c in nb.cells] == [c.get("outputs") for c in original.cells]
+    assert UNSCALE + CLIP in nb.cells[1].source
+    assert nb.cells[1].source.startswith("%%time\nfiles = !ls data\n")
+    assert run(["check", "training.ipynb"], project).rc == 0  # fixed
+
+
+def test_fix_keeps_another_tool_s_formatting(tmp_path):
+    # Two-space indent, sources as one string, non-ASCII text, no trailing newline: all kept.
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "Entraînement en précision mixte"},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "import torch\nmodel = Net().cuda().half()\nloss = model(x).sum()\nloss.backward()"},
+        {"cell_type": "code", "metadata": {"tags": ["é"]}, "execution_count": 3,
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "ok\n"}],
+         "source": "opt = torch.optim.Adam(model.parameters())\n"},
+    ]
+    doc = {"metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5, "cells": cells}
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    root = write_project(tmp_path / "p", {"nb.ipynb": text})
+    r = run(["fix", "nb.ipynb"], root)
+    assert r.rc == 0, r.out + r.err
+    after = (root / "nb.ipynb").read_text(encoding="utf-8")
+    cells[2]["source"] = "opt = torch.optim.Adam(model.parameters(), eps=1e-4)\n"
+    assert after == json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def test_inserted_lines_go_to_the_cell_of_the_line_they_precede():
+    nb = Notebook(json.dumps({"cells": [
+        {"cell_type": "code", "source": ["import torch\n", "%time f()"]},
+        {"cell_type": "code", "source": ["x = 1\n", "y = 2\n"]},
+    ]}))
+    python = nb.python
+    assert python == "import torch\npass  # <amplint-masked-0>\nx = 1\ny = 2\n"
+    fixed = python.replace("x = 1\n", "import math\nx = 1\n").replace("y = 2\n", "y = 2\nz = 3\n")
+    assert nb.cell_sources(fixed) == {0: "import torch\n%time f()", 1: "import math\nx = 1\ny = 2\nz = 3\n"}
+
+
+def test_a_docstring_line_ending_with_a_question_mark_is_text():
+    lines = ['def f():', '    """Is it fp16?', '    model?', '    """', 'model?', 'x = [', '  !a', ']']
+    assert _logical_line_starts(lines) == [True, True, False, False, True, True, False, False]
+
+
+def test_a_named_notebook_without_code_says_so(tmp_path):
+    doc = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "notes"}], "metadata": {},
+           "nbformat": 4, "nbformat_minor": 5}
+    root = write_project(tmp_path / "p", {"notes.ipynb": json.dumps(doc)})
+    r = run(["check", "notes.ipynb"], root)
+    assert r.rc == 0
+    assert "warning: notes.ipynb: no Python code cells; nothing was linted" in r.err
+
+
+def test_a_broken_notebook_is_an_error_naming_it(tmp_path):
+    root = write_project(tmp_path / "p", {"bad.ipynb": '{"cells": [', "ok.py": "x = 1\n"})
+    r = run(["check", "."], root)
+    assert r.rc == 2
+    assert "bad.ipynb: cannot read notebook: not valid JSON" in r.err
+
+
+def test_a_notebook_on_stdin_is_fixed_to_stdout(project, monkeypatch):
+    data = FIXTURE.read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    r = run(["fix", "--stdin-filename", "training.ipynb", "-"], project)
+    assert r.rc == 0, r.err
+    fixed = nbformat.reads(r.out, as_version=4)
+    assert UNSCALE + CLIP in fixed.cells[1].source
+    assert (project / "training.ipynb").read_bytes() == data  # stdin: nothing written
