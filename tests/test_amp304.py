@@ -92,6 +92,96 @@ def test_message_recommends_counting_and_saving():
             scaler.update()
         """)
     assert "threshold" in message and "save the batch" in message and "torch.autocast(\"cuda\")" in message
+    assert "amplint.runtime.AmpGuard" in message  # the help points to the guard
+
+
+GUARDED = """
+    import torch
+    from amplint.runtime import AmpGuard
+
+    def train(model, loader, optimizer, scaler):
+        guard = AmpGuard(model, optimizer, scaler, max_bad_steps=20)
+        for x, y in loader:
+            with guard.watch(batch=(x, y)) as step:
+                optimizer.zero_grad()
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                step.record(loss)
+                {check}
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+    """
+
+
+@pytest.mark.parametrize("check", [
+    'if not torch.isfinite(loss): raise FloatingPointError("non-finite loss")',
+    'assert torch.isfinite(loss), "non-finite loss"',
+])
+def test_a_check_inside_the_guards_step_is_the_recommended_pattern(check):
+    """AmpGuard.watch() counts an exception raised on a non-finite step as a skipped step and
+    re-raises only past its threshold, after saving the evidence."""
+    assert lines("AMP304", GUARDED.format(check=check)) == []
+    # the same check with a `with` that is not the guard's stops the run
+    unguarded = GUARDED.format(check=check).replace("with guard.watch(batch=(x, y)) as step:",
+                                                    "with timer.watch(batch=(x, y)) as step:")
+    assert lines("AMP304", unguarded) == [13]
+
+
+def test_a_guard_passed_as_an_argument_is_recognised():
+    source = """
+        import torch
+        from amplint.runtime import AmpGuard
+
+        def train_one_epoch(model, loader, scaler, optimizer, amp_guard: AmpGuard):
+            for x, y in loader:
+                with amp_guard.watch(batch=x):
+                    with torch.autocast("cuda"):
+                        loss = model(x, y)
+                    if torch.isnan(loss):
+                        raise RuntimeError("NaN loss")
+                    scaler.scale(loss).backward()
+                    amp_guard.step(loss)
+        """
+    assert lines("AMP304", source) == []
+
+
+def test_a_raise_outside_the_guards_step_still_stops_the_run():
+    source = """
+        import torch
+        from amplint.runtime import AmpGuard
+
+        def train(model, loader, optimizer, scaler):
+            guard = AmpGuard(model, optimizer, scaler)
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                if torch.isnan(loss):
+                    raise RuntimeError("NaN loss")
+                scaler.scale(loss).backward()
+                guard.step(loss, batch=(x, y))
+        """
+    assert lines("AMP304", source) == [11]
+
+
+def test_handing_the_bad_step_to_the_guard_is_not_flagged():
+    source = """
+        import torch
+        from amplint.runtime import AmpGuard
+
+        def train(model, loader, optimizer, scaler):
+            guard = AmpGuard(model, optimizer, scaler, max_bad_steps=20, window=1000)
+            for x, y in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                if not torch.isfinite(loss):
+                    guard.end_step(loss, batch=(x, y))  # counts it; raises past the threshold
+                    continue
+                scaler.scale(loss).backward()
+                guard.step(loss, batch=(x, y))
+        """
+    assert lines("AMP304", source) == []
 
 
 def test_project_with_fp16_trainer_flag_is_likely():

@@ -140,6 +140,47 @@ def _where_checked(ctx, scope, call: cst.Call, value: cst.CSTNode):
         yield caller, site, text, site
 
 
+def _guard_receivers(ctx) -> Tuple[set, bool]:
+    """The expressions (as code) bound to an ``amplint.runtime.AmpGuard`` in this file, and whether
+    the file imports amplint.runtime at all (a guard may arrive as an argument)."""
+    cached = ctx._cache.get("amp304.guards")
+    if cached is None:
+        bound = set()
+        for call in ctx.nodes(cst.Call):
+            name = ctx.call_name(call) or ""
+            if not (name.startswith("amplint.runtime") and "AmpGuard" in name):
+                continue
+            parent = ctx.parent(call)
+            if isinstance(parent, cst.Assign):
+                bound.update(ctx.code(t.target) for t in parent.targets)
+            elif isinstance(parent, (cst.AnnAssign, cst.NamedExpr)):
+                bound.add(ctx.code(parent.target))
+        imported = any(str(target).startswith("amplint.runtime") for _, target in ctx.imports.items())
+        cached = ctx._cache["amp304.guards"] = (bound, imported)
+    return cached
+
+
+def _inside_guarded_step(ctx, node: cst.CSTNode) -> bool:
+    """Is ``node`` inside ``with guard.watch(...)`` of an AmpGuard? The guard catches an exception
+    raised there on a non-finite step, counts the step as skipped and re-raises only past its
+    threshold, after saving the evidence: the recommended pattern, not a run stopped at the first NaN."""
+    bound, imported = _guard_receivers(ctx)
+    if not bound and not imported:
+        return False
+    for outer in ctx.ancestors(node):
+        if isinstance(outer, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if not isinstance(outer, cst.With):
+            continue
+        for item in outer.items:
+            call = item.item
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "watch":
+                receiver = ctx.code(call.func.value)
+                if receiver in bound or (imported and "guard" in receiver.rpartition(".")[2].lower()):
+                    return True
+    return False
+
+
 class NanCheckRaises(Rule):
     code = "AMP304"
     name = "nan-check-raises"
@@ -161,12 +202,14 @@ class NanCheckRaises(Rule):
             if isinstance(holder, cst.Assert):
                 stop: Optional[cst.CSTNode] = holder
                 how = "`assert`"
+                if _inside_guarded_step(ctx, holder):
+                    continue
             else:
                 loop = in_training_loop(ctx, holder)
                 stop = _exits_in(ctx, holder.body, loop)
                 if stop is None and isinstance(holder.orelse, cst.Else):
                     stop = _exits_in(ctx, holder.orelse.body, loop)
-                if stop is None:
+                if stop is None or (isinstance(stop, cst.Raise) and _inside_guarded_step(ctx, stop)):
                     continue
                 how = (f"`{ctx.code(stop.func)}`" if isinstance(stop, cst.Call)  # type: ignore[union-attr]
                        else "`break` out of the training loop" if isinstance(stop, cst.Break)
@@ -185,5 +228,6 @@ class NanCheckRaises(Rule):
                            f"lowers the scale)")
                 yield Violation(stop, message, confidence,
                                 help=("count non-finite steps, fail only past a threshold, and save the batch and "
-                                      "state for analysis"), evidence=[evidence], related=related)
+                                      "state for analysis; amplint.runtime.AmpGuard does this and names the layers "
+                                      "whose gradients overflow (see `amplint rule AMP304`)"), evidence=[evidence], related=related)
                 break
