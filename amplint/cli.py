@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     rule = sub.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?")
     rule.add_argument("--all", action="store_true", help="list every rule")
+    sub.add_parser("server", help="run the language server for editors (LSP over stdio; needs the `lsp` extra)")
     return parser
 
 
@@ -187,6 +188,16 @@ def run_rule(args, out=None, err=None) -> int:
     return EXIT_CLEAN
 
 
+def run_server() -> int:
+    try:
+        from .server import main as serve
+    except ImportError as e:
+        sys.stderr.write(f"amplint: error: the language server needs pygls ({e}); "
+                         f"install it with `pip install 'amplint[lsp]'`\n")
+        return EXIT_ERROR
+    return serve()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -199,6 +210,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "fix":
             from .fixes import run_fix_command
             return run_fix_command(args)
+        if args.command == "server":
+            return run_server()
         parser.print_help(sys.stderr)  # no command: a usage error (ruff prints help and exits 2)
         return EXIT_ERROR
     except KeyboardInterrupt:
