@@ -43,19 +43,27 @@ class Settings:
         return self.config_path.parent if self.config_path else Path.cwd()
 
 
-def _expand(selectors: Sequence[str], codes: Sequence[str], where: str) -> set:
+def default_off_codes() -> frozenset:
+    """Rules that run only when named by their exact code in ``select`` / ``extend-select`` (as
+    ruff's explicitly selected preview rules): ``ALL`` and prefixes do not enable them."""
+    from .rules import all_rules  # the registry (libcst, never torch)
+    return frozenset(code for code, rule in all_rules().items() if not getattr(rule, "default_enabled", True))
+
+
+def _expand(selectors: Sequence[str], codes: Sequence[str], where: str, explicit_only: frozenset = frozenset()) -> set:
+    """The codes the selectors name; codes in ``explicit_only`` only when named exactly."""
     out = set()
     for sel in selectors:
         s = sel.strip().upper()
         if not s:
             raise ConfigError(f"{where}: empty rule code")
         if s == "ALL":
-            out.update(codes)
+            out.update(c for c in codes if c not in explicit_only)
             continue
         matched = [c for c in codes if c.startswith(s)]
         if not matched:
             raise ConfigError(f"{where}: unknown rule code or prefix {sel!r} (known: {', '.join(codes)})")
-        out.update(matched)
+        out.update(c for c in matched if c == s or c not in explicit_only)
     return out
 
 
@@ -69,7 +77,8 @@ class RuleSelection:
     def __init__(self, settings: Settings, codes: Sequence[str]) -> None:
         self.settings = settings
         self.codes = list(codes)
-        enabled = _expand(settings.select, codes, "select") | _expand(settings.extend_select, codes, "extend-select")
+        off = default_off_codes() & set(codes)
+        enabled = _expand(settings.select, codes, "select", off) | _expand(settings.extend_select, codes, "extend-select", off)
         enabled -= _expand(settings.ignore, codes, "ignore")
         self.enabled = enabled
         self._per_file = [(pat, _expand(sel, codes, f"per-file-ignores[{pat!r}]"))

@@ -23,17 +23,28 @@ class SentenceEncoder(nn.Module):
         # SimCSE fixes the temperature at 0.05; here it is learnt along with the encoder.
         self.temperature = nn.Parameter(torch.tensor(0.05))
 
-    def embed(self, idx):
+    def features(self, idx):
+        """The backbone's hidden states, mean-pooled over the tokens."""
         b = self.backbone
         pos = torch.arange(idx.shape[1], device=idx.device)
         x = b.drop(b.tok_emb(idx) + b.pos_emb(pos))
         for block in b.blocks:
             x = block(x)
-        return F.normalize(self.proj(b.ln_f(x).mean(dim=1)), dim=-1)
+        return b.ln_f(x).mean(dim=1)
+
+    def covariance_penalty(self, z):
+        """VICReg's covariance term on projected features z (B, D): the off-diagonal covariances
+        over the batch are pushed to 0, so that the dimensions carry different information."""
+        z = z - z.mean(dim=0)
+        cov = (z.T @ z) / z.size(0)
+        off_diagonal = cov - torch.diag(torch.diagonal(cov))
+        return off_diagonal.pow(2).sum() / z.size(1)
 
     def forward(self, idx):
-        z1, z2 = self.embed(idx), self.embed(idx)
-        return z1 @ z2.t() / self.temperature
+        """In-batch similarity logits, and the covariance penalty of the first view."""
+        h1, h2 = self.proj(self.features(idx)), self.proj(self.features(idx))
+        z1, z2 = F.normalize(h1, dim=-1), F.normalize(h2, dim=-1)
+        return z1 @ z2.t() / self.temperature, self.covariance_penalty(h1)
 
 
 def main(cfg: TrainConfig = TrainConfig(), model_cfg: ModelConfig = ModelConfig(), accum_steps: int = 4):
@@ -49,9 +60,9 @@ def main(cfg: TrainConfig = TrainConfig(), model_cfg: ModelConfig = ModelConfig(
     for step in range(cfg.max_steps):
         x, _ = next(batches)
         with torch.autocast("cuda", dtype=torch.float16):
-            logits = encoder(x)
+            logits, covariance = encoder(x)
             labels = torch.arange(logits.shape[0], device=logits.device)
-            loss = F.cross_entropy(logits, labels) / accum_steps
+            loss = (F.cross_entropy(logits, labels) + 0.04 * covariance) / accum_steps
         if torch.isnan(loss):
             raise RuntimeError(f"loss became NaN at step {step}")
         grad_scaler.scale(loss).backward()

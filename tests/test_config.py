@@ -102,7 +102,24 @@ def test_defaults_without_config(tmp_path):
     s = load(None)
     assert (s.select, s.ignore, s.extend_select, s.per_file_ignores, s.exclude, s.extend_exclude, s.precision) == \
         (["ALL"], [], [], {}, [], [], "auto")
-    assert RuleSelection(s, rule_codes()).enabled == set(rule_codes())
+    assert RuleSelection(s, rule_codes()).enabled == set(rule_codes()) - {"AMP205"}  # AMP205: off by default
+
+
+@pytest.mark.parametrize("select, extend, ignore, on", [
+    (["ALL"], [], [], False),
+    (["AMP2"], [], [], False),  # a prefix does not enable an off-by-default rule
+    (["AMP20"], [], [], False),
+    (["AMP205"], [], [], True),
+    (["ALL"], ["AMP205"], [], True),
+    (["ALL"], ["amp205"], [], True),
+    (["ALL"], ["AMP205"], ["AMP2"], False),  # ignoring by prefix still removes it
+])
+def test_off_by_default_rules_run_only_when_named(select, extend, ignore, on):
+    s = Settings(select=select, extend_select=extend, ignore=ignore)
+    enabled = RuleSelection(s, rule_codes()).enabled
+    assert ("AMP205" in enabled) is on
+    if select == ["AMP2"]:
+        assert {"AMP201", "AMP204"} <= enabled
 
 
 # ---- errors ---------------------------------------------------------------------------------------

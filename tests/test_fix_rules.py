@@ -36,7 +36,7 @@ def test_page_example_fixed_is_use_instead(code):
     bad, good = examples(page, "Example"), examples(page, "Use instead")
     assert len(bad) == len(good) >= 1, f"{code}: pair each Example with its Use instead"
     for before, after in zip(bad, good):
-        fixed, run = fix(before)
+        fixed, run = fix(before, extend_select=[code])  # an off-by-default rule runs when named
         assert run.errors == []
         assert fixed == after, f"{code}: the fixed Example differs from Use instead"
         assert run.fixed >= 1
@@ -47,7 +47,7 @@ def test_a_rule_that_promises_a_fix_offers_one(code):
     """The rule's fix safety and its findings agree: every finding on the page's Example has a
     fix, and a rule marked safe offers only safe ones."""
     example = examples(read_page(code), "Example")[0]
-    findings = [f for f in lint_source(example) if f.code == code]
+    findings = [f for f in lint_source(example, select=("ALL", code)) if f.code == code]
     assert findings and all(f.fix is not None for f in findings), code
     if all_rules()[code].fix_safety == "safe":
         assert {f.fix.applicability for f in findings} == {"safe"}, code

@@ -13,6 +13,9 @@ class Rule:
     summary: ClassVar[str] = ""  # one line, for `amplint rule --all` and the README table
     fix_safety: ClassVar[str] = "none"  # "safe" | "unsafe" | "none" (what the rule's fix is, if any)
     applies_under: ClassVar[str] = "fp16"  # human description for the page header
+    # False: off by default, enabled only by naming the exact code in select / extend-select (not by
+    # ALL or a prefix), for shapes that are hazards only on some models.
+    default_enabled: ClassVar[bool] = True
 
     def check(self, ctx) -> Iterable[Violation]:  # ctx: amplint.context.file_context.FileContext
         raise NotImplementedError
