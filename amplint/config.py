@@ -17,7 +17,7 @@ class ConfigError(Exception):
     """Invalid configuration or usage: reported and exit 2."""
 
 
-PRECISIONS = ("auto", "fp16-mixed", "fp16", "bf16", "fp32")
+PRECISIONS = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
 
 # key -> (type description, validator)
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")

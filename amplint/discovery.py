@@ -103,8 +103,9 @@ class Discovery:
         return False
 
     def walk(self, directory: Path, root: Optional[Path] = None, stop_at_projects: bool = False,
-             notebooks: bool = False) -> Iterator[Path]:
-        """``.py`` files under ``directory`` (and ``.ipynb`` with ``notebooks``), in sorted order;
+             notebooks: bool = False, suffixes: Optional[Tuple[str, ...]] = None) -> Iterator[Path]:
+        """``.py`` files under ``directory`` (and ``.ipynb`` with ``notebooks``; or the files with
+        these ``suffixes``), in sorted order;
         with ``stop_at_projects``, not descending into sub-directories that are project roots of
         their own."""
         directory = directory.resolve()
@@ -121,7 +122,8 @@ class Discovery:
                     spec = self._spec(d)
                     if spec is not None:
                         gitignores.append((d, spec))
-        suffixes = (".py", ".ipynb") if notebooks else (".py",)
+        if suffixes is None:
+            suffixes = (".py", ".ipynb") if notebooks else (".py",)
         yield from self._walk(directory, root, gitignores, stop_at_projects, suffixes)
 
     def _walk(self, directory: Path, root: Path, gitignores, stop_at_projects: bool = False,

@@ -98,7 +98,9 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
 def build_context(path: Path, display: str, source: bytes, project, settings=None) -> FileContext:
     module = parse(source)
     module_name = project.module_name(path) if project is not None else None
-    return FileContext(display, module, source, project, module_name, settings)
+    ctx = FileContext(display, module, source, project, module_name, settings)
+    ctx.file = path
+    return ctx
 
 
 def reportable(ctx: FileContext, violations: Iterable[Violation]) -> List[Tuple[Violation, Tuple[int, int, int, int]]]:

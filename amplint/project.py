@@ -1,45 +1,43 @@
-"""Project-wide facts: the precision regime, and constants other modules import.
+"""Project-wide facts: training entry points, the precision each file runs in, and constants
+other modules import.
 
 Pre-commit passes only the changed files, yet whether ``AdamW(eps=1e-8)`` is a hazard depends on
-whether *some* file of the project calls ``model.half()``. So the regime is inferred from every
-Python file under the project root, read with the stdlib ``ast`` (much cheaper than libcst) and
-only for files whose text mentions a precision word at all.
+how the code that builds it is trained. So every Python file under the project root is read with
+the stdlib ``ast`` (``precision_facts.file_facts``: evidence with roles, entry points, imports),
+and the project's configuration files for settings (``config_evidence``). A training entry point's
+precision is the training evidence in the files it imports (transitively) and in the configuration
+files beside it; a file runs in the precision of the entry points that reach it
+(``Project.regime_for``). See docs/precision.md.
 """
 from __future__ import annotations
 
 import ast
-import io
 import math
-import re
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .context.evidence import Signal, ast_call_facts, classify
+from .context.evidence import Signal
 from .context.file_context import Evidence
-from .context.imports import ImportTable
 from .discovery import TEST_PATH, Discovery
+from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 
-PRECISION_WORDS = re.compile(
-    rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|set_default_dtype"
-)
-# A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
-# any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
-TRAINING_WORDS = re.compile(rb"\.backward\(|\boptim\.[A-Z]|torch\.optim\b|\boptimi[sz]er\.step\(|\.zero_grad\(")
-
-REGIMES = ("auto", "fp16-mixed", "fp16", "bf16", "fp32")
+REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
 
 
 @dataclass
 class Regime:
-    """The precision evidence of a project, and what it adds up to.
+    """The precision evidence behind some code, and what it adds up to.
 
-    ``signals`` holds every piece of evidence found; the properties answer the questions rules
-    ask. ``override`` is the configured ``precision`` when it is not "auto".
+    ``signals`` holds the training evidence of the entry points that reach the code (or of the
+    whole project, see ``Project.regime_for``); the properties answer the questions rules ask.
+    ``override`` is the configured ``precision`` when it is not "auto". ``scope`` says whose
+    precision this is (for ``--show-settings`` and the summary line).
     """
     signals: List[Tuple[Signal, Evidence]] = field(default_factory=list)
     override: Optional[str] = None
+    scope: str = "project"
+    entry_points: Tuple[str, ...] = ()
 
     def _first(self, pred) -> Optional[Evidence]:
         for sig, ev in self.signals:
@@ -52,17 +50,26 @@ class Regime:
 
     @property
     def half_params(self) -> Optional[Evidence]:
-        """Parameters themselves are float16 (pure half training)."""
+        """The model itself is float16 (pure half, or a half model with fp32 master weights):
+        activations and parameters seen by the forward pass are float16."""
+        if self.override:
+            return self._configured() if self.override in ("fp16", "fp16-master") else None
+        return self._first(lambda s: s.pure and s.dtype == "float16" and s.enabled and s.note != "inference")
+
+    @property
+    def half_optimizer(self) -> Optional[Evidence]:
+        """The optimizer steps float16 parameters (its eps and state are float16): pure half with
+        no float32 master copy (DeepSpeed fp16, apex O2, FSDP's param_dtype keep one)."""
         if self.override:
             return self._configured() if self.override == "fp16" else None
-        return self._first(lambda s: s.pure and s.dtype == "float16" and s.enabled and s.note != "inference")
+        return self._first(lambda s: s.pure and not s.master and s.dtype == "float16" and s.enabled and s.note != "inference")
 
     @property
     def fp16(self) -> Optional[Evidence]:
         """Activations run in float16 somewhere: fp16 autocast, a GradScaler, a trainer flag or
         half parameters."""
         if self.override:
-            return self._configured() if self.override in ("fp16", "fp16-mixed") else None
+            return self._configured() if self.override in ("fp16", "fp16-mixed", "fp16-master") else None
         return self._first(lambda s: s.dtype == "float16" and s.enabled and s.note != "inference")
 
     @property
@@ -89,7 +96,7 @@ class Regime:
         if self.override:
             return self.override
         if self.half_params:
-            return "fp16"
+            return "fp16" if self.half_optimizer else "fp16-master"
         if self.fp16:
             return "fp16-mixed"
         if self.bf16:
@@ -108,47 +115,6 @@ def module_name_for(path: Path, root: Path) -> Optional[str]:
     if parts and parts[0] == "src":
         parts.pop(0)
     return ".".join(parts) if parts else None
-
-
-def _ast_imports(nodes, module_name: Optional[str]) -> ImportTable:
-    table = ImportTable(module_name)
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                table.add_import(a.name, a.asname)
-        elif isinstance(node, ast.ImportFrom):
-            table.add_from_import(node.module or "", [(a.name, a.asname) for a in node.names], node.level)
-    return table
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def _text_lines(source: bytes) -> List[str]:
-    """The file's lines as Python numbers them, decoded with its coding cookie / BOM."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-        text = source.decode(encoding, "replace")
-    except (SyntaxError, LookupError):
-        text = source.decode("utf-8", "replace")
-    return _LINE_END.split(text.lstrip("\ufeff"))
-
-
-def _segment(lines: List[str], node: ast.AST) -> str:
-    """The source text of ``node`` (what ``ast.get_source_segment`` gives, without re-splitting the
-    whole file on every call: that made the scan quadratic in the file's length)."""
-    first, last = node.lineno - 1, (getattr(node, "end_lineno", None) or node.lineno) - 1
-    if not 0 <= first <= last < len(lines):
-        return ""
-    start, end = node.col_offset, getattr(node, "end_col_offset", None)
-    if end is None:
-        return lines[first].strip()
-    # ast columns are UTF-8 byte offsets
-    chunk = [line.encode("utf-8") for line in lines[first:last + 1]]
-    if len(chunk) == 1:
-        return chunk[0][start:end].decode("utf-8", "replace")
-    chunk[0], chunk[-1] = chunk[0][start:], chunk[-1][:end]
-    return b"\n".join(chunk).decode("utf-8", "replace")
 
 
 def _saved_directly(call: ast.Call) -> set:
@@ -184,61 +150,42 @@ def _saved_names(nodes) -> Dict[int, set]:
     return out
 
 
-def facts_method_cast(call: ast.Call) -> bool:
-    """``x.half()`` / ``x.to(...)`` / ``x.bfloat16()``: a cast of an object, not a keyword flag."""
-    return isinstance(call.func, ast.Attribute) and call.func.attr in ("half", "to", "bfloat16")
-
-
-def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
-    """Precision evidence in one file's source (stdlib ast)."""
-    if not PRECISION_WORDS.search(source):
-        return []
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
-    trains = bool(TRAINING_WORDS.search(source))
-    nodes = list(ast.walk(tree))  # one walk; the passes below iterate this list
-    imports = _ast_imports(nodes, module_name)
-    out: List[Tuple[Signal, Evidence]] = []
-    lines = _text_lines(source)
-    targets = {}  # id(call) -> assigned name, so ``model = Net().cuda().half()`` reads as the model
-    standalone = set()  # calls that are a statement or an assignment's value (chains included)
-    saved = _saved_names(nodes)
-    for node in nodes:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id in saved.get(id(node), ()):
-            continue  # ``model = deepcopy(self.model).half(); torch.save({"model": model}, f)``: a checkpoint
-        if isinstance(node, (ast.Assign, ast.Expr)):
-            t = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-            value = node.value
-            while isinstance(value, ast.Call):
-                standalone.add(id(value))
-                if t is not None:
-                    targets[id(value)] = t.id if isinstance(t, ast.Name) else getattr(t, "attr", None)
-                value = value.func.value if isinstance(value.func, ast.Attribute) else None
-    for node in nodes:
-        if not isinstance(node, ast.Call):
+def signals_of(facts: dict, display_path: str, roles=(TRAINING,)) -> List[Tuple[Signal, Evidence]]:
+    """The evidence of one file's facts (``precision_facts.file_facts``) with the given roles, as
+    (Signal, Evidence) pairs."""
+    out = []
+    for s in facts["signals"]:
+        if s["role"] not in roles:
             continue
-        sig = classify(ast_call_facts(node, imports, targets.get(id(node))))
-        if sig is None:
-            continue
-        if sig.kind == "half_params" and facts_method_cast(node) and id(node) not in standalone:
-            # ``{"model": deepcopy(model).half()}`` / ``torch.save(model.half(), f)``: a half copy for
-            # a checkpoint or an export, not the parameters that train.
-            continue
-        if sig.kind == "half_params" and not trains:
-            # model.half() in an export / inference script says nothing about how training runs.
-            sig = Signal(sig.kind, sig.dtype, sig.enabled, sig.pure, "inference")
-        src = " ".join(_segment(lines, node).split())
-        if len(src) > 60:
-            src = src[:57] + "..."
-        out.append((sig, Evidence(f"`{src}`", display_path, node.lineno)))
+        sig = Signal(s["kind"], s["dtype"], s["enabled"], s["pure"], s["note"], s["master"])
+        out.append((sig, Evidence(f"`{s['text']}`", display_path, s["line"])))
     return out
 
 
+def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
+    """Training precision evidence in one file's source."""
+    return signals_of(file_facts(source, display_path, module_name), display_path)
+
+
+@dataclass
+class EntryPoint:
+    """A file holding training entry points (functions running backward / an optimizer step, or
+    handing a model to a trainer), what it reaches, and its training evidence."""
+    path: Path
+    display: str
+    functions: List[dict]
+    reach: set
+    signals: List[Tuple[Signal, Evidence]]
+    roles: List[Tuple[str, str, str]]  # (role, evidence, why) of every piece of evidence it reaches
+
+    def name(self) -> str:
+        first = self.functions[0]
+        return f"{self.display}:{first['line']} ({first['function']})"
+
+
 class Project:
-    """One project root: its regime (computed once) and its modules' constants (on demand)."""
+    """One project root: its files' precision facts, its training entry points and the precision
+    each file runs in (computed once), and its modules' constants (on demand)."""
 
     def __init__(self, root: Path, discovery: Optional[Discovery] = None, override: Optional[str] = None,
                  display_base: Optional[Path] = None) -> None:
@@ -249,6 +196,11 @@ class Project:
         self._modules: Optional[Dict[str, Path]] = None
         self._constants: Dict[str, Dict[str, float]] = {}
         self._files: Optional[List[Path]] = None
+        self._configs: Optional[List[Path]] = None
+        self._facts: Optional[Dict[Path, dict]] = None
+        self._entry_points: Optional[List[EntryPoint]] = None
+        self._regimes: Dict[Path, Regime] = {}
+        self._anywhere: Optional[Regime] = None
         self.display_base = display_base
 
     def files(self) -> List[Path]:
@@ -259,10 +211,20 @@ class Project:
             self._files = list(self.discovery.walk(self.root, self.root, stop_at_projects=True))
         return list(self._files)
 
+    def config_files(self) -> List[Path]:
+        """The project's JSON / YAML / TOML / shell files that may hold precision settings."""
+        if self._configs is None:
+            from .config_evidence import CONFIG_SUFFIXES
+            self._configs = list(self.discovery.walk(self.root, self.root, stop_at_projects=True,
+                                                     suffixes=CONFIG_SUFFIXES))
+        return list(self._configs)
+
     def prepare(self) -> "Project":
-        """Compute the facts every file needs (file list, regime, module paths) now: the runner
+        """Compute the facts every file needs (file list, regimes, module paths) now: the runner
         does this in the parent process before handing the project to worker processes."""
         self.regime
+        for f in self.files():
+            self.regime_for(f)
         self._module_paths()
         return self
 
@@ -273,20 +235,155 @@ class Project:
         except ValueError:
             return path.as_posix()
 
-    @property
-    def regime(self) -> Regime:
-        if self._regime is None:
-            signals: List[Tuple[Signal, Evidence]] = []
+    def is_test(self, path: Path) -> bool:
+        return bool(TEST_PATH.search(self.relative(path)))
+
+    def facts(self) -> Dict[Path, dict]:
+        """Every file's precision facts (``precision_facts.file_facts``), by resolved path."""
+        if self._facts is None:
+            self._facts = {}
             for f in self.files():
-                if TEST_PATH.search(self.relative(f)):
-                    continue  # a test's autocast or .half() is a fixture, not how the project trains
                 try:
                     source = self.read(f)
                 except OSError:
                     continue
-                signals.extend(scan_source(source, self.display(f), module_name_for(f, self.root)))
-            self._regime = Regime(signals, self._override)
+                self._facts[f.resolve()] = file_facts(source, self.relative(f), module_name_for(f, self.root))
+        return self._facts
+
+    def _config_signals(self) -> List[Tuple[Path, Signal, Evidence]]:
+        from .config_evidence import config_signals
+        out = []
+        for f in self.config_files():
+            try:
+                text = self.read(f)
+            except OSError:
+                continue
+            for sig, line, what in config_signals(text, f.name):
+                out.append((f.resolve(), sig, Evidence(what, self.display(f), line)))
+        return out
+
+    def entry_points(self) -> List[EntryPoint]:
+        """The project's training entry points (test files hold none), each with the files it
+        reaches through imports and the training evidence found there and in the configuration
+        files that belong to it (those in its directory, above it or below it)."""
+        if self._entry_points is None:
+            facts = self.facts()
+            graph = self._import_graph()
+            configs = self._config_signals()
+            eps = []
+            for path, f in facts.items():
+                if not f["entry_points"] or self.is_test(path):
+                    continue
+                reach = _closure(path, graph)
+                signals: List[Tuple[Signal, Evidence]] = []
+                roles = []
+                for p in sorted(reach):
+                    pf = facts.get(p)
+                    if pf is None or self.is_test(p):
+                        continue
+                    signals.extend(signals_of(pf, self.display(p)))
+                    for s in pf["signals"]:
+                        roles.append((s["role"], f"`{s['text']}` at {self.display(p)}:{s['line']}",
+                                      s["why"] or (s["one_of"] or "")))
+                for cpath, sig, ev in configs:
+                    if _config_applies(cpath, path):
+                        signals.append((sig, ev))
+                        roles.append(("training", str(ev), "configuration"))
+                eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles))
+            self._entry_points = sorted(eps, key=lambda e: e.display)
+        return self._entry_points
+
+    def _import_graph(self) -> Dict[Path, set]:
+        modules = {name: p.resolve() for name, p in self._module_paths().items()}
+        graph: Dict[Path, set] = {}
+        for path, f in self.facts().items():
+            targets = set()
+            module = f["module"] or ""
+            package = module.rpartition(".")[0]
+            for name in f["imports"]:
+                for base in _candidates(name, package):
+                    hit = _longest_module(base, modules)
+                    if hit is not None:
+                        targets.add(hit)
+                        break
+            targets.discard(path)
+            graph[path] = targets
+        return graph
+
+    @property
+    def regime(self) -> Regime:
+        """The project's precision as a whole: the training evidence of its entry points (or,
+        with none, of every file), for code that is judged by the project rather than by an entry
+        point reaching it."""
+        if self._regime is None:
+            eps = self.entry_points()
+            signals: List[Tuple[Signal, Evidence]] = []
+            if eps:
+                for ep in eps:
+                    signals.extend(x for x in ep.signals if x not in signals)
+                scope = "project: its training entry points"
+            else:
+                signals = list(self.evidence_anywhere.signals)
+                scope = "project: no training entry point found"
+            self._regime = Regime(signals, self._override, scope, tuple(ep.name() for ep in eps))
         return self._regime
+
+    @property
+    def evidence_anywhere(self) -> Regime:
+        """Every piece of training evidence in the project, reached by an entry point or not: for
+        rules that stay silent when something (a GradScaler, a trainer's fp16 flag) exists
+        anywhere, since what hands it to the loop may be out of sight."""
+        if self._anywhere is None:
+            signals: List[Tuple[Signal, Evidence]] = []
+            for path, f in self.facts().items():
+                if not self.is_test(path):
+                    signals.extend(signals_of(f, self.display(path)))
+            signals.extend((sig, ev) for _, sig, ev in self._config_signals())
+            self._anywhere = Regime(signals, self._override, "project: all training evidence")
+        return self._anywhere
+
+    def regime_for(self, path) -> Regime:
+        """The precision ``path`` runs in: that of the entry points reaching it (judged under all
+        of them: its evidence names the entry point). A file no entry point reaches gets the
+        project's precision when the entry points agree on one, and none (library code, judged
+        by the library policy) when they do not; a test file gets none."""
+        if self._override:
+            return self.regime
+        key = Path(path).resolve()
+        if key not in self._regimes:
+            self._regimes[key] = self._regime_for(key)
+        return self._regimes[key]
+
+    def _regime_for(self, key: Path) -> Regime:
+        if self.is_test(key):
+            return Regime([], None, "test file: not training evidence, judged without a precision")
+        eps = self.entry_points()
+        reaching = [ep for ep in eps if key == ep.path or key in ep.reach]
+        if reaching:
+            signals: List[Tuple[Signal, Evidence]] = []
+            for ep in reaching:
+                for sig, ev in ep.signals:
+                    if ev.path != ep.display:
+                        ev = Evidence(f"{ev.what} (training entry point {ep.display})", ev.path, ev.line)
+                    signals.append((sig, ev))
+            names = tuple(ep.name() for ep in reaching)
+            return Regime(signals, None, "entry point " + ", ".join(names), names)
+        project = self.regime
+        if not eps or len({Regime(ep.signals).mode for ep in eps}) == 1:
+            scope = "not reached by an entry point's imports; the project's precision" if eps else project.scope
+            return Regime(project.signals, None, scope, project.entry_points)
+        return Regime([], None, "library code: no training entry point reaches it, and the entry points disagree")
+
+    def precision_summary(self, paths) -> Dict[str, int]:
+        """How many of ``paths`` were judged under each precision (``mode``, or ``library`` /
+        ``test``)."""
+        counts: Dict[str, int] = {}
+        for p in paths:
+            r = self.regime_for(p)
+            label = r.mode if r.signals or r.override else ("test" if r.scope.startswith("test") else
+                                                            "library" if r.scope.startswith("library") else r.mode)
+            counts[label] = counts.get(label, 0) + 1
+        return counts
 
     def relative(self, path: Path) -> str:
         try:
@@ -357,3 +454,42 @@ def _numeric_constants(path: Path, read=Path.read_bytes) -> Dict[str, float]:
             if v is not None:
                 out[stmt.target.id] = v
     return out
+
+
+def _candidates(name: str, package: str):
+    """Where an imported dotted name may live: as written, then relative to the importing
+    module's package and its parents (scripts that put their own directory on sys.path)."""
+    yield name
+    parts = package.split(".") if package else []
+    while parts:
+        yield ".".join(parts) + "." + name
+        parts.pop()
+
+
+def _longest_module(name: str, modules: Dict[str, Path]) -> Optional[Path]:
+    """The project module ``name`` or its longest prefix names (``pkg.mod.Class`` -> ``pkg.mod``)."""
+    parts = name.split(".")
+    while parts:
+        hit = modules.get(".".join(parts))
+        if hit is not None:
+            return hit
+        parts.pop()
+    return None
+
+
+def _closure(start: Path, graph: Dict[Path, set]) -> set:
+    seen = {start}
+    todo = [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _config_applies(config: Path, entry: Path) -> bool:
+    """A configuration file belongs to the entry points in its directory, above it (``configs/``
+    beside ``train.py``) or below it."""
+    c, e = config.parent, entry.parent
+    return c == e or e in c.parents or c in e.parents

@@ -38,7 +38,6 @@ FP16_MIXED = {
     "torch.amp.GradScaler": 'import torch\nscaler = torch.amp.GradScaler("cuda")\n',
     "from torch.cuda.amp import GradScaler": "from torch.cuda.amp import GradScaler\nscaler = GradScaler()\n",
     "apex amp O1": 'from apex import amp\nmodel, optimizer = amp.initialize(model, optimizer, opt_level="O1")\n',
-    "apex amp O2": 'from apex import amp\nmodel, optimizer = amp.initialize(model, optimizer, opt_level="O2")\n',
     "HF TrainingArguments(fp16=True)": "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n",
     "accelerate fp16": 'from accelerate import Accelerator\nacc = Accelerator(mixed_precision="fp16")\n',
     "Lightning precision=16": "import pytorch_lightning as pl\ntrainer = pl.Trainer(precision=16)\n",
@@ -57,6 +56,11 @@ FP16_PURE = {
     "set_default_dtype": "import torch\ntorch.set_default_dtype(torch.float16)\n" + TRAINS,
     "apex amp O3": 'from apex import amp\nmodel, optimizer = amp.initialize(model, optimizer, opt_level="O3")\n',
     "Lightning 16-true": 'import lightning as L\ntrainer = L.Trainer(precision="16-true")\n',
+}
+
+# A half model whose optimizer keeps float32 master weights: activations float16, AMP101 silent.
+FP16_MASTER = {
+    "apex amp O2": 'from apex import amp\nmodel, optimizer = amp.initialize(model, optimizer, opt_level="O2")\n',
 }
 
 BF16 = {

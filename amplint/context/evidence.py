@@ -69,6 +69,9 @@ class Signal:
     enabled: bool = True
     pure: bool = False  # parameters themselves are in this dtype (not mixed precision)
     note: str = ""
+    # a half model whose optimizer keeps float32 master weights (DeepSpeed fp16, apex O2, FSDP
+    # param_dtype, a Float16Module-style wrapper): activations float16, optimizer state float32
+    master: bool = False
 
 
 def dtype_of_value(value: Any) -> Optional[str]:
@@ -195,7 +198,8 @@ def classify(facts: CallFacts) -> Optional[Signal]:
         level = kw.get("opt_level", "O1")
         if level == "O0":
             return None
-        return Signal("flag", "float16", pure=level == "O3", note=f"apex opt_level={level}")
+        # O2 casts the model to half and keeps float32 master weights in the optimizer; O3 is pure half
+        return Signal("flag", "float16", pure=level in ("O2", "O3"), note=f"apex opt_level={level}", master=level == "O2")
     last = q.rsplit(".", 1)[-1] if q else (method or "")
     # Hugging Face TrainingArguments(fp16=True) / (bf16=True), and similar argument classes.
     if "Argument" in last or "Config" in last or "Trainer" in last:
@@ -203,6 +207,10 @@ def classify(facts: CallFacts) -> Optional[Signal]:
             return Signal("flag", "float16", note="fp16=True")
         if kw.get("bf16") is True:
             return Signal("flag", "bfloat16", note="bf16=True")
+        # ``fp16=args.fp16``: the command line picks; fp16 is one of the precisions it runs in
+        for key, dtype in (("fp16", "float16"), ("bf16", "bfloat16")):
+            if isinstance(kw.get(key), Dotted) or kw.get(key) is UNKNOWN:
+                return Signal("flag", dtype, note=f"{key}=<from the command line or a config> (one of)")
     # accelerate: Accelerator(mixed_precision="fp16")
     mp = kw.get("mixed_precision")
     if isinstance(mp, str) and mp in ("fp16", "bf16"):

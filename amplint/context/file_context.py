@@ -8,6 +8,7 @@ finding is reported (PositionProvider costs ~2.6x the parse on real code).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Type, TypeVar
 
@@ -107,6 +108,7 @@ class FileContext:
         self.module = module
         self.source = source
         self.project = project  # amplint.project.Project, or None when linting a lone snippet
+        self.file: Optional[Path] = None  # the file on disk (set by engine.build_context)
         self.imports = ImportTable(module_name)
         self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
         self._by_type: Dict[type, List[cst.CSTNode]] = {}
@@ -116,6 +118,16 @@ class FileContext:
         self._constants: Optional[Dict[str, cst.BaseExpression]] = None
         self._cache: Dict[str, object] = {}  # per-file memo for rules and models (e.g. dtype flow)
         module.visit(_Walker(self))
+
+    @property
+    def regime(self):
+        """The precision this file runs in (amplint.project.Regime): that of the training entry
+        points reaching it (``Project.regime_for``); None for a lone snippet."""
+        if self.project is None:
+            return None
+        if self.file is not None and hasattr(self.project, "regime_for"):
+            return self.project.regime_for(self.file)
+        return self.project.regime
 
     # ---- structure ------------------------------------------------------------------------------
     def nodes(self, kind: Type[N]) -> List[N]:
@@ -371,7 +383,7 @@ class FileContext:
             if region.enabled and region.dtype == "float16":
                 return Fp16Status(True, "certain", region.evidence)
             return Fp16Status(False, "certain", region.evidence)
-        regime = self.project.regime if self.project is not None else None
+        regime = self.regime
         if regime is None:
             return Fp16Status(False, "likely", None)
         if regime.half_params is not None:

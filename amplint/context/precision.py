@@ -138,7 +138,7 @@ class PrecisionModel:
         off = self._called_without_autocast(fn) if fn is not None else None
         if off is not None:
             return AutocastState(False, None, LIKELY, off)
-        regime = ctx.project.regime if ctx.project is not None else None
+        regime = ctx.regime
         if regime is None or not self.model_code(fn):
             return NOT_AUTOCAST
         if regime.fp16_autocast is not None and regime.half_params is None:
@@ -389,7 +389,7 @@ class PrecisionModel:
             return UNKNOWN
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             return UNKNOWN  # a default like 1e-6 or True: not a tensor
-        regime = self.ctx.project.regime if self.ctx.project is not None else None
+        regime = self.ctx.regime
         if regime is None or not self.model_code(fn):
             return UNKNOWN
         if regime.half_params is not None:
@@ -499,7 +499,7 @@ class PrecisionModel:
         if isinstance(value, cst.Call):
             name = self.ctx.call_name(value) or ""
             if name.endswith("Parameter"):
-                regime = self.ctx.project.regime if self.ctx.project is not None else None
+                regime = self.ctx.regime
                 if regime is not None and regime.half_params is not None:
                     return DTypeFact(F16, LIKELY, f"`self.{e.attr.value}` is a parameter of a pure-half model",
                                      regime.half_params)

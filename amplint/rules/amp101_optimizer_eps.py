@@ -37,8 +37,8 @@ class OptimizerEpsUnderflow(Rule):
     applies_under = "fp16 (pure half parameters)"
 
     def check(self, ctx) -> Iterable[Violation]:
-        regime = ctx.project.regime if ctx.project is not None else None
-        evidence = regime.half_params if regime is not None else None
+        regime = ctx.regime
+        evidence = regime.half_optimizer if regime is not None else None
         if evidence is None:
             # Under mixed precision the parameters and optimizer state are float32: eps is fine.
             return

@@ -90,7 +90,7 @@ class Fp16OverflowConstant(Rule):
         if tensor is None:
             if what == "torch.full":
                 # No dtype: the default dtype, float16 only when the project sets it so.
-                regime = ctx.project.regime if ctx.project is not None else None
+                regime = ctx.regime
                 if regime is not None and regime.half_params is not None:
                     return DTypeFact("float16", "likely", "the default dtype is float16 in this pure-half project",
                                      regime.half_params)

@@ -107,8 +107,8 @@ def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, Opt
     # fp16=True, accelerate mixed_precision="fp16") says the step runs float16. An autocast block
     # elsewhere in the project does not: it covers the code inside it, and a plain loop beside it
     # (detectron2's plain_train_net.py next to its AMPTrainer) trains in float32.
-    regime = ctx.project.regime if ctx.project is not None else None
-    if regime is None or regime.half_params is not None or regime.bf16 is not None:
+    regime = ctx.regime
+    if regime is None or regime.half_optimizer is not None or regime.bf16 is not None:
         return False, Confidence.LIKELY, None
     for sig, ev in regime.signals:
         if sig.kind == "flag" and sig.dtype == "float16" and sig.enabled and not sig.pure:

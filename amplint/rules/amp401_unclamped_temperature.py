@@ -117,7 +117,7 @@ class UnclampedLearnableTemperature(Rule):
     def check(self, ctx) -> Iterable[Violation]:
         if is_test_file(ctx):
             return  # models in tests are fixtures, not trained
-        regime = ctx.project.regime if ctx.project is not None else None
+        regime = ctx.regime
         evidence = (regime.fp16_autocast or regime.fp16) if regime is not None else None
         if evidence is None:
             return  # bf16 and fp32 have float32's range: a large logit scale does not overflow

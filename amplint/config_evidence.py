@@ -1,0 +1,158 @@
+"""Precision settings in a project's configuration files: JSON, YAML, TOML and shell launchers.
+
+Training precision often lives outside the Python code: a DeepSpeed config
+(``"fp16": {"enabled": true}``), an accelerate config (``mixed_precision: fp16``), a Lightning /
+Hydra config (``trainer: {precision: 16-mixed}``), FSDP's ``param_dtype: float16``, Hugging Face
+arguments (``fp16: true``), or a launcher script (``accelerate launch --mixed_precision fp16``,
+``python train.py --fp16``). Each found setting is a ``Signal`` like the ones read from code.
+
+YAML is read with PyYAML's ``safe_load`` (a complete, well-kept parser: YAML's grammar is too large
+to approximate); JSON with the standard library; TOML with ``tomllib`` / ``tomli``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator, List, Optional, Tuple
+
+from .context.evidence import Signal
+
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".sh")
+MAX_CONFIG_BYTES = 256 * 1024  # bigger files are data (vocabularies, annotations), not settings
+_SKIP_NAMES = {"package.json", "package-lock.json", "tsconfig.json", ".pre-commit-config.yaml",
+               "tokenizer.json", "vocab.json", "tokenizer_config.json", "special_tokens_map.json"}
+_WORDS = re.compile(rb"fp16|bf16|precision|mixed_precision|param_dtype|opt_level|\bamp\b")
+
+Found = Tuple[Signal, int, str]  # (signal, line, what)
+
+
+def config_signals(text: bytes, name: str) -> List[Found]:
+    """The precision settings of one configuration file (its bytes and its file name)."""
+    if name in _SKIP_NAMES or len(text) > MAX_CONFIG_BYTES or not _WORDS.search(text):
+        return []
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    if name.endswith(".sh"):
+        return list(_shell_signals(decoded))
+    data = _load(decoded, name)
+    if data is None:
+        return []
+    lines = decoded.splitlines()
+    return [(sig, _line_of(lines, key), what) for sig, key, what in _walk(data, ())]
+
+
+def _load(text: str, name: str) -> Any:
+    try:
+        if name.endswith(".json"):
+            return json.loads(text)
+        if name.endswith(".toml"):
+            try:
+                import tomllib  # type: ignore[import-not-found]
+            except ImportError:  # Python < 3.11
+                import tomli as tomllib  # type: ignore[no-redef]
+            return tomllib.loads(text)
+        import yaml
+        return yaml.safe_load(text)
+    except Exception:  # a file that is not valid in its format says nothing (and is not ours)
+        return None
+
+
+def _line_of(lines: List[str], key: str) -> int:
+    pattern = re.compile(r"""(^|[\s{,"'])%s["']?\s*[:=]""" % re.escape(key))
+    for i, line in enumerate(lines, 1):
+        if pattern.search(line):
+            return i
+    return 1
+
+
+def _on(value: Any) -> Optional[bool]:
+    """True / False for a setting's value; None for "auto" and other values decided elsewhere."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("true", "yes", "on", "1"):
+            return True
+        if v in ("false", "no", "off", "0", "none", ""):
+            return False
+        return None
+    if isinstance(value, int):
+        return bool(value)
+    return None
+
+
+_LIGHTNING = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true": ("float16", True),
+              "bf16": ("bfloat16", False), "bf16-mixed": ("bfloat16", False), "bf16-true": ("bfloat16", True)}
+_HALF_NAMES = {"float16": "float16", "fp16": "float16", "half": "float16", "torch.float16": "float16",
+               "torch.half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16", "torch.bfloat16": "bfloat16"}
+
+
+def _walk(data: Any, path: Tuple[str, ...]) -> Iterator[Tuple[Signal, str, str]]:
+    if isinstance(data, list):
+        for item in data[:200]:
+            yield from _walk(item, path)
+        return
+    if not isinstance(data, dict):
+        return
+    for key, value in list(data.items())[:500]:
+        if not isinstance(key, str):
+            continue
+        where = ".".join((*path, key))
+        k = key.lower()
+        if k in ("fp16", "bf16", "bfloat16") and isinstance(value, dict):
+            # DeepSpeed: a half model, float32 master weights in the optimizer, dynamic loss scaling
+            on = _on(value.get("enabled", True if k == "fp16" and "loss_scale" in value else False))
+            if on is not False:
+                dtype = "float16" if k == "fp16" else "bfloat16"
+                note = f'DeepSpeed "{key}": {{"enabled": {json.dumps(value.get("enabled", True))}}}'
+                yield Signal("flag", dtype, pure=True, master=True, note=note), key, f"`{where}.enabled` ({note})"
+        elif k in ("fp16", "bf16", "amp", "use_amp", "use_fp16", "mixed_precision_training") and _on(value) is True \
+                and not isinstance(value, (dict, list)):
+            dtype = "bfloat16" if k == "bf16" else "float16"
+            yield Signal("flag", dtype, note=f"{where}: {value}"), key, f"`{where}: {value}`"
+        elif k == "mixed_precision" and isinstance(value, str) and value.lower() in ("fp16", "bf16"):
+            dtype = "float16" if value.lower() == "fp16" else "bfloat16"
+            yield Signal("flag", dtype, note=f"mixed_precision: {value}"), key, f"`{where}: {value}`"
+        elif k == "precision" and isinstance(value, (str, int)) and not isinstance(value, bool):
+            v = str(value).lower()
+            lightning_int = isinstance(value, int) and (not path or "trainer" in path[-1].lower())
+            if v in _LIGHTNING and (isinstance(value, str) or lightning_int):
+                dtype, pure = _LIGHTNING[v]
+                yield Signal("flag", dtype, pure=pure, note=f"Lightning precision={value}"), key, f"`{where}: {value}`"
+        elif k == "param_dtype" and isinstance(value, str) and value.lower() in _HALF_NAMES:
+            dtype = _HALF_NAMES[value.lower()]
+            yield (Signal("half_params", dtype, pure=True, master=True, note=f"FSDP param_dtype: {value}"),
+                   key, f"`{where}: {value}`")
+        elif k == "opt_level" and isinstance(value, str) and value.upper() in ("O1", "O2", "O3"):
+            level = value.upper()
+            yield (Signal("flag", "float16", pure=level != "O1", master=level == "O2", note=f"apex opt_level={level}"),
+                   key, f"`{where}: {value}`")
+        if isinstance(value, (dict, list)):
+            yield from _walk(value, (*path, key))
+
+
+_SHELL = [
+    (re.compile(r"--mixed[_-]precision[= ]+[\"']?(fp16|bf16)\b"), None),
+    (re.compile(r"--precision[= ]+[\"']?(16-mixed|16-true|bf16-mixed|bf16-true|16|bf16)\b"), "lightning"),
+    (re.compile(r"\b(?:trainer\.)?precision=[\"']?(16-mixed|16-true|bf16-mixed|bf16-true|16|bf16)\b"), "lightning"),
+    (re.compile(r"(?<![\w-])--(fp16|bf16|amp)(?![\w-]|=[Ff]alse| +[Ff]alse)"), "flag"),
+]
+
+
+def _shell_signals(text: str) -> Iterator[Found]:
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        for pattern, kind in _SHELL:
+            m = pattern.search(line)
+            if not m:
+                continue
+            v = m.group(1)
+            if kind == "lightning":
+                dtype, pure = _LIGHTNING[v]
+                sig = Signal("flag", dtype, pure=pure, note=f"--precision {v}")
+            else:
+                sig = Signal("flag", "bfloat16" if v == "bf16" else "float16", note=m.group(0).strip())
+            yield sig, i, f"`{m.group(0).strip()}`"
+            break

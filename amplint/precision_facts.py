@@ -1,0 +1,427 @@
+"""One file's precision facts: its evidence (each piece with the role it plays), its training entry
+points and the project modules it imports.
+
+``file_facts(source, path, module)`` is a pure function of the file's bytes and names, returning
+plain JSON-serialisable data, so a per-file cache can hold it; ``amplint.project`` assembles the
+files' facts into entry points, what each reaches and the precision each runs in.
+
+Roles (only ``training`` evidence sets an entry point's precision):
+
+- ``training``: what the training code does (``model.half()`` before the loop, the step's autocast);
+- ``inference``: under ``no_grad`` / ``inference_mode``, in an evaluation / prediction / generation
+  function or script, after the last backward / optimizer step of its function (the final-inference
+  block of a training script), a half cast in a file that never trains;
+- ``benchmark``: in a benchmark / profiling script or function (``elif dtype == "float16":``);
+- ``export``: a half copy that is saved, exported or converted, not trained;
+- ``test``: in a test function (test files are not scanned at all).
+
+An ``if`` on a dtype flag (``if args.fp16:``) or a conditional expression
+(``torch.bfloat16 if cfg.bf16 else torch.float16``) makes the precision one of its branches: the
+evidence keeps its role and records the condition in ``one_of``.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Dict, List, Optional
+
+from .context.evidence import Dotted, Signal, ast_call_facts, classify
+from .context.imports import ImportTable
+
+TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
+
+PRECISION_WORDS = re.compile(
+    rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|"
+    rb"set_default_dtype|convert_to_fp16|MixedPrecision"
+)
+# A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
+# any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
+TRAINING_WORDS = re.compile(rb"\.backward\(|\boptim\.[A-Z]|torch\.optim\b|\boptimi[sz]er\.step\(|\.zero_grad\(")
+
+_INFERENCE_FUNCTION = re.compile(
+    r"(?i)(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing|predict|prediction|"
+    r"predictor|infer|inference|generate|generation|sample|sampling|sampler|demo|serve|visuali[sz]e|"
+    r"translate|interactive|chat|pipeline)(_|$|\d)")
+_BENCHMARK = re.compile(r"(?i)bench|profil|throughput|latency|speed_?test|memory_(usage|test|footprint)")
+_EXPORT_FUNCTION = re.compile(r"(?i)(^|_)(export|onnx|trace|torchscript|convert|save|checkpoint|quantiz\w*|trt|tensorrt)(_|$)")
+_INFERENCE_FILE = re.compile(
+    r"(?i)(^|/)(infer\w*|inference\w*|demo\w*|predict\w*|sample\w*|sampling\w*|generate\w*|generation\w*|eval\w*|"
+    r"evaluate\w*|serve\w*|server|app|gradio\w*|streamlit\w*|web_?ui\w*|chat\w*|interactive\w*|visuali[sz]\w*|"
+    r"run_inference\w*|text_generation\w*|pipeline\w*)\.py$")
+_BENCHMARK_FILE = re.compile(r"(?i)(^|/)(\w*bench\w*|\w*profil\w*|\w*throughput\w*|\w*latency\w*|\w*memory\w*|speed\w*)(/|\.py$)")
+_EXPORT_FILE = re.compile(r"(?i)(^|/)(export\w*|convert\w*|\w*onnx\w*|quantiz\w*|\w*to_fp16\w*|\w*_trt\w*)\.py$")
+_DTYPE_FLAG = re.compile(r"(?i)fp16|float16|half|bf16|bfloat16|precision|dtype|\bamp\b|use_amp|mixed")
+_NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
+            "torch.autograd.grad_mode.inference_mode"}
+_STEP_RECEIVER = re.compile(r"(?i)optim|opt\b|^opt|scaler|engine|accelerator|fabric")
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _imports(tree: ast.Module, module: Optional[str]) -> ImportTable:
+    table = ImportTable(module)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                table.add_import(a.name, a.asname)
+        elif isinstance(node, ast.ImportFrom):
+            table.add_from_import(node.module or "", [(a.name, a.asname) for a in node.names], node.level)
+    return table
+
+
+def _imported_modules(tree: ast.Module, module: Optional[str], is_package: bool) -> List[str]:
+    """Dotted names this file imports (absolute; ``from . import x`` resolved against ``module``):
+    the project resolves them to its own modules."""
+    out: List[str] = []
+    package = (module or "") if is_package else (module or "").rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                if node.level > 1:
+                    parts = parts[: len(parts) - (node.level - 1)] if len(parts) >= node.level - 1 else []
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            if not base:
+                continue
+            out.append(base)
+            out.extend(f"{base}.{a.name}" for a in node.names if a.name != "*")
+    return sorted(set(out))
+
+
+class _Parents:
+    def __init__(self, tree: ast.AST) -> None:
+        self.parent: Dict[int, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[id(child)] = node
+
+    def chain(self, node: ast.AST):
+        p = self.parent.get(id(node))
+        while p is not None:
+            yield p
+            p = self.parent.get(id(p))
+
+
+def _is_training_call(call: ast.Call) -> Optional[str]:
+    """What makes ``call`` a training step: a backward, an optimizer step, a trainer taking the
+    model. None for anything else."""
+    f = call.func
+    if isinstance(f, ast.Attribute):
+        receiver = _dotted(f.value) or ""
+        if f.attr == "backward":
+            return "backward"
+        if f.attr == "step" and _STEP_RECEIVER.search(receiver.rsplit(".", 1)[-1]):
+            return "optimizer step"
+        if f.attr == "fit" and re.search(r"(?i)trainer|fabric", receiver):
+            return f"{receiver}.fit"
+        if f.attr == "train" and re.search(r"(?i)trainer$", receiver):
+            return f"{receiver}.train"
+        if f.attr == "initialize" and receiver.endswith("deepspeed"):
+            return "deepspeed.initialize"
+        if f.attr in ("prepare", "setup") and re.search(r"(?i)accelerator|fabric", receiver):
+            return f"{receiver}.{f.attr}"
+    elif isinstance(f, ast.Name) and f.id == "backward":
+        return "backward"
+    return None
+
+
+def _value_dtype_vars(tree: ast.Module, imports: ImportTable) -> Dict[str, List[str]]:
+    """Names and ``self.`` attributes assigned a dtype (``dtype = torch.float16``,
+    ``self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16``): name -> the dotted
+    dtypes it may hold."""
+    out: Dict[str, List[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = _dotted(node.targets[0])
+            if target is None:
+                continue
+            values = _dtype_alternatives(node.value, imports)
+            if values:
+                out.setdefault(target, [])
+                out[target] = sorted(set(out[target]) | set(values))
+    return out
+
+
+def _dtype_alternatives(node: ast.AST, imports: ImportTable) -> List[str]:
+    if isinstance(node, ast.IfExp):
+        return _dtype_alternatives(node.body, imports) + _dtype_alternatives(node.orelse, imports)
+    name = _dotted(node)
+    if name is not None:
+        q = imports.resolve(name)
+        if q in ("torch.float16", "torch.half", "torch.bfloat16", "torch.float32", "torch.float"):
+            return [q]
+    return []
+
+
+def file_facts(source: bytes, path: str, module: Optional[str] = None) -> Dict[str, Any]:
+    """The precision facts of one file (see the module docstring). ``path`` is the file's path
+    relative to its project root (it decides script-name roles); ``module`` its dotted name."""
+    facts: Dict[str, Any] = {"module": module, "imports": [], "entry_points": [], "signals": []}
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return facts
+    is_package = path.endswith("__init__.py")
+    facts["imports"] = _imported_modules(tree, module, is_package)
+    parents = _Parents(tree)
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def owner(node: ast.AST) -> Optional[ast.AST]:
+        for p in parents.chain(node):
+            if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return p
+        return None
+
+    # Training calls per function (None: module level), for entry points and "after the last step".
+    training_lines: Dict[int, List[int]] = {}
+    entry: Dict[int, Dict[str, Any]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            why = _is_training_call(node)
+            if why is None:
+                continue
+            fn = owner(node)
+            key = id(fn) if fn is not None else 0
+            if why in ("backward", "optimizer step"):
+                training_lines.setdefault(key, []).append(node.lineno)
+            e = entry.setdefault(key, {"function": getattr(fn, "name", "<module>"),
+                                       "line": getattr(fn, "lineno", node.lineno), "why": []})
+            if why not in e["why"]:
+                e["why"].append(why)
+    facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
+
+    if not PRECISION_WORDS.search(source):
+        return facts
+    trains = bool(TRAINING_WORDS.search(source)) or bool(entry)
+    script = b"__main__" in source
+    imports = _imports(tree, module)
+    dtype_vars = _value_dtype_vars(tree, imports)
+    lines = source.decode("utf-8", "replace").splitlines()
+    from .project import _saved_names  # the checkpoint analysis lives with the regime scan
+    nodes = list(ast.walk(tree))
+    saved = _saved_names(nodes)
+    targets: Dict[int, Optional[str]] = {}
+    standalone = set()
+    skipped = set()
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in saved.get(id(node), ()):
+            value = node.value
+            while isinstance(value, ast.Call):
+                skipped.add(id(value))
+                value = value.func.value if isinstance(value.func, ast.Attribute) else None
+            continue
+        if isinstance(node, (ast.Assign, ast.Expr)):
+            t = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            value = node.value
+            while isinstance(value, ast.Call):
+                standalone.add(id(value))
+                if t is not None:
+                    targets[id(value)] = t.id if isinstance(t, ast.Name) else getattr(t, "attr", None)
+                value = value.func.value if isinstance(value.func, ast.Attribute) else None
+
+    for node in nodes:
+        if isinstance(node, ast.Dict):
+            for sig, note in _dict_signals(node):
+                facts["signals"].append(_record(sig, note, node, lines, TRAINING, None))
+            continue
+        if not isinstance(node, ast.Call) or id(node) in skipped:
+            continue
+        call_facts = ast_call_facts(node, imports, targets.get(id(node)))
+        one_of = None
+        for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
+            if isinstance(v, Dotted) and v.name in dtype_vars:
+                alts = dtype_vars[v.name]
+                half = [a for a in alts if a in ("torch.float16", "torch.half")] or \
+                       [a for a in alts if a == "torch.bfloat16"] or alts
+                if isinstance(k, str):
+                    call_facts.kwargs[k] = Dotted(half[0])
+                else:
+                    args = list(call_facts.args)
+                    args[k] = Dotted(half[0])
+                    call_facts.args = tuple(args)
+                if len(alts) > 1:
+                    one_of = f"`{v.name}` is one of {', '.join(alts)}"
+        wrapper = _half_wrapper(node, parents)
+        sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source)
+        if sig is None:
+            continue
+        is_cast = isinstance(node.func, ast.Attribute) and node.func.attr in ("half", "to", "bfloat16")
+        if sig.kind == "half_params" and is_cast and id(node) not in standalone and wrapper is None:
+            # ``{"model": deepcopy(model).half()}`` / ``torch.save(model.half(), f)``: a half copy
+            # for a checkpoint or an export, not the parameters that train.
+            continue
+        role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script)
+        cond = one_of or _dtype_condition(node, parents, lines)
+        facts["signals"].append(_record(sig, why, node, lines, role, cond))
+    return facts
+
+
+def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str]) -> Dict[str, Any]:
+    src = _text(lines, node)
+    return {"kind": sig.kind, "dtype": sig.dtype, "enabled": sig.enabled, "pure": sig.pure,
+            "master": getattr(sig, "master", False), "note": sig.note, "role": role, "why": why,
+            "one_of": one_of, "text": src, "line": node.lineno}
+
+
+def _text(lines: List[str], node: ast.AST) -> str:
+    first = node.lineno - 1
+    last = (getattr(node, "end_lineno", None) or node.lineno) - 1
+    if not 0 <= first < len(lines):
+        return ""
+    if first == last and getattr(node, "end_col_offset", None) is not None:
+        raw = lines[first].encode("utf-8")[node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+    else:
+        chunk = [lines[i] for i in range(first, min(last, len(lines) - 1) + 1)]
+        chunk[0] = chunk[0].encode("utf-8")[node.col_offset:].decode("utf-8", "replace")
+        raw = " ".join(chunk)
+    src = " ".join(raw.split())
+    return src if len(src) <= 60 else src[:57] + "..."
+
+
+def _extra_signal(node: ast.Call, facts, source: bytes) -> Optional[Signal]:
+    """Half-conversion APIs that ``classify`` does not know as such: ``model.convert_to_fp16()``
+    (guided-diffusion: fp32 master parameters kept by its MixedPrecisionTrainer) and FSDP
+    ``MixedPrecision(param_dtype=torch.float16)`` (sharded fp32 parameters, fp16 compute)."""
+    f = node.func
+    q = facts.qualname or ""
+    if isinstance(f, ast.Attribute) and f.attr == "convert_to_fp16" and not node.args:
+        master = b"master_param" in source
+        return Signal("half_params", "float16", pure=True, note="convert_to_fp16()" + (", fp32 master params" if master else ""),
+                      master=master)
+    if q.rsplit(".", 1)[-1] == "MixedPrecision" and "param_dtype" in facts.kwargs:
+        d = facts.kwargs["param_dtype"]
+        if isinstance(d, Dotted) and d.name in ("torch.float16", "torch.half"):
+            return Signal("half_params", "float16", pure=True, note="FSDP MixedPrecision(param_dtype=float16)", master=True)
+        if isinstance(d, Dotted) and d.name == "torch.bfloat16":
+            return Signal("half_params", "bfloat16", pure=True, note="FSDP MixedPrecision(param_dtype=bfloat16)", master=True)
+    return None
+
+
+def _half_wrapper(node: ast.Call, parents: _Parents) -> Optional[Signal]:
+    """``module.half()`` on a parameter of an ``__init__``: a wrapper that makes what it wraps half
+    (``self.add_module("module", module.half())``; Megatron's Float16Module keeps fp32 master
+    weights in its optimizer, hence ``master`` for a class named so)."""
+    f = node.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "half" and not node.args and isinstance(f.value, ast.Name)):
+        return None
+    for p in parents.chain(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if p.name == "__init__" and f.value.id in [a.arg for a in p.args.args]:
+                cls = next((c for c in parents.chain(p) if isinstance(c, ast.ClassDef)), None)
+                master = bool(cls and re.search(r"(?i)float16|fp16|half", cls.name))
+                return Signal("half_params", "float16", pure=True, note="a wrapper module that makes its module half",
+                              master=master)
+            return None
+    return None
+
+
+def _truthy(node: ast.AST) -> Optional[bool]:
+    """True / False for a literal, None (one of) for anything computed."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            return node.value.lower() not in ("false", "0", "")
+        return bool(node.value)
+    return None
+
+
+def _dict_signals(node: ast.Dict):
+    """A DeepSpeed config as a dict literal: ``{"fp16": {"enabled": True}}`` (half model with fp32
+    master weights and dynamic loss scaling) / ``"bf16"``; ``"enabled": args.fp16`` is one of."""
+    for k, v in zip(node.keys, node.values):
+        if not (isinstance(k, ast.Constant) and k.value in ("fp16", "bf16", "bfloat16")):
+            continue
+        if not isinstance(v, ast.Dict):
+            continue
+        for k2, v2 in zip(v.keys, v.values):
+            if isinstance(k2, ast.Constant) and k2.value == "enabled":
+                on = _truthy(v2)
+                if on is False:
+                    continue
+                dtype = "float16" if k.value == "fp16" else "bfloat16"
+                note = f'DeepSpeed "{k.value}": {{"enabled": ...}}' + ("" if on else " (one of)")
+                yield Signal("flag", dtype, pure=True, note=note, master=True), note
+
+
+def _dtype_condition(node: ast.AST, parents: _Parents, lines: List[str]) -> Optional[str]:
+    """The text of an enclosing ``if`` / conditional expression testing a dtype flag."""
+    child = node
+    for p in parents.chain(node):
+        if isinstance(p, (ast.If, ast.IfExp)) and child is not p.test:
+            test = _text(lines, p.test)
+            if _DTYPE_FLAG.search(test):
+                return f"if {test}"
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        child = p
+    return None
+
+
+def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trains: bool,
+          training_lines: Dict[int, List[int]], imports: ImportTable, script: bool):
+    """The role of a piece of evidence, and why."""
+    fn = owner(node)
+    names = []
+    for p in parents.chain(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(p.name)
+        if isinstance(p, (ast.With, ast.AsyncWith)):
+            for item in p.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call):
+                    q = imports.resolve(_dotted(call.func) or "")
+                    if q in _NO_GRAD or (q == "torch.set_grad_enabled" and call.args and _truthy(call.args[0]) is False):
+                        return INFERENCE, f"under `{_dotted(call.func)}()`"
+    for p in (fn, *(x for x in parents.chain(node) if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef)))):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in p.decorator_list:
+                q = imports.resolve(_dotted(d.func if isinstance(d, ast.Call) else d) or "")
+                if q in _NO_GRAD:
+                    return INFERENCE, f"in `{p.name}`, decorated with `{q}`"
+    for name in names:
+        if name.startswith("test_") or name.startswith("Test"):
+            return TEST, f"in test `{name}`"
+        if _BENCHMARK.search(name):
+            return BENCHMARK, f"in `{name}`"
+        if _EXPORT_FUNCTION.search(name) and sig.kind == "half_params":
+            return EXPORT, f"in `{name}`"
+        if _INFERENCE_FUNCTION.search(name):
+            return INFERENCE, f"in `{name}`"
+    if _BENCHMARK_FILE.search(path):
+        return BENCHMARK, "in a benchmark script"
+    if _EXPORT_FILE.search(path) and sig.kind == "half_params":
+        return EXPORT, "in an export / conversion script"
+    if _INFERENCE_FILE.search(path):
+        return INFERENCE, "in an inference / evaluation script"
+    if sig.kind == "half_params" and not trains and (fn is None or script) and "wrapper" not in sig.note:
+        # a script that casts a model to half and never trains it; a function of a module that
+        # does not train is judged by who reaches it (``build_model(cfg)`` called by train.py)
+        return INFERENCE, "in a script that never trains"
+    steps = training_lines.get(id(fn) if fn is not None else 0)
+    if steps and node.lineno > max(steps) and not _inside_loop_with(node, parents, steps):
+        return INFERENCE, "after the last backward / optimizer step"
+    return TRAINING, ""
+
+
+def _inside_loop_with(node: ast.AST, parents: _Parents, steps: List[int]) -> bool:
+    """Is ``node`` inside a loop that also holds a training step (the step's own loop)?"""
+    for p in parents.chain(node):
+        if isinstance(p, (ast.For, ast.While, ast.AsyncFor)):
+            end = getattr(p, "end_lineno", None) or p.lineno
+            if any(p.lineno <= s <= end for s in steps):
+                return True
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+    return False

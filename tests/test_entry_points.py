@@ -1,0 +1,255 @@
+"""Precision per training entry point (issue 8): evidence roles, entry points and what they reach,
+the half-model-with-fp32-master-weights regime, and evidence in configuration files. Each case is a
+small project; the near misses are named after the real code they stand for."""
+import textwrap
+
+import pytest
+
+from amplint.config_evidence import config_signals
+from amplint.precision_facts import file_facts
+from amplint.project import Project
+
+from cliutil import run, write_project
+
+OPTIM = "import torch\n\ndef make(model):\n    return torch.optim.AdamW(model.parameters())\n"
+
+
+def project(tmp_path, files):
+    return Project(write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()}))
+
+
+def roles(source, path="train.py"):
+    return [(s["role"], s["text"]) for s in file_facts(textwrap.dedent(source).encode(), path, None)["signals"]]
+
+
+# ---- roles ----------------------------------------------------------------------------------------
+
+def test_inference_half_after_the_training_loop_is_not_training():
+    # diffusers' train_*.py: after the loop, pipe = ...; pipe.unet.to(torch.float16) for samples
+    src = """
+        import torch
+        def main(model, loader, opt):
+            for x in loader:
+                loss = model(x).sum()
+                loss.backward()
+                opt.step()
+            model = model.half()
+            model(x)
+    """
+    assert roles(src) == [("inference", "model.half()")]
+
+
+def test_a_half_cast_before_the_loop_is_training():
+    src = """
+        import torch
+        def main(model, loader, opt):
+            model = model.half()
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+    """
+    assert roles(src) == [("training", "model.half()")]
+
+
+@pytest.mark.parametrize("src, role", [
+    ("import torch\n@torch.no_grad()\ndef run(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+     "inference"),
+    ("import torch\ndef run(model, x):\n    with torch.inference_mode():\n        model = model.half()\n", "inference"),
+    ("import torch\ndef evaluate(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n", "inference"),
+    ("import torch\ndef validation_step(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+     "inference"),
+    ("import torch\ndef test_amp(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n", "test"),
+])
+def test_roles_of_evaluation_and_test_code(src, role):
+    assert [r for r, _ in roles(src)] == [role]
+
+
+def test_a_benchmark_dtype_branch_is_a_benchmark():
+    # a memory benchmark: elif dtype == "float16": model.half()
+    src = """
+        import torch
+        def measure(model, dtype):
+            if dtype == "float32":
+                pass
+            elif dtype == "float16":
+                model = model.half()
+            model(x).sum().backward()
+    """
+    assert [r for r, _ in roles(src, "benchmarks/memory.py")] == ["benchmark"]
+    assert [r for r, _ in roles(src.replace("def measure", "def benchmark_memory"))] == ["benchmark"]
+
+
+def test_a_dtype_branch_in_training_code_is_one_of_its_branches():
+    src = """
+        import torch
+        def main(args, model, opt):
+            if args.fp16:
+                model.half()
+            model(x).sum().backward()
+            opt.step()
+    """
+    signals = file_facts(textwrap.dedent(src).encode(), "train.py", None)["signals"]
+    assert [(s["role"], s["one_of"]) for s in signals] == [("training", "if args.fp16")]
+
+
+# ---- entry points and reachability ----------------------------------------------------------------
+
+STEP = "    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+
+
+def test_a_bf16_model_beside_an_fp16_one(tmp_path):
+    # a monorepo: one model trains in pure half, another in bf16; each optimizer is judged by its own
+    p = project(tmp_path, {
+        "a/__init__.py": "", "b/__init__.py": "",
+        "a/optim.py": OPTIM, "b/optim.py": OPTIM,
+        "a/train.py": "import torch\nfrom a.optim import make\ndef main(model, x):\n    model = model.half()\n"
+                      "    opt = make(model)\n" + STEP,
+        "b/train.py": "import torch\nfrom b.optim import make\ndef main(model, x):\n    model = model.bfloat16()\n"
+                      "    opt = make(model)\n" + STEP,
+    })
+    assert p.regime_for(p.root / "a/optim.py").mode == "fp16"
+    assert p.regime_for(p.root / "b/optim.py").mode == "bf16"
+    assert "a/train.py" in p.regime_for(p.root / "a/optim.py").scope
+    r = run(["check", "--output-format", "concise", "--select", "AMP101", "."], p.root)
+    assert r.out.count("AMP101") == 1 and "a/optim.py" in r.out and "b/optim.py" not in r.out, r.out
+    assert "because of `model.half()` at a/train.py:4" in r.out
+
+
+def test_shared_code_is_judged_under_every_entry_point_reaching_it(tmp_path):
+    p = project(tmp_path, {
+        "common.py": OPTIM,
+        "a.py": "import torch\nimport common\ndef main(model, x):\n    model = model.half()\n" + STEP,
+        "b.py": "import torch\nimport common\ndef main(model, x):\n" + STEP,
+    })
+    r = p.regime_for(p.root / "common.py")
+    assert r.mode == "fp16" and "a.py" in r.scope and "b.py" in r.scope
+    out = run(["check", "--output-format", "concise", "--select", "AMP101", "common.py"], p.root).out
+    assert "because of `model.half()` at a.py:4" in out, out
+
+
+def test_code_no_entry_point_reaches_is_library_when_they_disagree(tmp_path):
+    p = project(tmp_path, {
+        "lib.py": OPTIM,
+        "a.py": "import torch\ndef main(model, x):\n    model = model.half()\n" + STEP,
+        "b.py": "import torch\ndef main(model, x):\n    model = model.bfloat16()\n" + STEP,
+    })
+    r = p.regime_for(p.root / "lib.py")
+    assert r.mode == "fp32" and r.scope.startswith("library")
+    # ... and the project's only precision when they agree
+    p = project(tmp_path / "2", {"lib.py": OPTIM, "a.py": "import torch\ndef main(model, x):\n    model.half()\n" + STEP})
+    assert p.regime_for(p.root / "lib.py").mode == "fp16"
+
+
+def test_test_files_are_neither_evidence_nor_judged_by_the_regime(tmp_path):
+    p = project(tmp_path, {
+        "train.py": "import torch\ndef main(model, x):\n    model.half()\n" + STEP,
+        "tests/test_opt.py": "import torch\ndef test_opt(model):\n    torch.optim.Adam(model.parameters())\n",
+    })
+    assert p.regime_for(p.root / "tests/test_opt.py").mode == "fp32"
+    r = run(["check", "--output-format", "concise", "--select", "AMP101", "."], p.root)
+    assert "tests/" not in r.out
+
+
+# ---- half model with fp32 master weights -----------------------------------------------------------
+
+def test_deepspeed_json_config_is_a_half_model_with_master_weights(tmp_path):
+    p = project(tmp_path, {
+        "ds_config.json": '{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true, "loss_scale": 0}\n}\n',
+        "train.py": "import torch, deepspeed\nfrom optim import make\n"
+                    "def main(model):\n    engine, opt, _, _ = deepspeed.initialize(model=model, config='ds_config.json')\n",
+        "optim.py": OPTIM,
+    })
+    r = p.regime_for(p.root / "optim.py")
+    assert r.mode == "fp16-master" and r.half_params is not None and r.half_optimizer is None
+    assert r.half_params.path.endswith("ds_config.json") and r.half_params.line == 3
+    assert run(["check", "--select", "AMP101", "-q", "."], p.root).rc == 0
+
+
+def test_deepspeed_dict_literal_and_conditional_enable(tmp_path):
+    src = "import deepspeed\nds = {'fp16': {'enabled': args.fp16}}\nengine = deepspeed.initialize(model=m, config=ds)\n"
+    signals = file_facts(src.encode(), "train.py", None)["signals"]
+    assert [(s["kind"], s["master"], "one of" in s["note"]) for s in signals] == [("flag", True, True)]
+
+
+def test_fsdp_mixed_precision_param_dtype(tmp_path):
+    src = ("import torch\nfrom torch.distributed.fsdp import MixedPrecision\n"
+           "mp = MixedPrecision(param_dtype=torch.float16, reduce_dtype=torch.float32)\n")
+    [s] = file_facts(src.encode(), "train.py", None)["signals"]
+    assert (s["kind"], s["dtype"], s["master"]) == ("half_params", "float16", True)
+
+
+def test_convert_to_fp16_with_master_params_and_a_half_wrapper(tmp_path):
+    src = ("import torch\nclass TrainLoop:\n    def setup(self):\n        self.master_params = list(self.model.parameters())\n"
+           "        self.model.convert_to_fp16()\n    def step(self):\n        self.loss.backward()\n")
+    [s] = file_facts(src.encode(), "train_util.py", None)["signals"]
+    assert (s["kind"], s["pure"], s["master"]) == ("half_params", True, True)
+    wrapper = ("import torch\nclass Float16Module(torch.nn.Module):\n    def __init__(self, module):\n"
+               "        super().__init__()\n        self.add_module('module', module.half())\n")
+    [s] = file_facts(wrapper.encode(), "model.py", None)["signals"]
+    assert (s["kind"], s["master"], s["role"]) == ("half_params", True, "training")
+
+
+def test_dtype_held_in_a_conditional_attribute(tmp_path):
+    # self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16; from_pretrained(torch_dtype=self.torch_dtype)
+    src = textwrap.dedent("""
+        import torch
+        from transformers import AutoModel
+        class T:
+            def __init__(self, cfg):
+                self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16
+                self.model = AutoModel.from_pretrained(cfg.name, torch_dtype=self.torch_dtype)
+            def step(self):
+                self.loss.backward()
+    """)
+    [s] = file_facts(src.encode(), "trainer.py", None)["signals"]
+    assert (s["kind"], s["dtype"], s["role"]) == ("half_params", "float16", "training")
+    assert "one of" in s["one_of"]
+
+
+def test_training_arguments_fp16_from_the_command_line():
+    src = "from transformers import TrainingArguments\nargs = TrainingArguments('o', fp16=cli.fp16)\n"
+    [s] = file_facts(src.encode(), "train.py", None)["signals"]
+    assert (s["kind"], s["dtype"]) == ("flag", "float16") and "one of" in s["note"]
+
+
+# ---- configuration files ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, text, dtype, pure, master", [
+    ("ds.json", '{"bf16": {"enabled": true}}', "bfloat16", True, True),
+    ("ds.json", '{"fp16": {"enabled": "auto"}}', "float16", True, True),
+    ("default_config.yaml", "compute_environment: LOCAL_MACHINE\nmixed_precision: fp16\n", "float16", False, False),
+    ("config.yaml", "trainer:\n  max_epochs: 10\n  precision: 16\n", "float16", False, False),
+    ("config.yaml", "trainer:\n  precision: 16-mixed\n", "float16", False, False),
+    ("config.yaml", "trainer:\n  precision: bf16-true\n", "bfloat16", True, False),
+    ("fsdp.yaml", "fsdp:\n  mixed_precision:\n    param_dtype: float16\n", "float16", True, True),
+    ("args.toml", "[training]\nfp16 = true\n", "float16", False, False),
+    ("run.sh", "accelerate launch --mixed_precision fp16 train.py\n", "float16", False, False),
+    ("run.sh", "python train.py --fp16 --lr 1e-4\n", "float16", False, False),
+    ("run.sh", "python train.py trainer.precision=16-mixed\n", "float16", False, False),
+])
+def test_config_file_evidence(name, text, dtype, pure, master):
+    [(sig, line, what)] = config_signals(text.encode(), name)
+    assert (sig.dtype, sig.pure, sig.master) == (dtype, pure, master)
+    assert line >= 1 and what
+
+
+@pytest.mark.parametrize("name, text", [
+    ("ds.json", '{"fp16": {"enabled": false}}'),
+    ("metrics.yaml", "precision: 0.93\nrecall: 0.9\n"),
+    ("model.yaml", "layers:\n  precision: 16\n"),  # an int 16 outside a trainer section is not Lightning's
+    ("run.sh", "python train.py --fp16_full_eval\n# --fp16\n"),
+    ("broken.yaml", "fp16: [unclosed\n"),
+    ("tokenizer.json", '{"fp16": {"enabled": true}}'),
+])
+def test_config_near_misses(name, text):
+    assert config_signals(text.encode(), name) == []
+
+
+def test_a_yaml_config_sets_the_precision_of_the_entry_point_beside_it(tmp_path):
+    p = project(tmp_path, {
+        "configs/train.yaml": "trainer:\n  precision: 16-mixed\n",
+        "train.py": "import lightning as L\ndef main(cfg, model):\n    L.Trainer(**cfg.trainer).fit(model)\n",
+        "other/pyproject.toml": "[project]\nname='x'\n",
+    })
+    r = p.regime_for(p.root / "train.py")
+    assert r.mode == "fp16-mixed" and r.fp16_autocast.path.endswith("configs/train.yaml")
