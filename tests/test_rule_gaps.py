@@ -198,7 +198,7 @@ def test_a_raise_in_a_helper_called_only_by_evaluation():
 
 # ---- AMP101: Hugging Face TrainingArguments' implicit adam_epsilon ----------------------------------
 HF = """
-    import torch
+    import torch, train  # the model is train.py's (precision follows the entry point's imports)
     from transformers import Trainer, TrainingArguments
     args = TrainingArguments(output_dir="out"ARGS)
     trainer = Trainer(model=model, args=args)
