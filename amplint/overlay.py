@@ -68,6 +68,18 @@ class OverlayProject:
             self._regime = Regime(signals, base.override)
         return self._regime
 
+    def regime_for(self, path) -> Regime:
+        """The base's precision for ``path``; for the overlaid file, with its evidence on disk
+        replaced by the text's own."""
+        if Path(path).resolve() != self.path:
+            return self.base.regime_for(path)
+        base = self.base.regime_for(path)
+        display = self.base.display(self.path)
+        signals = [(s, ev) for s, ev in base.signals if ev.path != display]
+        if self._inside() and not TEST_PATH.search(self.base.relative(self.path)):
+            signals.extend(scan_source(self.text, display, module_name_for(self.path, self.root)))
+        return Regime(signals, base.override, base.scope, base.entry_points)
+
     def constant(self, qualname: str) -> Optional[float]:
         module, _, name = qualname.rpartition(".")
         if module and module == self.module_name(self.path):

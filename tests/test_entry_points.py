@@ -110,9 +110,9 @@ def test_a_bf16_model_beside_an_fp16_one(tmp_path):
     assert p.regime_for(p.root / "a/optim.py").mode == "fp16"
     assert p.regime_for(p.root / "b/optim.py").mode == "bf16"
     assert "a/train.py" in p.regime_for(p.root / "a/optim.py").scope
-    r = run(["check", "--output-format", "concise", "--select", "AMP101", "."], p.root)
+    r = run(["check", "--select", "AMP101", "."], p.root)
     assert r.out.count("AMP101") == 1 and "a/optim.py" in r.out and "b/optim.py" not in r.out, r.out
-    assert "because of `model.half()` at a/train.py:4" in r.out
+    assert "evidence: a/train.py:4: parameters are float16: `model.half()`" in r.out
 
 
 def test_shared_code_is_judged_under_every_entry_point_reaching_it(tmp_path):
@@ -123,8 +123,8 @@ def test_shared_code_is_judged_under_every_entry_point_reaching_it(tmp_path):
     })
     r = p.regime_for(p.root / "common.py")
     assert r.mode == "fp16" and "a.py" in r.scope and "b.py" in r.scope
-    out = run(["check", "--output-format", "concise", "--select", "AMP101", "common.py"], p.root).out
-    assert "because of `model.half()` at a.py:4" in out, out
+    out = run(["check", "--select", "AMP101", "common.py"], p.root).out
+    assert "evidence: a.py:4: parameters are float16: `model.half()`" in out, out
 
 
 def test_code_no_entry_point_reaches_is_library_when_they_disagree(tmp_path):
