@@ -183,6 +183,30 @@ def test_lsp_exchange(project):
         client.notify("textDocument/didSave", {"textDocument": {"uri": train_uri}})
         assert client.diagnostics(uri, 2) == []
 
+        # Columns are UTF-16 code units on the wire: the emoji before the constant counts twice.
+        emoji_uri = (project / "emoji.py").resolve().as_uri()
+        line = '        x = "\U0001F680"; scores = scores.masked_fill(mask, -1e9)\n'
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": emoji_uri, "languageId": "python", "version": 1,
+            "text": "import torch\n\ndef attention(q, k, mask):\n    with torch.autocast('cuda'):\n"
+                    "        scores = q @ k.transpose(-1, -2)\n" + line}})
+        [overflow] = client.diagnostics(emoji_uri, 1)
+        assert overflow["code"] == "AMP103"
+        assert overflow["range"]["start"] == {"line": 5, "character": line.index("-1e9") + 1}
+
+        # didClose clears the file's diagnostics.
+        client.notify("textDocument/didClose", {"textDocument": {"uri": emoji_uri}})
+        assert client.diagnostics(emoji_uri) == []
+
+        # A broken [tool.amplint] is shown to the user, naming the key, and nothing is published.
+        bad = write_project(project / "bad", {"pyproject.toml": "[tool.amplint]\nselct = ['AMP1']\n"})
+        bad_uri = (bad / "m.py").resolve().as_uri()
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": bad_uri, "languageId": "python",
+                                                                "version": 1, "text": OPT}})
+        assert client.diagnostics(bad_uri, 1) == []
+        shown = [m for m in client.pending if m.get("method") == "window/showMessage"]
+        assert shown and "selct" in shown[0]["params"]["message"]
+
         assert client.request("shutdown", None) is None
         client.notify("exit", None)
         assert client.proc.wait(timeout=TIMEOUT) == 0
