@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -9,6 +10,7 @@ from typing import List, Optional, Sequence
 from . import __version__
 from .config import PRECISIONS, ConfigError, RuleSelection, Settings, find_config, load
 from .report import FORMATS, WRITERS, statistics
+from .report.assumed import summary_lines
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -30,6 +32,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
     p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    p.add_argument("-o", "--output-file", type=Path, metavar="FILE",
+                   help="write the output to FILE instead of stdout")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour in `full` output (auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the files linted, the precision assumed per project and timings on stderr")
+    p.add_argument("--force-exclude", action="store_true",
+                   help="apply exclude / extend-exclude to paths named on the command line too (for pre-commit)")
     p.add_argument("--stdin-filename", metavar="PATH",
                    help="lint the text on stdin (path `-`) as this file: its config, excludes and project")
 
@@ -95,11 +105,67 @@ def settings_for(args) -> Settings:
 
 
 def run_check(args, out=None, err=None) -> int:
+    out = out if out is not None else sys.stdout  # looked up now: callers may redirect sys.stdout
+    err = err if err is not None else sys.stderr
+    target = getattr(args, "output_file", None)
+    if target is None:
+        return _run_check(args, out, err)
+    buffer = io.StringIO()
+    rc = _run_check(args, buffer, err)
+    problem = write_text_atomically(target, buffer.getvalue())
+    if problem is not None:
+        err.write(f"amplint: error: cannot write {target}: {problem}\n")
+        return EXIT_ERROR
+    return rc
+
+
+def write_text_atomically(path: Path, text: str) -> Optional[str]:
+    """Write ``text`` to ``path`` through a temporary file beside it (a reader never sees half a
+    report); None on success, else the reason."""
+    import os
+    import tempfile
+
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        return e.strerror or str(e)
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return None
+
+
+def use_color(args, out) -> bool:
+    """``--color``: always / never; auto is on for a terminal unless NO_COLOR is set (no-color.org),
+    and on wherever FORCE_COLOR is set (to anything but 0)."""
+    import os
+
+    choice = getattr(args, "color", "auto")
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    isatty = getattr(out, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _run_check(args, out, err) -> int:
+    import time
+
     from .runner import Runner
     from .rules import rule_codes
 
-    out = out if out is not None else sys.stdout  # looked up now: callers may redirect sys.stdout
-    err = err if err is not None else sys.stderr
+    started = time.perf_counter()
 
     try:
         settings = settings_for(args)
@@ -119,6 +185,16 @@ def run_check(args, out=None, err=None) -> int:
         for p in missing:
             err.write(f"amplint: error: {p}: No such file or directory\n")
         return EXIT_ERROR
+    if getattr(args, "force_exclude", False):
+        from .stdin import excluded
+        kept = [p for p in paths if not excluded(p, settings)]
+        if args.verbose:
+            for p in paths:
+                if p not in kept:
+                    err.write(f"amplint: {p}: excluded (--force-exclude)\n")
+        if not kept:
+            return report(args, [], [], out, err)
+        paths = kept
     from .notebook import not_linted
     for warning in not_linted(paths):
         err.write(f"warning: {warning}\n")
@@ -127,15 +203,27 @@ def run_check(args, out=None, err=None) -> int:
         return run_fix(args, settings, selection, paths, out, err)
     runner = Runner(settings, selection)
     findings, errors = runner.check(paths)
-    return report(args, findings, errors, out, err)
+    from .report.assumed import assumed_precision
+    assumed = [assumed_precision(p) for p in runner.projects()]
+    if args.verbose:
+        for name in runner.checked:
+            err.write(f"amplint: checked {name}\n")
+        for a in assumed:
+            err.write(f"amplint: precision {a.text()}\n")
+        err.write(f"amplint: {len(runner.checked)} file{'s' if len(runner.checked) != 1 else ''} in "
+                  f"{time.perf_counter() - started:.2f} s ({runner.workers} worker{'s' if runner.workers != 1 else ''})\n")
+    return report(args, findings, errors, out, err, assumed=assumed)
 
 
-def report(args, findings, errors, out, err, fixed: int = 0, sources=None) -> int:
-    """``sources``: the lines ``full`` output quotes, by path, where they are not on disk (stdin)."""
+def report(args, findings, errors, out, err, fixed: int = 0, sources=None, assumed=None) -> int:
+    """``sources``: the lines ``full`` output quotes, by path, where they are not on disk (stdin).
+    ``assumed``: the precision assumed per project (amplint.report.assumed), which every format states."""
+    assumed = assumed or []
     if args.statistics:
         statistics(findings, out)
     else:
-        WRITERS[args.output_format](findings, out, sources=sources)
+        WRITERS[args.output_format](findings, out, sources=sources, assumed=assumed,
+                                    color=args.output_format == "full" and use_color(args, out))
     if args.output_format in ("full", "concise") and not args.quiet and not args.statistics:
         unsafe = bool(getattr(args, "unsafe_fixes", False))
         fixable = sum(1 for f in findings if f.fix is not None and (unsafe or f.fix.applicability == "safe"))
@@ -152,6 +240,11 @@ def report(args, findings, errors, out, err, fixed: int = 0, sources=None) -> in
             out.write(f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining).\n")
         else:
             out.write("All checks passed!\n")
+        for line in summary_lines(assumed):
+            out.write(line + "\n")
+    elif args.output_format in ("json", "gitlab") and not args.quiet:
+        for line in summary_lines(assumed):  # the JSON stays a list of findings, as ruff's
+            err.write(f"amplint: {line}\n")
     for e in errors:
         err.write(f"amplint: error: {e}\n")
     if errors:

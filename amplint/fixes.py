@@ -22,6 +22,7 @@ import difflib
 import os
 import stat
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, TextIO, Tuple
@@ -238,6 +239,7 @@ class FileState:
     source: Optional[bytes] = None
     encoding: str = "utf-8"
     fixed: int = 0
+    applied: List[str] = field(default_factory=list)  # the code of each fix applied (--show-fixes)
     findings: List[Finding] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
     stuck: bool = False  # stop fixing this file (unparseable output, no convergence)
@@ -320,12 +322,13 @@ def fix_file(state: FileState, project, codes: Set[str], settings: Settings, uns
         if todo and iteration < MAX_ITERATIONS and not state.stuck:
             if python_ok is None:
                 python_ok = _python_parses(state.source)
-            new_source, n = _one_pass(ctx, todo, state)
+            new_source, taken = _one_pass(ctx, todo, state)
             if new_source is not None and new_source != state.source:
                 problem = _parses(new_source, python_ok)
                 if problem is None:
                     state.source = new_source
-                    state.fixed += n
+                    state.fixed += len(taken)
+                    state.applied.extend(taken)
                     continue
                 codes_tried = ", ".join(sorted({v.code for _, v in todo}))
                 state.errors.append(f"{state.display}: the fixes of {codes_tried} produced code that does not "
@@ -346,8 +349,8 @@ def _located(state: FileState, findings: List[Finding]) -> List[Finding]:
     return sorted((state.notebook.locate(f) for f in findings), key=Finding.sort_key)
 
 
-def _one_pass(ctx, todo, state: FileState) -> Tuple[Optional[bytes], int]:
-    """Apply the non-overlapping fixes of ``todo`` together: (new source, violations fixed)."""
+def _one_pass(ctx, todo, state: FileState) -> Tuple[Optional[bytes], List[str]]:
+    """Apply the non-overlapping fixes of ``todo`` together: (new source, codes of the violations fixed)."""
     plan = Plan(ctx)
     taken: List[Violation] = []
     for _, v in todo:
@@ -359,7 +362,7 @@ def _one_pass(ctx, todo, state: FileState) -> Tuple[Optional[bytes], int]:
             if msg not in state.errors:
                 state.errors.append(msg)
     if not plan.fixes:
-        return None, 0
+        return None, []
     try:
         module = plan.apply()
     except Exception as e:  # a rule built an edit libcst cannot render: keep the file as it is
@@ -367,8 +370,8 @@ def _one_pass(ctx, todo, state: FileState) -> Tuple[Optional[bytes], int]:
         state.errors.append(f"{state.display}: the fixes of {codes} could not be applied "
                             f"({type(e).__name__}: {e}). Please report this as a bug.")
         state.stuck = True
-        return None, 0
-    return module.bytes, len(taken)
+        return None, []
+    return module.bytes, [v.code for v in taken]
 
 
 # ---- the project ---------------------------------------------------------------------------------
@@ -517,6 +520,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also apply fixes that change behaviour beyond the hazard or need review")
     p.add_argument("--diff", action="store_true",
                    help="print the fixes as a unified diff and write nothing (exit 1 when there is something to fix)")
+    p.add_argument("--show-fixes", action="store_true", help="list the fixes applied, per file and rule")
 
 
 def run_fix_command(args) -> int:
@@ -545,6 +549,7 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
         return EXIT_FINDINGS if run.changed else EXIT_CLEAN
     findings: List[Finding] = []
     fixed = 0
+    shown: List[FileState] = []
     for s in run.states:
         if s.changed:
             problem = write_atomically(s)
@@ -558,8 +563,30 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
                 continue
         fixed += s.fixed
         findings.extend(s.findings)
+        if s.applied and s.changed:
+            shown.append(s)
     findings.sort(key=Finding.sort_key)
+    if getattr(args, "show_fixes", False) and not args.quiet and args.output_format in ("full", "concise"):
+        show_fixes(shown, out)
     return report(args, findings, errors, out, err, fixed=fixed)
+
+
+def show_fixes(states: Sequence[FileState], out: TextIO) -> None:
+    """What ``--show-fixes`` prints: the fixes applied, per file and rule (ruff's layout)."""
+    from .rules import all_rules
+
+    rules = all_rules()
+    total = sum(len(s.applied) for s in states)
+    if not total:
+        out.write("No errors fixed.\n")
+        return
+    out.write(f"Fixed {total} error{'s' if total != 1 else ''}:\n")
+    for s in sorted(states, key=lambda s: s.display):
+        out.write(f"- {s.display}:\n")
+        for code, n in sorted(Counter(s.applied).items()):
+            name = rules[code].name if code in rules else code
+            out.write(f"    {n} × {code} ({name})\n")
+    out.write("\n")
 
 
 # ---- programmatic use (tests, editor integrations) -------------------------------------------------

@@ -62,6 +62,8 @@ class Runner:
             project = self.project_for(f)
             tasks.append((f, f.as_posix(), project.root, tuple(sorted(self.selection.for_file(f)))))
         workers = self.workers_for(len(tasks))
+        self.checked = [display for _, display, _, _ in tasks]  # for --verbose
+        self.workers = workers
         results: Optional[List[FileResult]] = None
         if workers > 1:
             results = self._parallel(tasks, workers)
@@ -76,6 +78,10 @@ class Runner:
             errors.extend(result.errors)
         findings.sort(key=Finding.sort_key)
         return findings, errors
+
+    def projects(self) -> List[Project]:
+        """The projects of the files linted so far."""
+        return list(self._projects.values())
 
     def _projects_by_root(self) -> Dict[Path, Project]:
         return {p.root: p for p in self._projects.values()}

@@ -191,7 +191,8 @@ def test_sarif_outside_the_working_directory_uses_file_uris(project, tmp_path):
 def test_github(project):
     r = fmt(project, "github")
     assert r.rc == 1
-    rows = r.out.splitlines()
+    notice, *rows = r.out.splitlines()
+    assert notice.startswith("::notice title=amplint precision::Assumed precision: fp16: ")
     assert len(rows) == 4
     pattern = re.compile(r"^::error file=([^,]+),line=(\d+),col=(\d+),endLine=(\d+),endColumn=(\d+),"
                          r"title=amplint \(([A-Z]+\d+)\)::\6 (.+)$")

@@ -12,8 +12,9 @@ from typing import Dict, List, Optional, Sequence, TextIO
 from urllib.parse import quote
 
 from ..findings import Finding
+from .assumed import summary_lines
 
-FORMATS = ("full", "concise", "json", "sarif", "github")
+FORMATS = ("full", "concise", "json", "sarif", "github", "gitlab")
 
 
 def _abs(path: str) -> str:
@@ -141,7 +142,9 @@ def _gh_escape(s: str, prop: bool = False) -> str:
     return s
 
 
-def github(findings: Sequence[Finding], out: TextIO, **_) -> None:
+def github(findings: Sequence[Finding], out: TextIO, assumed=(), **_) -> None:
+    for line in summary_lines(assumed):  # shown in the job's log and summary
+        out.write(f"::notice title=amplint precision::{_gh_escape(line)}\n")
     for f in findings:
         title = _gh_escape(f"amplint ({f.code})", prop=True)
         out.write(
@@ -150,8 +153,8 @@ def github(findings: Sequence[Finding], out: TextIO, **_) -> None:
         )
 
 
-def sarif(findings: Sequence[Finding], out: TextIO, rules=None, **_) -> None:
-    from .. import __version__
+def sarif(findings: Sequence[Finding], out: TextIO, rules=None, assumed=(), **_) -> None:
+    from .. import HOMEPAGE, __version__, rule_page_url
     from ..rules import all_rules
 
     registry = rules if rules is not None else all_rules()
@@ -164,6 +167,7 @@ def sarif(findings: Sequence[Finding], out: TextIO, rules=None, **_) -> None:
             "shortDescription": {"text": registry[code].summary},
             "fullDescription": {"text": registry[code].summary},
             "help": _sarif_help(code),
+            "helpUri": rule_page_url(code),
             "defaultConfiguration": {"level": "error"},
             "properties": {"fix": registry[code].fix_safety},
         }
@@ -198,7 +202,10 @@ def sarif(findings: Sequence[Finding], out: TextIO, rules=None, **_) -> None:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "amplint", "version": __version__, "semanticVersion": __version__,
-                                "rules": sarif_rules}},
+                                "informationUri": HOMEPAGE, "rules": sarif_rules}},
+            "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": [
+                {"level": "note", "message": {"text": line}} for line in summary_lines(assumed)]}],
+            "properties": {"assumedPrecision": [a.as_dict() for a in assumed]},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": cwd.as_uri() + "/"}},
             "results": results,
         }],
@@ -232,7 +239,36 @@ def _sarif_help(code: str) -> dict:
     return {"text": page, "markdown": page}
 
 
-WRITERS = {"full": full, "concise": concise, "json": to_json, "sarif": sarif, "github": github}
+def gitlab(findings: Sequence[Finding], out: TextIO, **_) -> None:
+    """GitLab Code Quality: a list of issues with a stable fingerprint (rule, path, message and
+    the how-many-th such finding in the file: moving code does not make an issue new)."""
+    import hashlib
+
+    seen: Counter = Counter()
+    cwd = Path.cwd().resolve()
+    issues = []
+    for f in findings:
+        p = Path(f.path).resolve()
+        try:
+            path = p.relative_to(cwd).as_posix()
+        except ValueError:
+            path = p.as_posix()
+        key = (f.code, path, f.message)
+        seen[key] += 1
+        fingerprint = hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8")).hexdigest()[:32]
+        issues.append({
+            "description": f"{f.code} {_with_help(f)}",
+            "check_name": f.code,
+            "fingerprint": fingerprint,
+            "severity": "major" if f.severity == "error" else "minor",
+            "location": {"path": path, "positions": {"begin": {"line": f.line, "column": f.column},
+                                                      "end": {"line": f.end_line, "column": f.end_column}}},
+        })
+    json.dump(issues, out, indent=2)
+    out.write("\n")
+
+
+WRITERS = {"full": full, "concise": concise, "json": to_json, "sarif": sarif, "github": github, "gitlab": gitlab}
 
 
 def statistics(findings: Sequence[Finding], out: TextIO) -> None:

@@ -1,0 +1,57 @@
+"""Which precision amplint assumed for a project, and why: every output format says it, so that
+"All checks passed!" on code amplint took for float32 is not a silent pass.
+
+``assumed_precision`` is the one place that reads the regime for this; when precision is decided
+per training entry point, this function is what changes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from ..findings import Location
+
+
+@dataclass(frozen=True)
+class AssumedPrecision:
+    root: str  # the project's root directory, as shown
+    mode: str  # fp16 | fp16-mixed | bf16 | fp32
+    why: str
+    evidence: Optional[Location] = None
+
+    def text(self) -> str:
+        where = f" at {self.evidence.path}:{self.evidence.line}" if self.evidence is not None and self.evidence.line > 0 else ""
+        return f"{self.mode}: {self.why}{where} (project {self.root})"
+
+    def as_dict(self) -> dict:
+        return {"root": self.root, "precision": self.mode, "why": self.why,
+                "evidence": None if self.evidence is None else
+                {"filename": self.evidence.path, "row": self.evidence.line or None, "what": self.evidence.what}}
+
+
+_WHY = {
+    "fp16": ("half_params", "parameters are float16: {what}"),
+    "fp16-mixed": ("fp16", "float16 mixed precision: {what}"),
+    "bf16": ("bf16", "bfloat16: {what}"),
+}
+
+
+def assumed_precision(project) -> AssumedPrecision:
+    regime = project.regime
+    mode = regime.mode
+    root = project.display(project.root) if hasattr(project, "display") else str(project.root)
+    if regime.override:
+        return AssumedPrecision(root or ".", mode, f'precision = "{mode}" set by the configuration or --precision')
+    if mode in _WHY:
+        prop, template = _WHY[mode]
+        ev = getattr(regime, prop)
+        if ev is not None:
+            return AssumedPrecision(root or ".", mode, template.format(what=ev.what), Location.of(ev))
+    if mode != "fp32":
+        return AssumedPrecision(root or ".", mode, "from the project's precision evidence")
+    n = len(project.files())
+    return AssumedPrecision(root or ".", "fp32", f"no autocast, GradScaler, half parameters or precision flag in the project's "
+                                                 f"{n} Python file{'s' if n != 1 else ''}, so float32; `--precision` overrides")
+
+
+def summary_lines(assumed: List[AssumedPrecision]) -> List[str]:
+    return [f"Assumed precision: {a.text()}" for a in assumed]
