@@ -586,7 +586,7 @@ def test_pre_commit_fix_hook():
     from cliutil import ROOT
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     hook = hooks["amplint-fix"]
-    assert hook["entry"].split() == ["amplint", "fix"]
+    assert hook["entry"].split() == ["amplint", "fix", "--force-exclude"]
     assert hook["language"] == "python" and "python" in hook["types_or"]
     assert hook.get("require_serial") is True  # one process: the project regime is inferred once
     # pre-commit passes the staged files as arguments, which `amplint fix` takes
