@@ -62,7 +62,21 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("code", nargs="?")
     rule.add_argument("--all", action="store_true", help="list every rule")
     sub.add_parser("server", help="run the language server for editors (LSP over stdio; needs the `lsp` extra)")
+    add_verify_command(sub)
     return parser
+
+
+def add_verify_command(sub) -> None:
+    """``amplint verify TARGET``: amplint.verify.command runs it (and only it imports torch)."""
+    verify = sub.add_parser("verify", help="run a training step in float32 and float16 and confirm the findings")
+    verify.add_argument("target", help="path/to/file.py:function returning step, (step, optimizer) or (step, optimizer, scaler)")
+    verify.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                        help="cuda: real CUDA autocast; cpu: CUDA's autocast policy emulated (default: cuda if available)")
+    verify.add_argument("--precision", choices=("auto", "fp16-mixed", "fp16"), default="auto",
+                        help="fp16-mixed: autocast; fp16: half parameters as given (default: fp16 when the parameters are half)")
+    verify.add_argument("--steps", type=int, default=1, help="optimizer steps to run (needs an optimizer)")
+    verify.add_argument("--output-format", choices=("text", "json"), default="text")
+    verify.add_argument("--report", type=Path, metavar="FILE.html", help="also write a self-contained HTML report")
 
 
 def add_fix_arguments(p: argparse.ArgumentParser) -> None:
@@ -300,6 +314,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_check(args)
         if args.command == "rule":
             return run_rule(args)
+        if args.command == "verify":
+            from .verify.command import run_verify
+            return run_verify(args)
         if args.command == "fix":
             from .fixes import run_fix_command
             return run_fix_command(args)

@@ -1,0 +1,77 @@
+"""``amplint verify TARGET``: exit 1 when a finding is confirmed or a float16-only producer has no
+finding, 0 otherwise, 2 on a bad target (and on an exception in the user's code, with its traceback)."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def run_verify(args, out=None, err=None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        err.write('amplint: error: `amplint verify` needs PyTorch: pip install "amplint[verify]"\n')
+        return EXIT_ERROR
+    from .run import UserCodeError, verify
+    from .target import TargetError, load, parse
+
+    if args.steps < 1:
+        err.write(f"amplint: error: --steps must be at least 1, not {args.steps}\n")
+        return EXIT_ERROR
+    try:
+        path, _ = parse(args.target)
+        step, optimizer, scaler = load(args.target)
+        precision = args.precision
+        if precision == "auto":
+            precision = "fp16" if _half_parameters(optimizer) else "fp16-mixed"
+        report = verify(step, optimizer, scaler, device=args.device, precision=precision, steps=args.steps,
+                        project=path, target=args.target)
+    except TargetError as e:
+        err.write(f"amplint: error: {e}\n")
+        return EXIT_ERROR
+    except UserCodeError as e:
+        err.write(e.traceback)
+        err.write(f"amplint: error: {args.target}: the user's code raised in {e.where} (traceback above)\n")
+        return EXIT_ERROR
+    except ValueError as e:
+        err.write(f"amplint: error: {e}\n")
+        return EXIT_ERROR
+    if args.output_format == "json":
+        out.write(report.to_json() + "\n")
+    else:
+        out.write(report.to_text())
+    if args.report is not None:
+        from .html import render
+        try:
+            _write_atomic(args.report, render(report))
+        except OSError as e:
+            err.write(f"amplint: error: cannot write {args.report}: {e}\n")
+            return EXIT_ERROR
+    return report.exit_code
+
+
+def _half_parameters(optimizer) -> bool:
+    import torch
+
+    if optimizer is None:
+        return False
+    return any(p.dtype == torch.float16 for g in optimizer.param_groups for p in g["params"])
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=str(path.parent or "."), prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
