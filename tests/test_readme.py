@@ -90,3 +90,46 @@ def test_fp16_numbers_quoted_are_the_computed_ones():
     assert f"**{fmt(FLOAT16.max)}**" in why
     assert f"**{fmt(FLOAT16.smallest_normal)}**" in why
     assert f"**{fmt(FLOAT16.smallest_subnormal)}**" in why
+
+
+def test_precommit_snippet_pins_a_real_commit_whose_hooks_force_exclude():
+    import subprocess
+
+    yaml = pytest.importorskip("yaml")
+    from amplint import HOMEPAGE
+
+    [remote] = [s for s in map(yaml.safe_load, blocks("yaml")) if "repos" in s and s["repos"][0]["repo"] != "local"]
+    repo = remote["repos"][0]
+    assert repo["repo"] == HOMEPAGE
+    assert re.fullmatch(r"[0-9a-f]{40}", repo["rev"]), "a commit until a release tag exists"
+    git = subprocess.run(["git", "-C", str(ROOT), "show", f"{repo['rev']}:.pre-commit-hooks.yaml"],
+                         capture_output=True, text=True)
+    if git.returncode != 0 and "not a git repository" in git.stderr:
+        pytest.skip("not a git checkout")
+    assert git.returncode == 0, f"rev {repo['rev']} is not a commit of this repository: {git.stderr}"
+    hooks = {h["id"]: h for h in yaml.safe_load(git.stdout)}
+    assert all("--force-exclude" in h["entry"].split() for h in hooks.values())
+
+
+def test_local_hook_entry_runs_as_written_and_honours_excludes(tmp_path):
+    yaml = pytest.importorskip("yaml")
+    from cliutil import run_module, write_project
+
+    [local] = [s for s in map(yaml.safe_load, blocks("yaml")) if "repos" in s and s["repos"][0]["repo"] == "local"]
+    entry = local["repos"][0]["hooks"][0]["entry"].split()
+    assert entry[0] == "amplint"
+    root = write_project(tmp_path / "p", {
+        "pyproject.toml": '[project]\nname = "p"\n[tool.amplint]\nextend-exclude = ["third_party"]\n',
+        "third_party/x.py": "import torch\ns = torch.cuda.amp.GradScaler()\n", "ok.py": "x = 1\n"})
+    r = run_module([*entry[1:], "third_party/x.py", "ok.py"], root)  # as pre-commit passes the changed files
+    assert r.rc == 0 and r.out.startswith("All checks passed!"), r.out + r.err
+
+
+def test_actions_recipe_runs_amplint_once_and_uploads_even_on_failure():
+    yaml = pytest.importorskip("yaml")
+    [workflow] = [s for s in map(yaml.safe_load, blocks("yaml")) if "jobs" in s]
+    steps = workflow["jobs"]["amplint"]["steps"]
+    runs = [step["run"] for step in steps if "amplint check" in step.get("run", "")]
+    assert len(runs) == 1 and "-o amplint.sarif" in runs[0]
+    upload = next(step for step in steps if step.get("uses", "").startswith("github/codeql-action/upload-sarif"))
+    assert "failure()" in upload["if"]
