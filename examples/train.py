@@ -4,6 +4,7 @@ import os
 import torch
 from torch.cuda.amp import GradScaler, autocast
 
+from amplint.runtime import AmpGuard
 from config import ModelConfig, TrainConfig
 from data import loader
 import torch.nn.functional as F
@@ -32,6 +33,11 @@ def main(cfg: TrainConfig = TrainConfig(), model_cfg: ModelConfig = ModelConfig(
     model = TinyGPT(model_cfg).to(cfg.device)
     optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay)
     scaler = GradScaler()
+    # Counts non-finite steps (a skipped step now and then is normal with loss scaling), names the layers
+    # whose gradients overflow, warns when the loss scale collapses, and stops the run only past
+    # max_bad_steps in a window, after saving the batch and the state for analysis.
+    guard = AmpGuard(model, optimizer, scaler, max_bad_steps=20, window=1000,
+                     dump_dir=os.path.join(cfg.out_dir, "amp_guard"))
     train_batches = loader(cfg.data_dir, "train", cfg.batch_size, cfg.seq_len, cfg.device)
     val_batches = loader(cfg.data_dir, "val", cfg.batch_size, cfg.seq_len, cfg.device)
 
@@ -51,9 +57,11 @@ def main(cfg: TrainConfig = TrainConfig(), model_cfg: ModelConfig = ModelConfig(
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
+        guard.check_gradients()  # before clipping: the scaler's found-inf, per parameter when set
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         scaler.step(optimizer)
         scaler.update()
+        guard.end_step(loss, batch=(x, y), outputs=logits)
 
         if step % cfg.eval_every == 0:
             val_loss, val_acc = evaluate(model, val_batches)

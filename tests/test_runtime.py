@@ -256,3 +256,16 @@ def test_prepared_optimizer_and_scaler_are_unwrapped():
     assert guard.model is model and guard.optimizer is inner and guard.scaler is scaler
     assert AmpGuard(wrapped, Prepared()).scaler is scaler
     assert AmpGuard(model, inner, torch.amp.GradScaler("cpu", enabled=False)).scaler is None
+
+
+def test_a_large_finite_half_gradient_is_not_taken_for_an_overflow():
+    """The fused check's norm of a float16 gradient can pass 65504 with finite entries."""
+    model = torch.nn.Linear(1000, 1).half()
+    guard = AmpGuard(model, dump_dir=None)
+    model.weight.grad = torch.full_like(model.weight, 3000.0)
+    model.bias.grad = torch.zeros_like(model.bias)
+    assert guard.check_gradients().finite is True
+    model.weight.grad[0, 7] = float("-inf")
+    report = guard.check_gradients()
+    assert report.finite is False and [p["param"] for p in report.params] == ["weight"]
+    assert report.params[0]["max_finite"] == 3000.0 and report.params[0]["count"] == 1

