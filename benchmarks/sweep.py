@@ -442,9 +442,17 @@ def _amplint_version() -> str:
 
 
 def _rule_codes() -> List[str]:
+    """The rules the sweep's configuration (amplint's defaults) runs: off-by-default rules (AMP205)
+    are not among them, so their triage entries are kept, not counted as gone."""
     proc = subprocess.run([sys.executable, "-m", "amplint", "rule", "--all"], stdout=subprocess.PIPE, text=True,
                           env=_env(), cwd=str(AMPLINT_SRC))
-    return [line.split()[0] for line in proc.stdout.splitlines() if re.match(r"AMP\d+", line)]
+    codes = [line.split()[0] for line in proc.stdout.splitlines() if re.match(r"AMP\d+", line)]
+    probe = ("from amplint.config import RuleSelection, Settings\n"
+             "from amplint.rules import rule_codes\n"
+             "print(' '.join(sorted(RuleSelection(Settings(), rule_codes()).enabled)))")
+    enabled = subprocess.run([sys.executable, "-c", probe], stdout=subprocess.PIPE, text=True, env=_env(),
+                             cwd=str(AMPLINT_SRC)).stdout.split()
+    return [c for c in codes if c in enabled] if enabled else codes
 
 
 def _load_json(path: Path) -> Optional[dict]:

@@ -80,3 +80,30 @@ def test_page_example_fixed_equals_use_instead():
     [bad], [good] = examples(page, "Example"), examples(page, "Use instead")
     assert fixed(bad, unsafe=False) == good
     assert only(bad) == ["AMP204"] and only(good) == []
+
+
+def test_an_attention_scale_that_evaluates_to_a_number_is_still_amp205():
+    # timm's EfficientFormerV2: self.scale = key_dim ** -0.5 with key_dim a default: ×0.177, but
+    # written as the attention scale over keys already laid out as (d, N)
+    source = """
+        import torch
+        from torch import nn
+        class Attention(nn.Module):
+            def __init__(self, dim=384, key_dim=32):
+                super().__init__()
+                self.scale = key_dim ** -0.5
+                self.q = nn.Linear(dim, key_dim)
+                self.k = nn.Linear(dim, key_dim)
+            def forward(self, x):
+                q, k = self.q(x), self.k(x).transpose(-2, -1).contiguous()
+                attn = (q @ k) * self.scale
+                return attn.softmax(-1)
+    """
+    assert only(source, extra_files={"train.py": MIXED}) == []
+    assert [c for c in codes(textwrap.dedent(source), extra_files={"train.py": MIXED}, select=("ALL", "AMP205"))
+            if c.startswith("AMP20")] == ["AMP205"]
+
+
+def test_einsum_operands_given_as_a_tuple_are_seen():
+    source = in_autocast('return torch.einsum("nm,hnm->h", (x, a.softmax(-1))) / x.size(0)')
+    assert only(source) == []  # a softmax operand bounds the sum

@@ -91,6 +91,8 @@ def tensor_operands(ctx, pm, expr: cst.CSTNode) -> List[cst.BaseExpression]:
         return [receiver] + ([a.value for a in args[:1]] if op in PRODUCTS else [])
     if op == "einsum":
         if args and isinstance(args[0].value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            if len(args) == 2 and isinstance(args[1].value, (cst.Tuple, cst.List)):
+                return [e.value for e in args[1].value.elements]  # einsum(eq, (a, b))
             return [a.value for a in args[1:]]
         return []
     if op in PRODUCTS:

@@ -140,7 +140,8 @@ class ScaledProducts:
             if v == 0 or math.isinf(v) or math.isnan(v):
                 return _NOT
             factor = 1 / v if divide else v
-            return Scale(factor, "", "constant") if abs(factor) < 1 else _NOT
+            kind = "sqrt" if self._written_as_sqrt(ctx, pm, expr, 0) else "constant"
+            return Scale(factor, "", kind) if abs(factor) < 1 else _NOT
         if isinstance(expr, cst.BinaryOperation):
             op = expr.operator
             if divide and isinstance(op, cst.Add):
@@ -230,6 +231,19 @@ class ScaledProducts:
         if divide and _COUNT_NAME.match(name):
             return Scale(None, f"`{name}` (a count, by its name)", "count")
         return None
+
+    def _written_as_sqrt(self, ctx, pm, expr: cst.BaseExpression, depth: int) -> bool:
+        """A constant written as ``d ** -0.5`` / ``1 / math.sqrt(d)`` (directly, or as the value of a
+        name or ``self`` attribute): the attention scale, whatever number it comes to."""
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.Name):
+            value = pm.value_of(expr)
+            return value is not None and self._written_as_sqrt(ctx, pm, value, depth + 1)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            value = pm.init_attribute(expr, expr.attr.value)
+            return value is not None and self._written_as_sqrt(ctx, pm, value, depth + 1)
+        return bool(re.search(r"sqrt|\*\*\s*\(?-?0?\.5\b", ctx.code(expr)))
 
     @staticmethod
     def _mask_count(ctx, pm, call: cst.Call) -> bool:
