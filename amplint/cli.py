@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -42,6 +43,29 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="apply exclude / extend-exclude to paths named on the command line too (for pre-commit)")
     p.add_argument("--stdin-filename", metavar="PATH",
                    help="lint the text on stdin (path `-`) as this file: its config, excludes and project")
+    p.add_argument("--no-cache", action="store_true",
+                   help="read and analyse every file afresh; neither read nor write the cache (env: AMPLINT_NO_CACHE)")
+    p.add_argument("--cache-dir", type=Path,
+                   help="where the cache lives (default: .amplint_cache at the project root; env: AMPLINT_CACHE_DIR)")
+    p.add_argument("--jobs", "-j", type=_jobs, help="worker processes (default: from the CPUs and the number of files)")
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of jobs: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"the number of jobs must be at least 1, not {n}")
+    return n
+
+
+def cache_options(args) -> dict:
+    """Whether to use the on-disk cache and where (options first, then the environment)."""
+    no_cache = bool(getattr(args, "no_cache", False)) or os.environ.get("AMPLINT_NO_CACHE", "") not in ("", "0", "false")
+    cache_dir = getattr(args, "cache_dir", None) or (Path(os.environ["AMPLINT_CACHE_DIR"])
+                                                     if os.environ.get("AMPLINT_CACHE_DIR") else None)
+    return {"cache": not no_cache, "cache_dir": cache_dir.resolve() if cache_dir is not None else None}
 
 
 def _codes(text: str) -> List[str]:
@@ -58,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     fix = sub.add_parser("fix", help="apply the fixes (safe ones; --unsafe-fixes for all), then report what remains")
     _common(fix)
     add_fix_arguments(fix)
+    clean = sub.add_parser("clean", help="remove the cache (.amplint_cache) of the projects under the paths")
+    clean.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
+    clean.add_argument("--cache-dir", type=Path, help="remove this cache folder instead")
     rule = sub.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?")
     rule.add_argument("--all", action="store_true", help="list every rule")
@@ -80,12 +107,13 @@ def add_verify_command(sub) -> None:
 
 
 def add_fix_arguments(p: argparse.ArgumentParser) -> None:
-    """Hook for the fix options (``amplint fix`` / ``check --fix``); see amplint.fixes."""
-    try:
-        from .fixes import add_arguments
-    except ImportError:
-        return
-    add_arguments(p)
+    """The fix options (``amplint fix`` / ``check --fix``); the fixing itself is amplint.fixes."""
+    p.add_argument("--fix", action="store_true", help="apply fixes (the same as `amplint fix`)")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="also apply fixes that change behaviour beyond the hazard or need review")
+    p.add_argument("--diff", action="store_true",
+                   help="print the fixes as a unified diff and write nothing (exit 1 when there is something to fix)")
+    p.add_argument("--show-fixes", action="store_true", help="list the fixes applied, per file and rule")
 
 
 def settings_for(args) -> Settings:
@@ -213,9 +241,8 @@ def _run_check(args, out, err) -> int:
     for warning in not_linted(paths):
         err.write(f"warning: {warning}\n")
     if getattr(args, "fix", False) or getattr(args, "diff", False):
-        from .fixes import run_fix
         return run_fix(args, settings, selection, paths, out, err)
-    runner = Runner(settings, selection)
+    runner = Runner(settings, selection, jobs=getattr(args, "jobs", None), **cache_options(args))
     findings, errors = runner.check(paths)
     from .report.assumed import assumed_precision
     assumed = [assumed_precision(p) for p in runner.projects()]
@@ -227,6 +254,45 @@ def _run_check(args, out, err) -> int:
         err.write(f"amplint: {len(runner.checked)} file{'s' if len(runner.checked) != 1 else ''} in "
                   f"{time.perf_counter() - started:.2f} s ({runner.workers} worker{'s' if runner.workers != 1 else ''})\n")
     return report(args, findings, errors, out, err, assumed=assumed)
+
+
+def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[Path], out, err) -> int:
+    """``amplint fix`` / ``check --fix`` / ``--diff``: fix in memory, then write or print a diff."""
+    from .findings import Finding
+    from .fixes import findings_on_disk, fix_in_memory, show_fixes, unified_diff, write_atomically
+
+    unsafe = bool(getattr(args, "unsafe_fixes", False))
+    run = fix_in_memory(paths, settings, selection, unsafe, **cache_options(args))
+    errors = [e for s in run.states for e in s.errors]
+    if getattr(args, "diff", False):
+        for s in run.changed:
+            out.write(unified_diff(s))
+        if not args.quiet:
+            n = run.fixed
+            err.write(f"Would fix {n} error{'s' if n != 1 else ''}.\n" if n else "No errors would be fixed.\n")
+        for e in errors:
+            err.write(f"amplint: error: {e}\n")
+        if errors:
+            return EXIT_ERROR
+        return EXIT_FINDINGS if run.changed else EXIT_CLEAN
+    findings = []
+    fixed = 0
+    shown = []
+    for s in run.states:
+        if s.changed:
+            problem = write_atomically(s)
+            if problem is not None:
+                errors.append(problem)
+                findings.extend(findings_on_disk(s, settings, selection))  # what is on disk is what remains
+                continue
+        fixed += s.fixed
+        findings.extend(s.findings)
+        if s.applied and s.changed:
+            shown.append(s)
+    findings.sort(key=Finding.sort_key)
+    if getattr(args, "show_fixes", False) and not args.quiet and args.output_format in ("full", "concise"):
+        show_fixes(shown, out)
+    return report(args, findings, errors, out, err, fixed=fixed)
 
 
 def report(args, findings, errors, out, err, fixed: int = 0, sources=None, assumed=None) -> int:
@@ -265,6 +331,20 @@ def report(args, findings, errors, out, err, fixed: int = 0, sources=None, assum
         return EXIT_ERROR
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def run_clean(args, out=None, err=None) -> int:
+    """``amplint clean``: remove the cache folder of the projects the paths belong to."""
+    from .cache import clean, default_dir
+    from .discovery import project_root
+
+    err = err if err is not None else sys.stderr
+    options = cache_options(args)
+    folders = {options["cache_dir"]} if options["cache_dir"] else {default_dir(project_root(p)) for p in (args.paths or [Path(".")])}
+    for folder in sorted(folders):
+        if clean(folder):
+            err.write(f"Removing cache at: {folder}\n")
     return EXIT_CLEAN
 
 
@@ -317,9 +397,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "verify":
             from .verify.command import run_verify
             return run_verify(args)
+        if args.command == "clean":
+            return run_clean(args)
         if args.command == "fix":
-            from .fixes import run_fix_command
-            return run_fix_command(args)
+            args.fix = True  # ``amplint fix``: ``amplint check --fix`` by another name
+            return run_check(args)
         if args.command == "server":
             return run_server()
         parser.print_help(sys.stderr)  # no command: a usage error (ruff prints help and exits 2)

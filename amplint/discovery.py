@@ -74,6 +74,11 @@ class Discovery:
         self.extend_exclude = tuple(extend_exclude)
         self.respect_gitignore = respect_gitignore
         self._specs: Dict[Path, Optional[pathspec.GitIgnoreSpec]] = {}  # per run: .gitignore of a directory
+        # The exclude globs as two regular expressions (one on the name, one on the relative path):
+        # what ``_matches_any`` tests, without an fnmatch call per pattern per directory entry.
+        patterns = [pat.rstrip("/") for pat in self.exclude + self.extend_exclude]
+        self._name_rx = re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)")
+        self._rel_rx = re.compile("|".join(fnmatch.translate(q) for p in patterns for q in (p, p + "/*")) or "(?!)")
 
     def __getstate__(self):  # sent to worker processes without the cache
         state = dict(self.__dict__)
@@ -132,10 +137,18 @@ class Discovery:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             return
+        try:
+            prefix = directory.relative_to(root).as_posix() + "/"  # directory is resolved: no link in it
+            prefix = "" if prefix == "./" else prefix
+        except ValueError:
+            prefix = None
         for entry in entries:
             p = Path(entry.path)
             is_dir = entry.is_dir(follow_symlinks=False)
-            if self.excluded(p, root):
+            if prefix is None or entry.is_symlink():
+                if self.excluded(p, root):
+                    continue
+            elif self._name_rx.match(entry.name) or self._rel_rx.match(prefix + entry.name):
                 continue
             if self.respect_gitignore and self._ignored_by_git(p, is_dir, gitignores):
                 continue

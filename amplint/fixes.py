@@ -16,7 +16,6 @@ named (or found under the directories named) are ever written; the project-wide 
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import difflib
 import os
@@ -38,6 +37,7 @@ from .findings import Applicability, Finding, Fix, Violation
 from .notebook import Notebook, NotebookError, is_notebook
 from .notebook import from_bytes as read_notebook
 from .overlay import OverlayProject
+from .cache import ProjectCache, default_dir
 from .project import Project
 
 MAX_ITERATIONS = 10  # passes over one file before it is reported as not converging
@@ -378,13 +378,9 @@ def _one_pass(ctx, todo, state: FileState) -> Tuple[Optional[bytes], List[str]]:
 class _FixedProject(Project):
     """A project whose facts read the fixed, not yet written, contents of the files being fixed."""
 
-    def __init__(self, root: Path, discovery: Discovery, override: Optional[str], overlay: Dict[Path, bytes]) -> None:
-        super().__init__(root, discovery, override)
-        self._overlay = overlay
-
-    def read(self, path: Path) -> bytes:
-        fixed = self._overlay.get(path.resolve())
-        return fixed if fixed is not None else super().read(path)
+    def __init__(self, root: Path, discovery: Discovery, override: Optional[str], overlay: Dict[Path, bytes],
+                 cache: Optional[ProjectCache] = None) -> None:
+        super().__init__(root, discovery, override, cache=cache, overlay=overlay)
 
 
 @dataclass
@@ -401,9 +397,12 @@ class FixRun:
         return [s for s in self.states if s.changed]
 
 
-def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSelection, unsafe: bool = False) -> FixRun:
+def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSelection, unsafe: bool = False,
+                  cache: bool = False, cache_dir: Optional[Path] = None) -> FixRun:
     """Fix the files under ``paths`` in memory (nothing is written): rounds over all files until
-    the project reaches a fixed point."""
+    the project reaches a fixed point. With ``cache``, the summaries of the project's other files
+    come from the on-disk cache (the files being fixed are summarised from their fixed text)."""
+    caches: Dict[Path, ProjectCache] = {}
     discovery = Discovery(settings.exclude, settings.extend_exclude)
     states: List[FileState] = []
     for f in discovery.files(paths):
@@ -426,7 +425,9 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
                 continue
             root = project_root(s.path)
             if root not in projects:
-                projects[root] = _FixedProject(root, discovery, override, overlay)
+                if cache and root not in caches:
+                    caches[root] = ProjectCache(cache_dir or default_dir(root), root.resolve())
+                projects[root] = _FixedProject(root, discovery, override, overlay, caches.get(root))
             before = s.source
             project = projects[root]
             if s.notebook is not None:  # the notebook's own evidence counts for its code
@@ -440,6 +441,8 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
         for s in changed:
             s.errors.append(f"{s.display}: fixes did not reach a project-wide fixed point after "
                             f"{MAX_ROUNDS} rounds. Please report this as a bug.")
+    for project in projects.values():
+        project.save_cache()
     return run
 
 
@@ -513,62 +516,10 @@ def _diff(before: str, after: str, name: str) -> str:
     return "".join(out)
 
 
-# ---- command line --------------------------------------------------------------------------------
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--fix", action="store_true", help="apply fixes (the same as `amplint fix`)")
-    p.add_argument("--unsafe-fixes", action="store_true",
-                   help="also apply fixes that change behaviour beyond the hazard or need review")
-    p.add_argument("--diff", action="store_true",
-                   help="print the fixes as a unified diff and write nothing (exit 1 when there is something to fix)")
-    p.add_argument("--show-fixes", action="store_true", help="list the fixes applied, per file and rule")
-
-
-def run_fix_command(args) -> int:
-    """``amplint fix``: ``amplint check --fix`` by another name."""
-    from .cli import run_check
-    args.fix = True
-    return run_check(args)
-
-
-def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[Path], out: TextIO, err: TextIO) -> int:
-    from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, report
-
-    unsafe = bool(getattr(args, "unsafe_fixes", False))
-    run = fix_in_memory(paths, settings, selection, unsafe)
-    errors = [e for s in run.states for e in s.errors]
-    if getattr(args, "diff", False):
-        for s in run.changed:
-            out.write(unified_diff(s))
-        if not args.quiet:
-            n = run.fixed
-            err.write(f"Would fix {n} error{'s' if n != 1 else ''}.\n" if n else "No errors would be fixed.\n")
-        for e in errors:
-            err.write(f"amplint: error: {e}\n")
-        if errors:
-            return EXIT_ERROR
-        return EXIT_FINDINGS if run.changed else EXIT_CLEAN
-    findings: List[Finding] = []
-    fixed = 0
-    shown: List[FileState] = []
-    for s in run.states:
-        if s.changed:
-            problem = write_atomically(s)
-            if problem is not None:
-                errors.append(problem)
-                # What is on disk is what remains: report it as check would.
-                project = Project(project_root(s.path), Discovery(settings.exclude, settings.extend_exclude),
-                                  settings.precision)
-                result = lint_file(s.path, s.display, project, selection.for_file(s.path), settings)
-                findings.extend(result.findings)
-                continue
-        fixed += s.fixed
-        findings.extend(s.findings)
-        if s.applied and s.changed:
-            shown.append(s)
-    findings.sort(key=Finding.sort_key)
-    if getattr(args, "show_fixes", False) and not args.quiet and args.output_format in ("full", "concise"):
-        show_fixes(shown, out)
-    return report(args, findings, errors, out, err, fixed=fixed)
+def findings_on_disk(state: "FileState", settings: Settings, selection: RuleSelection) -> List[Finding]:
+    """The findings of a file as it is on disk (after its fixed text could not be written)."""
+    project = Project(project_root(state.path), Discovery(settings.exclude, settings.extend_exclude), settings.precision)
+    return lint_file(state.path, state.display, project, selection.for_file(state.path), settings).findings
 
 
 def show_fixes(states: Sequence[FileState], out: TextIO) -> None:

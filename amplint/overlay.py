@@ -13,6 +13,7 @@ from typing import List, Optional
 
 from .discovery import TEST_PATH
 from .project import Project, Regime, module_name_for, scan_source
+from .summary import FileSummary, summarise
 
 
 class OverlayProject:
@@ -27,7 +28,7 @@ class OverlayProject:
         self.path = path.resolve()
         self.text = text
         self._regime: Optional[Regime] = None
-        self._constants: dict = {}
+        self._summary: Optional[FileSummary] = None
 
     def __getattr__(self, name):
         # What a Project grows later is the base's answer until the overlay learns to adjust it.
@@ -80,11 +81,16 @@ class OverlayProject:
             signals.extend(scan_source(self.text, display, module_name_for(self.path, self.root)))
         return Regime(signals, base.override, base.scope, base.entry_points)
 
+    def summary(self, path: Path) -> FileSummary:
+        """The text's summary for the file at ``path``; the base's for any other file."""
+        if path.resolve() != self.path:
+            return self.base.summary(path)
+        if self._summary is None:
+            self._summary = summarise(self.text, self.base.relative(self.path), self.module_name(self.path))
+        return self._summary
+
     def constant(self, qualname: str) -> Optional[float]:
         module, _, name = qualname.rpartition(".")
         if module and module == self.module_name(self.path):
-            if module not in self._constants:
-                from .project import _numeric_constants
-                self._constants[module] = _numeric_constants(self.path, self.read)
-            return self._constants[module].get(name)
+            return self.summary(self.path).constants.get(name)
         return self.base.constant(qualname)

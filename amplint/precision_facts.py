@@ -165,14 +165,16 @@ def _dtype_alternatives(node: ast.AST, imports: ImportTable) -> List[str]:
     return []
 
 
-def file_facts(source: bytes, path: str, module: Optional[str] = None) -> Dict[str, Any]:
+def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Optional[ast.Module] = None) -> Dict[str, Any]:
     """The precision facts of one file (see the module docstring). ``path`` is the file's path
-    relative to its project root (it decides script-name roles); ``module`` its dotted name."""
+    relative to its project root (it decides script-name roles); ``module`` its dotted name;
+    ``tree`` its ``ast`` when the caller has parsed it already."""
     facts: Dict[str, Any] = {"module": module, "imports": [], "entry_points": [], "signals": []}
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return facts
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return facts
     is_package = path.endswith("__init__.py")
     facts["imports"] = _imported_modules(tree, module, is_package)
     parents = _Parents(tree)

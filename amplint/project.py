@@ -12,15 +12,17 @@ files beside it; a file runs in the precision of the entry points that reach it
 from __future__ import annotations
 
 import ast
-import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .cache import ProjectCache, content_key
 from .context.evidence import Signal
 from .context.file_context import Evidence
 from .discovery import TEST_PATH, Discovery
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
+from .summary import FileSummary, summarise
 
 REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
 
@@ -109,7 +111,12 @@ def module_name_for(path: Path, root: Path) -> Optional[str]:
         rel = path.resolve().relative_to(root.resolve())
     except ValueError:
         return None
-    parts = list(rel.with_suffix("").parts)
+    return module_from_relative(rel.as_posix())
+
+
+def module_from_relative(rel: str) -> Optional[str]:
+    """The module a file at ``rel`` (a path relative to the project root) defines."""
+    parts = list(Path(rel).with_suffix("").parts)
     if parts and parts[-1] == "__init__":
         parts.pop()
     if parts and parts[0] == "src":
@@ -184,17 +191,27 @@ class EntryPoint:
 
 
 class Project:
-    """One project root: its files' precision facts, its training entry points and the precision
-    each file runs in (computed once), and its modules' constants (on demand)."""
+    """One project root: its files' summaries (precision facts, constants; read from the cache when
+    unchanged), its training entry points and the precision each file runs in (computed once).
+
+    Other files are known only through their summaries: a run reads the stat of every file of the
+    project, and reads and summarises only the files that changed since the cache last saw them.
+    ``cache`` is None for a run without one (``--no-cache``, the API, the tests)."""
 
     def __init__(self, root: Path, discovery: Optional[Discovery] = None, override: Optional[str] = None,
-                 display_base: Optional[Path] = None) -> None:
+                 display_base: Optional[Path] = None, cache: Optional[ProjectCache] = None,
+                 overlay: Optional[Dict[Path, bytes]] = None) -> None:
         self.root = root.resolve()
+        self._root_prefix = str(self.root).rstrip(os.sep) + os.sep
+        self._rels: Optional[Dict[Path, str]] = None
+        self._summaries: Dict[Path, FileSummary] = {}
+        self._keys: Dict[Path, str] = {}
+        self.cache = cache
+        self._overlay = overlay or {}  # resolved path -> contents that stand in for the file on disk
         self.discovery = discovery or Discovery()
         self._override = override if override and override != "auto" else None
         self._regime: Optional[Regime] = None
         self._modules: Optional[Dict[str, Path]] = None
-        self._constants: Dict[str, Dict[str, float]] = {}
         self._files: Optional[List[Path]] = None
         self._configs: Optional[List[Path]] = None
         self._facts: Optional[Dict[Path, dict]] = None
@@ -202,6 +219,11 @@ class Project:
         self._regimes: Dict[Path, Regime] = {}
         self._anywhere: Optional[Regime] = None
         self.display_base = display_base
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["cache"] = None  # worker processes read the summaries computed here; the parent writes
+        return state
 
     def files(self) -> List[Path]:
         """The project's Python files: what discovery would lint under the root, less nested
@@ -222,6 +244,7 @@ class Project:
     def prepare(self) -> "Project":
         """Compute the facts every file needs (file list, regimes, module paths) now: the runner
         does this in the parent process before handing the project to worker processes."""
+        self.summaries()
         self.regime
         for f in self.files():
             self.regime_for(f)
@@ -243,12 +266,62 @@ class Project:
         if self._facts is None:
             self._facts = {}
             for f in self.files():
-                try:
-                    source = self.read(f)
-                except OSError:
-                    continue
-                self._facts[f.resolve()] = file_facts(source, self.relative(f), module_name_for(f, self.root))
+                facts = self.summary(f).facts
+                if facts is not None:
+                    self._facts[f.resolve()] = facts
         return self._facts
+
+    # ---- summaries ---------------------------------------------------------------------------------
+    def summary(self, path: Path) -> FileSummary:
+        """The summary of one project file (empty for a file that cannot be read)."""
+        found = self._summaries.get(path)
+        if found is not None:
+            return found
+        summary = self._summarise(path)
+        self._summaries[path] = summary
+        return summary
+
+    def summaries(self) -> Dict[Path, FileSummary]:
+        return {f: self.summary(f) for f in self.files()}
+
+    def content_key(self, path: Path) -> Optional[str]:
+        """The content key of a project file (None for one that cannot be read)."""
+        self.summary(path)
+        return self._keys.get(path)
+
+    def _summarise(self, path: Path) -> FileSummary:
+        rel = self.relative(path)
+        module = self.module_name(path)
+        overlaid = self._overlay.get(path.resolve()) if self._overlay else None
+        cache, st = self.cache, None
+        if cache is not None and overlaid is None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return FileSummary()
+            key = cache.known_key(rel, st)
+            if key is not None:
+                cached = cache.summary(key)
+                if cached is not None:
+                    self._keys[path] = key
+                    return cached
+        try:
+            source = overlaid if overlaid is not None else self.read(path)
+        except OSError:
+            return FileSummary()
+        key = content_key(source, rel, module)
+        self._keys[path] = key
+        if cache is not None and overlaid is None:
+            cached = cache.summary(key)
+            if cached is None:
+                cached = summarise(source, rel, module)
+            cache.remember(rel, st, key, cached)
+            return cached
+        return summarise(source, rel, module)
+
+    def save_cache(self) -> None:
+        if self.cache is not None:
+            self.cache.save(self.relative(f) for f in self.files())
 
     def _config_signals(self) -> List[Tuple[Path, Signal, Evidence]]:
         from .config_evidence import config_signals
@@ -386,24 +459,41 @@ class Project:
         return counts
 
     def relative(self, path: Path) -> str:
+        rel = self._relative_or_none(path)
+        return rel if rel is not None else path.as_posix()
+
+    def _relative_or_none(self, path: Path) -> Optional[str]:
+        if self._rels is None:
+            # Discovery walks the resolved root through real directories only, so the relative
+            # path of a file it found is its text after the root's (no resolve() per file).
+            top = self._root_prefix
+            self._rels = {f: str(f)[len(top):].replace(os.sep, "/") for f in self.files() if str(f).startswith(top)}
+        rel = self._rels.get(path)
+        if rel is not None:
+            return rel
         try:
             return path.resolve().relative_to(self.root).as_posix()
         except ValueError:
-            return path.as_posix()
+            return None
 
     def module_name(self, path: Path) -> Optional[str]:
-        return module_name_for(path, self.root)
+        rel = self._relative_or_none(path)
+        return module_from_relative(rel) if rel is not None else None
 
     def read(self, path: Path) -> bytes:
-        """The text of a project file as the project facts see it (``fix`` overrides this with the
-        fixed, not yet written, contents)."""
+        """The text of a project file as the project facts see it (``fix`` overlays the fixed, not
+        yet written, contents)."""
+        if self._overlay:
+            fixed = self._overlay.get(path.resolve())
+            if fixed is not None:
+                return fixed
         return path.read_bytes()
 
     def _module_paths(self) -> Dict[str, Path]:
         if self._modules is None:
             self._modules = {}
             for f in self.files():
-                name = module_name_for(f, self.root)
+                name = self.module_name(f)
                 if name:
                     self._modules[name] = f
         return self._modules
@@ -411,49 +501,8 @@ class Project:
     def constant(self, qualname: str) -> Optional[float]:
         """Value of a numeric module-level constant of a project module, e.g. ``pkg.consts.NEAR_INF``."""
         module, _, name = qualname.rpartition(".")
-        if module not in self._constants:
-            path = self._module_paths().get(module)
-            self._constants[module] = _numeric_constants(path, self.read) if path else {}
-        return self._constants[module].get(name)
-
-
-def _numeric_value(node: ast.AST, known: Dict[str, float]) -> Optional[float]:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        v = _numeric_value(node.operand, known)
-        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1:
-        a = node.args[0]
-        if isinstance(a, ast.Constant) and isinstance(a.value, str):
-            try:
-                return float(a.value)
-            except ValueError:
-                return None
-        return _numeric_value(a, known)
-    if isinstance(node, ast.Attribute) and node.attr == "inf":
-        return math.inf
-    if isinstance(node, ast.Name):
-        return known.get(node.id)
-    return None
-
-
-def _numeric_constants(path: Path, read=Path.read_bytes) -> Dict[str, float]:
-    try:
-        tree = ast.parse(read(path))
-    except (OSError, SyntaxError, ValueError):
-        return {}
-    out: Dict[str, float] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            v = _numeric_value(stmt.value, out)
-            if v is not None:
-                out[stmt.targets[0].id] = v
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            v = _numeric_value(stmt.value, out)
-            if v is not None:
-                out[stmt.target.id] = v
-    return out
+        path = self._module_paths().get(module)
+        return self.summary(path).constants.get(name) if path is not None else None
 
 
 def _candidates(name: str, package: str):

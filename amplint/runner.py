@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .cache import ProjectCache, default_dir
 from .config import RuleSelection, Settings
 from .discovery import Discovery, project_root
 from .engine import FileResult, lint_file
@@ -33,18 +34,28 @@ def cpu_count() -> int:
 
 
 class Runner:
-    def __init__(self, settings: Settings, selection: RuleSelection, jobs: Optional[int] = None) -> None:
+    def __init__(self, settings: Settings, selection: RuleSelection, jobs: Optional[int] = None,
+                 cache: bool = False, cache_dir: Optional[Path] = None) -> None:
         self.settings = settings
         self.selection = selection
         self.discovery = Discovery(settings.exclude, settings.extend_exclude)
         self._projects: Dict[Path, Project] = {}
         self.jobs = jobs  # worker processes; None: decided from the number of files and CPUs
+        self.cache = cache  # use the on-disk cache (the command line's default; off for the API)
+        self.cache_dir = cache_dir  # None: .amplint_cache/ at each project's root
 
     def project_for(self, path: Path) -> Project:
         root = project_root(path)
         if root not in self._projects:
-            self._projects[root] = Project(root, self.discovery, self.settings.precision)
+            cache = None
+            if self.cache:
+                cache = ProjectCache(self.cache_dir or default_dir(root), root.resolve())
+            self._projects[root] = Project(root, self.discovery, self.settings.precision, cache=cache)
         return self._projects[root]
+
+    def save_caches(self) -> None:
+        for project in self._projects.values():
+            project.save_cache()
 
     def files(self, paths: Sequence[Path]) -> List[Path]:
         return self.discovery.files(paths)
@@ -71,6 +82,7 @@ class Runner:
             projects = self._projects_by_root()
             results = [lint_file(f, display, projects[root], set(codes), self.settings)
                        for f, display, root, codes in tasks]
+        self.save_caches()
         findings: List[Finding] = []
         errors: List[str] = []
         for result in results:

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -5,6 +6,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# The command line caches into .amplint_cache/ at each project's root. Tests run it without the cache
+# (their temporary projects stay as they wrote them, and the repository's examples/ gets no cache
+# folder); tests/test_cache.py turns it on where it is what is tested.
+os.environ["AMPLINT_NO_CACHE"] = "1"
 
 from amplint.api import lint_source  # noqa: E402
 

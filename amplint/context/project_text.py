@@ -13,6 +13,12 @@ import re
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+from ..summary import INDEXED_LINE
+
+# A pattern naming one of the words of ``summary.INDEXED_LINE`` is answered from the files'
+# summaries (only lines with such a word can match it); any other pattern reads the files.
+INDEXED_WORD = re.compile(INDEXED_LINE.pattern.decode(), re.I)
+
 Line = Tuple[str, int, str]  # (resolved path, 1-based line number, text of the line)
 
 
@@ -21,9 +27,18 @@ def _project_lines(project, pattern: str) -> List[Line]:
     if pattern in cache:
         return cache[pattern]
     rx = re.compile(pattern.encode())
+    indexed = getattr(project, "summary", None) is not None and INDEXED_WORD.search(pattern) is not None
     read = getattr(project, "read", None)
     out: List[Line] = []
     for f in project.files():
+        if indexed:
+            # The file's summary keeps its lines that mention an indexed word (read from the cache
+            # when the file is unchanged): no need to read the file.
+            hits = [(n, text) for n, text in project.summary(f).lines if rx.search(text.encode("utf-8", "replace"))]
+            if hits:
+                resolved = str(Path(f).resolve())
+                out.extend((resolved, n, text) for n, text in hits)
+            continue
         try:
             data = read(f) if read is not None else f.read_bytes()
         except OSError:

@@ -1,0 +1,190 @@
+"""The on-disk cache (``.amplint_cache/`` at the project root): file summaries and per-file results.
+
+The cache is never a source of truth: an entry is used only when its key matches what it would be
+recomputed from, and results are the same with and without it (tested). Keys:
+
+- a file's *content key* is a hash of its bytes and its module name (what its summary is a function
+  of). Its stat (mtime, size, inode) is remembered beside it as a fast pre-key, as ruff and mypy do:
+  when the stat is unchanged the file is not even read. A file modified less than ``RACY_SECONDS``
+  before its stat was taken may change again within the clock's resolution without its stat
+  changing, so its stat is not remembered (git's "racy clean" rule);
+- a *result key* adds amplint's version, the effective configuration and the selected rules; a
+  result also records the project facts its analysis read, and is reused only while they are the same.
+
+Everything of one project lives in one JSON file under a folder named by amplint's version and the
+summary schema, replaced atomically (a temporary file, then ``os.replace``): two concurrent runs
+each write a complete file and the last one wins; a reader sees the old or the new file, never half
+of one. A file that does not decode, is of another format, version, schema or project, or holds a
+malformed entry is ignored (entry by entry), never trusted. JSON, not pickle: a cache folder may
+come from anywhere (an archive, a shared checkout) and reading it must not run code.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional
+
+from . import __version__
+from .summary import SCHEMA, FileSummary
+
+CACHE_DIR_NAME = ".amplint_cache"
+FORMAT = "amplint-cache"
+RACY_SECONDS = 2.0
+
+
+def digest(*parts) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else str(p).encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def content_key(source: bytes, rel: str, module_name: Optional[str]) -> str:
+    """What a file's summary is a function of: its bytes, its path in the project, its module."""
+    return digest(source, rel, module_name or "")
+
+
+def stat_key(st: os.stat_result) -> Optional[List[int]]:
+    """The stat pre-key of a file, or None when the file changed too recently to trust it."""
+    if time.time_ns() - st.st_mtime_ns < RACY_SECONDS * 1e9:
+        return None
+    return [st.st_mtime_ns, st.st_size, st.st_ino]
+
+
+def default_dir(root: Path) -> Path:
+    return root / CACHE_DIR_NAME
+
+
+class ProjectCache:
+    """The cached summaries and results of one project root."""
+
+    def __init__(self, directory: Path, root: Path) -> None:
+        self.directory = directory
+        self.root = str(root)
+        self.path = directory / f"{__version__}-s{SCHEMA}" / f"{digest(self.root)}.json"
+        self._files: Dict[str, list] = {}  # relative path -> [mtime_ns, size, ino, content key]
+        self._summaries: Dict[str, object] = {}  # content key -> summary data (decoded when asked)
+        self._results: Dict[str, object] = {}  # result key -> result data
+        self._new_files: Dict[str, list] = {}
+        self._new_summaries: Dict[str, object] = {}
+        self._new_results: Dict[str, object] = {}
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError, RecursionError, MemoryError):
+            return
+        if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == __version__
+                and data.get("schema") == SCHEMA and data.get("root") == self.root):
+            return
+        for name, store in (("files", self._files), ("summaries", self._summaries), ("results", self._results)):
+            part = data.get(name)
+            if isinstance(part, dict):
+                store.update(part)
+
+    # ---- summaries ---------------------------------------------------------------------------------
+    def known_key(self, rel: str, st: os.stat_result) -> Optional[str]:
+        """The content key remembered for ``rel`` when its stat is unchanged."""
+        entry = self._files.get(rel)
+        if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[3], str)):
+            return None
+        key = stat_key(st)
+        return entry[3] if key is not None and entry[:3] == key else None
+
+    def summary(self, key: str) -> Optional[FileSummary]:
+        data = self._new_summaries.get(key, self._summaries.get(key))
+        if data is None:
+            return None
+        try:
+            return FileSummary.from_data(data)
+        except (ValueError, TypeError):
+            return None
+
+    def remember(self, rel: str, st: Optional[os.stat_result], key: str, summary: FileSummary) -> None:
+        sk = stat_key(st) if st is not None else None
+        if sk is not None:
+            entry = [*sk, key]
+            if self._files.get(rel) != entry:
+                self._new_files[rel] = entry
+        if key not in self._summaries and key not in self._new_summaries:
+            self._new_summaries[key] = summary.to_data()
+
+    # ---- results -----------------------------------------------------------------------------------
+    def result(self, key: str):
+        return self._new_results.get(key, self._results.get(key))
+
+    def put_result(self, key: str, data) -> None:
+        if self._results.get(key) != data:
+            self._new_results[key] = data
+
+    # ---- writing -----------------------------------------------------------------------------------
+    @property
+    def dirty(self) -> bool:
+        return bool(self._new_files or self._new_summaries or self._new_results)
+
+    def save(self, live_rels: Optional[Iterable[str]] = None) -> None:
+        """Write the cache file (atomically) when something new was learnt; entries of files no
+        longer in the project are dropped. Failures are silent: the cache is an optimisation."""
+        if not self.dirty:
+            return
+        files = {**self._files, **self._new_files}
+        if live_rels is not None:
+            live = set(live_rels)
+            files = {r: e for r, e in files.items() if r in live}
+        keys = {e[3] for e in files.values() if isinstance(e, list) and len(e) == 4}
+        keys.update(self._new_summaries)
+        summaries = {k: v for k, v in {**self._summaries, **self._new_summaries}.items() if k in keys}
+        results = {k: v for k, v in {**self._results, **self._new_results}.items()
+                   if isinstance(v, dict) and v.get("content") in keys}
+        data = {"format": FORMAT, "version": __version__, "schema": SCHEMA, "root": self.root,
+                "files": files, "summaries": summaries, "results": results}
+        try:
+            prepare_dir(self.directory)
+            write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode())
+        except OSError:
+            return
+        self._files, self._summaries, self._results = files, summaries, results
+        self._new_files, self._new_summaries, self._new_results = {}, {}, {}
+
+
+def prepare_dir(directory: Path) -> None:
+    """The cache folder ignores itself (a ``.gitignore`` of ``*``) and is tagged as a cache."""
+    gitignore = directory / ".gitignore"
+    if not gitignore.exists():
+        write_atomic(gitignore, b"# Created by amplint automatically.\n*\n")
+    tag = directory / "CACHEDIR.TAG"
+    if not tag.exists():
+        write_atomic(tag, b"Signature: 8a477f597d28d172789f06886806bc55\n"
+                          b"# This file is a cache directory tag created by amplint.\n")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def clean(directory: Path) -> bool:
+    """Remove an amplint cache folder (only one that looks like ours). True when one was removed."""
+    import shutil
+    if not directory.is_dir():
+        return False
+    if not ((directory / "CACHEDIR.TAG").exists() or directory.name == CACHE_DIR_NAME):
+        return False
+    shutil.rmtree(directory, ignore_errors=True)
+    return True

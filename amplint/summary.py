@@ -1,0 +1,139 @@
+"""What one file contributes to the project's facts: its summary.
+
+A summary is a function of the file's bytes and its module name only (never of where amplint runs
+from, nor of the other files), small and plain, so it can be cached by content hash and a run in a
+large project re-reads nothing that did not change. Paths are attached at project level.
+
+It holds the file's precision facts (``precision_facts.file_facts``: evidence with roles, training
+entry points, imported project modules), its numeric module constants (for ``Project.constant``) and
+the lines the project-wide text questions look at (``project_text``). It is a function of the file's
+bytes, its path relative to the project root and its module name.
+Bump ``SCHEMA`` whenever what a summary holds, or how it is computed, changes: cached summaries of
+another schema are ignored.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from .constants import module_constants
+
+SCHEMA = 2
+# A module-level line that may bind a number (``EPS = 1e-8``, ``NEG = -2 ** 30``, ``INF = float("inf")``,
+# ``BIG = math.inf``, ``B = A``): only files with one are parsed for their constants.
+CONSTANT_LINE = re.compile(rb"^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*[-+(\s]*(?:\.?\d|float\s*\(|[\w.]*\binf\b)", re.M)
+# The lines kept for project-wide text questions (``project_text.grep``): a pattern asked there must
+# only match lines that match this one.
+INDEXED_LINE = re.compile(rb"clamp|clip|update|GradScaler", re.I)
+
+
+@dataclass
+class FileSummary:
+    facts: Optional[Dict[str, Any]] = None  # precision_facts.file_facts (None: the file could not be read)
+    constants: Dict[str, float] = field(default_factory=dict)
+    lines: List[Tuple[int, str]] = field(default_factory=list)  # (1-based line, text) matching INDEXED_LINE
+
+    # ---- plain data (JSON) ------------------------------------------------------------------------
+    def to_data(self) -> dict:
+        return {
+            "facts": self.facts,
+            "constants": {k: _float_data(v) for k, v in self.constants.items()},
+            "lines": [[n, t] for n, t in self.lines],
+        }
+
+    @classmethod
+    def from_data(cls, data) -> "FileSummary":
+        """The summary in ``data``; ValueError when it is not one (a cache entry from elsewhere)."""
+        if not isinstance(data, dict):
+            raise ValueError("not a summary")
+        facts = data.get("facts")
+        if facts is not None:
+            _check_facts(facts)
+        constants = data.get("constants")
+        if not isinstance(constants, dict):
+            raise ValueError("bad constants")
+        consts = {k: _float_from(v) for k, v in constants.items() if isinstance(k, str)}
+        if len(consts) != len(constants):
+            raise ValueError("bad constants")
+        lines = []
+        for item in _list(data.get("lines")):
+            n, t = _list(item, 2)
+            if not (_is_int(n) and isinstance(t, str)):
+                raise ValueError("bad line")
+            lines.append((n, t))
+        return cls(facts, consts, lines)
+
+
+# The shape of ``file_facts``' result, checked when it is read back from a cache file.
+_SIGNAL_FIELDS = {"kind": str, "dtype": str, "enabled": bool, "pure": bool, "master": bool, "note": str,
+                  "role": str, "why": (str, type(None)), "one_of": (str, type(None)), "text": str, "line": int}
+
+
+def _check_facts(facts) -> None:
+    if not (isinstance(facts, dict) and isinstance(facts.get("module"), (str, type(None)))
+            and all(isinstance(i, str) for i in _list(facts.get("imports")))):
+        raise ValueError("bad facts")
+    for s in _list(facts.get("signals")):
+        if not isinstance(s, dict) or any(not isinstance(s.get(k), t) for k, t in _SIGNAL_FIELDS.items()):
+            raise ValueError("bad signal")
+    for e in _list(facts.get("entry_points")):
+        if not (isinstance(e, dict) and isinstance(e.get("function"), str) and _is_int(e.get("line"))
+                and all(isinstance(w, str) for w in _list(e.get("why")))):
+            raise ValueError("bad entry point")
+
+
+def _list(v, n: Optional[int] = None) -> list:
+    if not isinstance(v, list) or (n is not None and len(v) != n):
+        raise ValueError("bad list")
+    return v
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _float_data(v: float):
+    return v if v == v and v not in (float("inf"), float("-inf")) else repr(v)  # JSON has no inf / nan
+
+
+def _float_from(v) -> float:
+    if isinstance(v, str) and v in ("inf", "-inf", "nan"):
+        return float(v)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    raise ValueError("bad constant")
+
+
+# ---- extraction ---------------------------------------------------------------------------------
+def summarise(source: bytes, path: str = "", module_name: Optional[str] = None) -> FileSummary:
+    """The summary of one file (``path`` relative to the project root): a single stdlib ``ast``
+    parse, shared by the precision facts and the constants."""
+    from .precision_facts import file_facts  # noqa: PLC0415 (precision_facts imports project, which imports this)
+
+    summary = FileSummary()
+    if INDEXED_LINE.search(source):
+        summary.lines = _indexed_lines(source)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    summary.facts = file_facts(source, path, module_name, tree=tree)
+    if tree is not None and CONSTANT_LINE.search(source):
+        summary.constants = module_constants(tree.body)
+    # The facts go to JSON and back; let the live summary be exactly what a cached one would be.
+    summary.facts = json.loads(json.dumps(summary.facts))
+    return summary
+
+
+def _indexed_lines(source: bytes) -> List[Tuple[int, str]]:
+    out = []
+    for i, line in enumerate(source.splitlines(), 1):
+        if INDEXED_LINE.search(line):
+            out.append((i, line.decode("utf-8", "replace")))
+    return out

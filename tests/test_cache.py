@@ -1,0 +1,174 @@
+"""The on-disk cache: never a source of truth. Findings are the same with and without it, cold and
+warm, serial and parallel; unchanged files are not read again; a damaged or foreign cache is
+ignored; concurrent runs leave a valid cache."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import amplint.project as project_module
+from amplint.cache import CACHE_DIR_NAME
+
+from cliutil import ROOT, run, subprocess_env, write_project
+from test_parallel import many_files
+
+PAST = 1_600_000_000  # a time long ago: files whose stat the cache may trust
+
+
+@pytest.fixture(autouse=True)
+def with_cache(monkeypatch):
+    monkeypatch.delenv("AMPLINT_NO_CACHE", raising=False)
+    monkeypatch.delenv("AMPLINT_CACHE_DIR", raising=False)
+
+
+def age(root: Path) -> None:
+    for p in root.rglob("*.py"):
+        os.utime(p, (PAST, PAST))
+
+
+def check(root: Path, *extra) -> str:
+    r = run(["check", "--output-format", "json", *extra, "."], root)
+    assert r.rc in (0, 1), r.err
+    return r.out
+
+
+def cache_files(root: Path):
+    return sorted((root / CACHE_DIR_NAME).rglob("*.json"))
+
+
+@pytest.fixture
+def examples(tmp_path):
+    root = tmp_path / "examples"
+    shutil.copytree(ROOT / "examples", root)
+    age(root)
+    return root
+
+
+@pytest.fixture
+def small(tmp_path):
+    root = write_project(tmp_path / "small", {"train.py": TRAIN, "opt.py": OPT, "consts.py": "NEG = -2 ** 30\n",
+                                               "mask.py": "from consts import NEG\nimport torch\n"
+                                                          "def f(s, m):\n    return s.masked_fill(m, NEG)\n"})
+    age(root)
+    return root
+
+
+def test_examples_same_with_and_without_cache_cold_warm_serial_parallel(examples):
+    reference = check(examples, "--no-cache", "-j", "1")
+    assert json.loads(reference)  # examples/ has findings
+    assert not (examples / CACHE_DIR_NAME).exists()  # --no-cache writes nothing
+    assert check(examples, "-j", "1") == reference  # cold
+    assert (examples / CACHE_DIR_NAME / ".gitignore").read_text().strip().endswith("*")
+    assert check(examples, "-j", "1") == reference  # warm
+    assert check(examples, "-j", "2") == reference  # warm, parallel
+
+
+def test_many_files_same_with_and_without_cache(tmp_path):
+    root = many_files(tmp_path / "p")
+    age(root)
+    reference = check(root, "--no-cache", "-j", "1")
+    assert check(root, "-j", "3") == reference
+    assert check(root, "-j", "1") == reference
+    assert check(root, "-j", "3") == reference
+
+
+def count_summaries(monkeypatch):
+    calls = []
+    original = project_module.summarise
+
+    def counting(source, path="", module=None):
+        calls.append(module)
+        return original(source, path, module)
+
+    monkeypatch.setattr(project_module, "summarise", counting)
+    return calls
+
+
+TRAIN = "import torch\nmodel = Net().cuda().half()\nloss.backward()\n"
+OPT = "import torch\nopt = torch.optim.AdamW(model.parameters(), eps=1e-8)\n"
+
+
+def test_a_one_file_run_summarises_only_changed_files(tmp_path, monkeypatch):
+    files = {f"pkg/m{i}.py": f"X{i} = {i}\n" for i in range(30)}
+    root = write_project(tmp_path / "p", {**files, "pkg/train.py": TRAIN, "pkg/opt.py": OPT})
+    age(root)
+    calls = count_summaries(monkeypatch)
+    first = run(["check", "pkg/opt.py"], root)
+    assert "AMP101" in first.out and len(calls) == 32
+    calls.clear()
+    assert run(["check", "pkg/opt.py"], root).out == first.out
+    assert calls == []  # nothing changed: no file of the project is summarised (nor read) again
+    (root / "pkg/m3.py").write_text("X3 = 4\n")
+    run(["check", "pkg/opt.py"], root)
+    assert calls == ["pkg.m3"]
+
+
+def test_an_edit_elsewhere_changes_the_result(tmp_path):
+    root = write_project(tmp_path / "p", {"train.py": TRAIN, "opt.py": OPT})
+    age(root)
+    assert "AMP101" in run(["check", "opt.py"], root).out
+    (root / "train.py").write_text("import torch\n")  # no fp16 evidence left: AdamW's eps is fine
+    os.utime(root / "train.py", (PAST + 10, PAST + 10))
+    assert run(["check", "opt.py"], root).out == run(["check", "--no-cache", "opt.py"], root).out
+    assert "AMP101" not in run(["check", "opt.py"], root).out
+
+
+@pytest.mark.parametrize("damage", [
+    lambda p: p.write_bytes(b"\x00\xff garbage"),
+    lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),  # truncated
+    lambda p: p.write_text(json.dumps({"format": "something-else"})),  # foreign
+    lambda p: p.write_text(json.dumps({**json.loads(p.read_text()),  # malformed entries
+                                       "summaries": {k: {"signals": [[1, 2]]} for k in json.loads(p.read_text())["summaries"]}})),
+    lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "summaries": {}})),  # keys without entries
+    lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "version": "0.0.0"})),  # another amplint
+])
+def test_a_damaged_cache_is_ignored(small, damage):
+    examples = small
+    reference = check(examples, "--no-cache")
+    # -2 ** 30 imported from another module folds (one constant evaluator for every level)
+    assert [f["filename"].endswith("mask.py") for f in json.loads(reference) if f["code"] == "AMP103"] == [True]
+    check(examples)
+    [cache_file] = cache_files(examples)
+    damage(cache_file)
+    assert check(examples) == reference
+    assert json.loads(cache_file.read_text())["format"] == "amplint-cache"  # rewritten, valid
+    assert check(examples) == reference
+
+
+def test_clean_and_cache_dir(tmp_path):
+    root = write_project(tmp_path / "p", {"opt.py": OPT, "train.py": TRAIN})
+    elsewhere = tmp_path / "cache"
+    r = run(["check", "--cache-dir", str(elsewhere), "."], root)
+    assert r.rc == 1
+    assert not (root / CACHE_DIR_NAME).exists() and list(elsewhere.rglob("*.json"))
+    run(["check", "."], root)
+    assert (root / CACHE_DIR_NAME).is_dir()
+    assert run(["clean", "."], root).rc == 0
+    assert not (root / CACHE_DIR_NAME).exists()
+    assert run(["clean", "--cache-dir", str(elsewhere)], root).rc == 0
+    assert not elsewhere.exists()
+    # clean removes only a folder that is an amplint cache
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "data.txt").write_text("mine")
+    run(["clean", "--cache-dir", str(keep)], root)
+    assert (keep / "data.txt").read_text() == "mine"
+
+
+def test_concurrent_runs_leave_a_valid_cache(small):
+    examples = small
+    reference = check(examples, "--no-cache")
+    env = {k: v for k, v in subprocess_env().items() if k != "AMPLINT_NO_CACHE"}
+    cmd = [sys.executable, "-m", "amplint", "check", "--output-format", "json", "-j", "1", "."]
+    procs = [subprocess.Popen(cmd, cwd=examples, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [o for o, _ in outs] == [reference, reference], [e for _, e in outs]
+    [cache_file] = cache_files(examples)
+    assert json.loads(cache_file.read_text())["format"] == "amplint-cache"
+    assert check(examples) == reference
+    assert not [p for p in (examples / CACHE_DIR_NAME).rglob("*") if p.name.endswith(".tmp")]
