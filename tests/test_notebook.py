@@ -41,6 +41,24 @@ def test_json_output_has_the_cell(project):
     assert r.rc == 0
 
 
+def test_github_annotations_name_the_cell(project):
+    r = run(["check", "--output-format", "github", "training.ipynb"], project)
+    [annotation] = [line for line in r.out.splitlines() if "file=training.ipynb" in line]
+    assert annotation.startswith("::error file=training.ipynb,line=8,col=5,")
+    assert "::cell 2:8:5: AMP302 " in annotation
+
+
+def test_a_syntax_error_is_placed_in_its_cell(tmp_path):
+    doc = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                      "source": ["import torch\n"]},
+                     {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                      "source": ["x = 1\n", "y = (\n"]}],
+           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    root = write_project(tmp_path / "p", {"nb.ipynb": json.dumps(doc)})
+    r = run(["check", "--output-format", "concise", "nb.ipynb"], root)
+    assert r.out.startswith("nb.ipynb:cell 2:2:5: E999 SyntaxError: '(' was never closed"), r.out
+
+
 def test_full_output_quotes_the_cell(project):
     r = run(["check", "training.ipynb"], project)
     assert "8 | " + CLIP.rstrip("\n") in r.out

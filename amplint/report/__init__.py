@@ -147,9 +147,11 @@ def github(findings: Sequence[Finding], out: TextIO, assumed=(), **_) -> None:
         out.write(f"::notice title=amplint precision::{_gh_escape(line)}\n")
     for f in findings:
         title = _gh_escape(f"amplint ({f.code})", prop=True)
+        # In a notebook the line is within a cell: the message says which (ruff's way).
+        where = f"cell {f.cell}:{f.line}:{f.column}: " if f.cell is not None else ""
         out.write(
             f"::{f.severity} file={_gh_escape(f.path, True)},line={f.line},col={f.column},"
-            f"endLine={f.end_line},endColumn={f.end_column},title={title}::{_gh_escape(f'{f.code} {_with_help(f)}')}\n"
+            f"endLine={f.end_line},endColumn={f.end_column},title={title}::{_gh_escape(f'{where}{f.code} {_with_help(f)}')}\n"
         )
 
 
