@@ -189,3 +189,36 @@ def step_raises():
         return torch.ones(2).sum() / undefined_name
     return step
 '''
+
+
+MILD = '''\
+import torch
+import torch.nn as nn
+
+
+class Scorer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.head = nn.Linear(dim, 1)
+
+    def forward(self, x):
+        logits = self.head(x)
+        return torch.log(torch.sigmoid(logits))
+
+
+def mild():
+    torch.manual_seed(0)
+    model = Scorer(4)
+    x = torch.randn(8, 4)  # logits near 0: sigmoid never underflows
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    return (lambda: -model(x).mean()), optimizer, torch.amp.GradScaler("cpu", init_scale=256.0)
+'''
+
+
+def test_a_finding_whose_line_runs_harmlessly_is_not_triggered(tmp_path):
+    path = write_project(tmp_path, {"mild.py": MILD}) / "mild.py"
+    r = run(["verify", f"{path}:mild", "--output-format", "json"], tmp_path)
+    data = json.loads(r.out)
+    statuses = {(f["code"], f["line"]): f["status"] for f in data["findings"]}
+    assert statuses.get(("AMP201", line_of(path, "return torch.log(torch.sigmoid(logits))"))) == "not-triggered", statuses
+    assert r.rc == 0 and data["runtime_only"] == []

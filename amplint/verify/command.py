@@ -27,10 +27,7 @@ def run_verify(args, out=None, err=None) -> int:
     try:
         path, _ = parse(args.target)
         step, optimizer, scaler = load(args.target)
-        precision = args.precision
-        if precision == "auto":
-            precision = "fp16" if _half_parameters(optimizer) else "fp16-mixed"
-        report = verify(step, optimizer, scaler, device=args.device, precision=precision, steps=args.steps,
+        report = verify(step, optimizer, scaler, device=args.device, precision=args.precision, steps=args.steps,
                         project=path, target=args.target)
     except TargetError as e:
         err.write(f"amplint: error: {e}\n")
@@ -54,14 +51,6 @@ def run_verify(args, out=None, err=None) -> int:
             err.write(f"amplint: error: cannot write {args.report}: {e}\n")
             return EXIT_ERROR
     return report.exit_code
-
-
-def _half_parameters(optimizer) -> bool:
-    import torch
-
-    if optimizer is None:
-        return False
-    return any(p.dtype == torch.float16 for g in optimizer.param_groups for p in g["params"])
 
 
 def _write_atomic(path: Path, text: str) -> None:

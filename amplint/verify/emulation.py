@@ -98,46 +98,78 @@ def _overload(op: str):
     return getattr(packet, overload)
 
 
-class CudaAutocastOnCpu:
-    """``with CudaAutocastOnCpu(): ...`` runs like ``torch.autocast("cuda", torch.float16)`` would,
-    on CPU tensors. Not re-entrant across threads (the kernels are process-wide while active)."""
+class _Kernels:
+    """The Python kernels on AutocastCPU, registered while at least one user holds them (registering
+    ~250 kernels costs ~50 ms: a verify run registers once, not once per step)."""
 
     def __init__(self) -> None:
-        self._lib = None
+        self.users = 0
+        self.lib = None
+
+    def acquire(self) -> None:
+        with _LOCK:
+            if self.users == 0:
+                lib = torch.library.Library("aten", "IMPL")
+                kinds: Dict[str, str] = dict(CUDA_ATEN)
+                kinds.update({op: "keep" for op in _cpu_only_ops()})
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+                        for op, kind in kinds.items():
+                            overload = _overload(op)
+                            if overload is not None:
+                                lib.impl(op, _kernel(overload, kind), "AutocastCPU")
+                except BaseException:
+                    lib._destroy()
+                    raise
+                self.lib = lib
+            self.users += 1
+
+    def release(self) -> None:
+        with _LOCK:
+            self.users -= 1
+            if self.users == 0 and self.lib is not None:
+                self.lib._destroy()  # CPU autocast's own kernels are in force again
+                self.lib = None
+
+
+_KERNELS = _Kernels()
+
+
+class CudaPolicyKernels:
+    """``with CudaPolicyKernels():`` keeps the emulation's kernels registered (they act only while CPU
+    autocast is enabled); CudaAutocastOnCpu inside it then costs only the autocast switch."""
+
+    def __enter__(self):
+        _KERNELS.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        _KERNELS.release()
+        return False
+
+
+class CudaAutocastOnCpu:
+    """``with CudaAutocastOnCpu(): ...`` runs like ``torch.autocast("cuda", torch.float16)`` would,
+    on CPU tensors. While the kernels are registered, CPU autocast anywhere in the process follows
+    CUDA's policy."""
+
+    def __init__(self) -> None:
         self._autocast = None
 
     def __enter__(self):
-        _LOCK.acquire()
+        _KERNELS.acquire()
         try:
-            lib = torch.library.Library("aten", "IMPL")
-            kinds: Dict[str, str] = dict(CUDA_ATEN)
-            kinds.update({op: "keep" for op in _cpu_only_ops()})
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
-                for op, kind in kinds.items():
-                    overload = _overload(op)
-                    if overload is None:
-                        continue
-                    lib.impl(op if "." in op else op, _kernel(overload, kind), "AutocastCPU")
-            self._lib = lib
             self._autocast = torch.autocast("cpu", dtype=torch.float16)
             self._autocast.__enter__()
         except BaseException:
-            self._release()
+            _KERNELS.release()
             raise
         return self
 
     def __exit__(self, *exc):
         try:
-            if self._autocast is not None:
-                self._autocast.__exit__(*exc)
+            self._autocast.__exit__(*exc)
         finally:
-            self._release()
+            _KERNELS.release()
         return False
-
-    def _release(self) -> None:
-        if self._lib is not None:
-            self._lib._destroy()
-            self._lib = None
-        self._autocast = None
-        _LOCK.release()

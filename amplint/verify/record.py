@@ -9,7 +9,7 @@ is executing (``torch._C._current_autograd_node()``), through a map from each fo
 ``grad_fn`` to its site, filled in one op late (the autograd node is attached after the dispatch
 mode returns).
 
-Cost: one reduction per floating output (``abs().amax()``, plus a zero count that underflow needs);
+Cost: two reductions per floating output (``aminmax`` and ``count_nonzero``, for underflow);
 the expensive statistics (NaN / inf counts, the inputs' finiteness) run only on an output whose
 amax is not finite, or that raised.
 """
@@ -263,15 +263,17 @@ class Recorder(TorchDispatchMode):
             for t in outputs:
                 if t.numel() == 0:
                     continue
-                entry.numel += t.numel()
-                amax = float(t.detach().abs().amax())
-                if self.track_zeros and t.dtype in (torch.float16, torch.float32, torch.bfloat16):
-                    entry.zeros += int((t.detach() == 0).sum())
+                d = t.detach()
+                entry.numel += d.numel()
+                # One pass for the range (a NaN or an inf shows in min or max), one for the zeros.
+                lo, hi = torch.aminmax(d) if d.dim() else (d, d)
+                amax = max(abs(float(lo)), abs(float(hi)))
+                if self.track_zeros:
+                    entry.zeros += d.numel() - int(torch.count_nonzero(d))
                 if math.isfinite(amax):
                     entry.amax = max(entry.amax, amax)
                     continue
                 bad = True
-                d = t.detach()
                 finite = torch.isfinite(d)
                 entry.nan += int(torch.isnan(d).sum())
                 entry.inf += int(torch.isinf(d).sum())

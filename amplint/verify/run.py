@@ -34,6 +34,14 @@ def _autocast_fp16(device: str):
     return CudaAutocastOnCpu()
 
 
+def _kernels(device: str, mixed: bool):
+    """The emulation's kernels, registered once for the whole run on CPU."""
+    if device == "cpu" and mixed:
+        from .emulation import CudaPolicyKernels
+        return CudaPolicyKernels()
+    return contextlib.nullcontext()
+
+
 class _Float32Reference(torch.utils._python_dispatch.TorchDispatchMode):
     """The float32 reference of a pure-half step: every float16 tensor an op receives is widened to
     float32 and a float16 dtype argument (``.half()``, ``dtype=torch.float16``) becomes float32."""
@@ -72,20 +80,24 @@ def _scalar(loss) -> torch.Tensor:
 
 
 def verify(step: Callable[[], torch.Tensor], optimizer=None, scaler=None, *, device: str = "auto",
-           precision: str = "fp16-mixed", steps: int = 1, seed: int = 0, findings: Optional[Sequence] = None,
+           precision: str = "auto", steps: int = 1, seed: int = 0, findings: Optional[Sequence] = None,
            project=None, target: str = "", optimizer_site: Optional[Site] = None) -> Report:
     """Run ``step`` (a callable running one forward pass and returning a scalar loss) as a float32
     reference and in float16, ``steps`` times with ``optimizer`` (and a GradScaler under fp16-mixed:
     ``scaler``, or a fresh one), and report what float16 did, op by op, forward and backward.
 
     precision: "fp16-mixed" runs the step under CUDA autocast (emulated on CPU); "fp16" runs it as it
-    is (half parameters), with a reference that widens every float16 tensor to float32.
+    is (half parameters), with a reference that widens every float16 tensor to float32; "auto" is
+    "fp16" when the optimizer's parameters are float16, else "fp16-mixed".
     findings: static findings (amplint.findings.Finding) to match the events to; or ``project``, a
     path whose findings ``amplint check`` computes. Raises UserCodeError when the user's code fails
     where float16 is not the cause.
     """
+    if precision == "auto":
+        half = optimizer is not None and any(p.dtype == torch.float16 for g in optimizer.param_groups for p in g["params"])
+        precision = "fp16" if half else "fp16-mixed"
     if precision not in ("fp16-mixed", "fp16"):
-        raise ValueError(f"precision must be 'fp16-mixed' or 'fp16', not {precision!r}")
+        raise ValueError(f"precision must be 'auto', 'fp16-mixed' or 'fp16', not {precision!r}")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device not in ("cuda", "cpu"):
@@ -99,6 +111,7 @@ def verify(step: Callable[[], torch.Tensor], optimizer=None, scaler=None, *, dev
     if optimizer_site is None and optimizer is not None:
         optimizer_site = OPTIMIZER_SITES.get(id(optimizer))
 
+    optimizer_ran = None
     modules = ModuleTracker()
     reference = Recorder(modules)
     recorder = Recorder(modules)
@@ -106,7 +119,7 @@ def verify(step: Callable[[], torch.Tensor], optimizer=None, scaler=None, *, dev
     report = Report(target=target, device=device, precision=precision,
                     emulated=device == "cpu" and mixed, steps_requested=steps)
     devices = [torch.cuda.current_device()] if device == "cuda" else []
-    with torch.random.fork_rng(devices=devices), modules:
+    with torch.random.fork_rng(devices=devices), modules, _kernels(device, mixed):
         for i in range(steps):
             record = StepRecord(index=i)
             report.steps.append(record)
@@ -167,6 +180,8 @@ def verify(step: Callable[[], torch.Tensor], optimizer=None, scaler=None, *, dev
                 break
             finally:
                 recorder.phase = "forward"
+            if optimizer_site is not None:
+                optimizer_ran = (optimizer_site.file, optimizer_site.line)
             if scaler is not None:
                 record.loss_scale_after = float(scaler.get_scale())
                 record.skipped = record.loss_scale_after < scale
@@ -181,6 +196,8 @@ def verify(step: Callable[[], torch.Tensor], optimizer=None, scaler=None, *, dev
                             optimizer=type(optimizer).__name__, site=optimizer_site))
     report.events = _events(reference, recorder, _calibration_skips(report.steps))
     report.sites_run = recorder.sites_run | reference.sites_run
+    if optimizer_ran is not None:
+        report.sites_run.add(optimizer_ran)  # the optimizer's line ran: its finding is at least not-triggered
     if findings is None and project is not None:
         from .match import project_findings
         findings = project_findings(project)
