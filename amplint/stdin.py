@@ -87,7 +87,8 @@ def run_stdin(args, settings: Settings, selection: RuleSelection, out: TextIO, e
     if not fixing and not diffing:
         result = lint_buffer(path, display, data, project, codes, settings)
         sources = _source_lines(data, path, result.findings)
-        return report(args, result.findings, result.errors, out, err, sources=sources)
+        return report(args, result.findings, result.errors, out, err, sources=sources,
+                      assumed=_assumed(project, path, data))
     state = fix_text(data, path, settings, unsafe=bool(getattr(args, "unsafe_fixes", False)), display=display,
                      project=project, selection=selection)
     errors: List[str] = list(state.errors)
@@ -105,4 +106,16 @@ def run_stdin(args, settings: Settings, selection: RuleSelection, out: TextIO, e
     _write_bytes(out, state.output() if state.changed else data)
     fixed_data = state.output() if state.changed else data
     sources = _source_lines(fixed_data, path, state.findings)
-    return report(args, state.findings, errors, err, err, fixed=state.fixed, sources=sources)
+    return report(args, state.findings, errors, err, err, fixed=state.fixed, sources=sources,
+                  assumed=_assumed(project, path, fixed_data))
+
+
+def _assumed(project, path: Path, data: bytes) -> list:
+    """The precision assumed for the project, with the text standing in for the file."""
+    from .notebook import is_notebook
+    from .overlay import OverlayProject
+    from .report.assumed import assumed_precision
+
+    if is_notebook(path):
+        return [assumed_precision(project)]
+    return [assumed_precision(OverlayProject(project, path, data))]

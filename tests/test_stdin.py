@@ -60,7 +60,7 @@ def test_fix_stdin_prints_the_fixed_source(project):
 def test_config_of_the_named_path_applies(project, monkeypatch):
     # sub/ has its own [tool.amplint] ignoring AMP101 (and its own regime: sub/train.py)
     r = run_stdin(["check", "--stdin-filename", "sub/opt.py", "-"], project, OPTIM, monkeypatch)
-    assert (r.rc, r.out) == (0, "All checks passed!\n"), r.err
+    assert r.rc == 0 and r.out.startswith("All checks passed!\n"), r.err
     r = run_stdin(["check", "--stdin-filename", "opt.py", "-"], project, OPTIM, monkeypatch)
     assert r.rc == 1
 
@@ -82,7 +82,7 @@ def test_the_text_stands_in_for_the_file_in_the_regime(project, monkeypatch):
     no_half = TRAIN.replace(".half()", "") + "opt = torch.optim.AdamW(model.parameters())\n"
     r = run_stdin(["check", "--output-format", "concise", "--stdin-filename", "train.py", "-"], project, no_half,
                   monkeypatch)
-    assert (r.rc, r.out) == (0, "All checks passed!\n")
+    assert r.rc == 0 and r.out.startswith("All checks passed!\nAssumed precision: fp32")
     # A new file (not on disk) is judged with its own evidence too.
     empty = write_project(project.parent / "empty", {})
     r = run_stdin(["check", "--output-format", "concise", "--stdin-filename", "new.py", "-"], empty,
@@ -116,3 +116,27 @@ def test_fix_stdin_that_does_not_parse_is_given_back(project, monkeypatch):
 def test_stdin_with_other_paths_is_a_usage_error(project, monkeypatch):
     r = run_stdin(["check", "-", "train.py"], project, OPTIM, monkeypatch)
     assert r.rc == 2 and "cannot be combined" in r.err
+
+
+def test_force_exclude_applies_to_the_stdin_filename(tmp_path, monkeypatch):
+    root = write_project(tmp_path / "p", {
+        "pyproject.toml": "[tool.amplint]\nextend-exclude = ['third_party']\n",
+        "train.py": TRAIN,
+    })
+    argv = ["--stdin-filename", "third_party/vendored/opt.py", "-"]
+    # Named on the command line, an excluded file is linted (as ruff does) ...
+    assert run_stdin(["check", *argv], root, OPTIM, monkeypatch).rc == 1
+    # ... unless --force-exclude (pre-commit, editors): nothing reported, fix gives the text back.
+    r = run_stdin(["check", "--force-exclude", *argv], root, OPTIM, monkeypatch)
+    assert r.rc == 0 and "AMP101" not in r.out
+    assert "excluded" in r.err
+    r = run_stdin(["fix", "--force-exclude", *argv], root, OPTIM, monkeypatch)
+    assert (r.rc, r.out) == (0, OPTIM)
+
+
+def test_the_assumed_precision_reflects_the_text(project, monkeypatch):
+    no_half = TRAIN.replace(".half()", "")
+    r = run_stdin(["check", "--stdin-filename", "train.py", "-"], project, no_half, monkeypatch)
+    assert "Assumed precision: fp32" in r.out
+    r = run_stdin(["check", "--stdin-filename", "opt.py", "-"], project, OPTIM, monkeypatch)
+    assert "Assumed precision: fp16" in r.out
