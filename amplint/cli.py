@@ -39,6 +39,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="colour in `full` output (auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print the files linted, the precision assumed per project and timings on stderr")
+    p.add_argument("--show-settings", action="store_true",
+                   help="print each training entry point, its precision and the evidence, then exit")
     p.add_argument("--force-exclude", action="store_true",
                    help="apply exclude / extend-exclude to paths named on the command line too (for pre-commit)")
     p.add_argument("--stdin-filename", metavar="PATH",
@@ -243,9 +245,15 @@ def _run_check(args, out, err) -> int:
     if getattr(args, "fix", False) or getattr(args, "diff", False):
         return run_fix(args, settings, selection, paths, out, err)
     runner = Runner(settings, selection, jobs=getattr(args, "jobs", None), **cache_options(args))
+    if getattr(args, "show_settings", False):
+        from .precision_report import settings_report
+        for f in runner.files(paths):
+            runner.project_for(f)
+        out.write(settings_report(runner.projects()))
+        return EXIT_CLEAN
     findings, errors = runner.check(paths)
     from .report.assumed import assumed_precision
-    assumed = [assumed_precision(p) for p in runner.projects()]
+    assumed = [assumed_precision(p, [f for q, f in runner.checked_files if q is p]) for p in runner.projects()]
     if args.verbose:
         for name in runner.checked:
             err.write(f"amplint: checked {name}\n")

@@ -43,6 +43,7 @@ class Runner:
         self.jobs = jobs  # worker processes; None: decided from the number of files and CPUs
         self.cache = cache  # use the on-disk cache (the command line's default; off for the API)
         self.cache_dir = cache_dir  # None: .amplint_cache/ at each project's root
+        self.checked_files: List[Tuple[Project, Path]] = []  # (project, file) of the last check
 
     def project_for(self, path: Path) -> Project:
         root = project_root(path)
@@ -69,8 +70,10 @@ class Runner:
 
     def check(self, paths: Sequence[Path]) -> Tuple[List[Finding], List[str]]:
         tasks: List[Task] = []
+        self.checked_files = []  # (project, file): what the summary's precision counts cover
         for f in self.files(paths):
             project = self.project_for(f)
+            self.checked_files.append((project, f))
             tasks.append((f, f.as_posix(), project.root, tuple(sorted(self.selection.for_file(f)))))
         workers = self.workers_for(len(tasks))
         self.checked = [display for _, display, _, _ in tasks]  # for --verbose

@@ -253,3 +253,32 @@ def test_a_yaml_config_sets_the_precision_of_the_entry_point_beside_it(tmp_path)
     })
     r = p.regime_for(p.root / "train.py")
     assert r.mode == "fp16-mixed" and r.fp16_autocast.path.endswith("configs/train.yaml")
+
+
+# ---- what amplint assumed, shown ----------------------------------------------------------------------
+
+def test_show_settings_names_entry_points_precision_and_evidence_roles(tmp_path):
+    p = project(tmp_path, {
+        "train.py": "import torch\nimport lib\ndef main(model, x, opt):\n    model.half()\n" + STEP +
+                    "    with torch.no_grad():\n        model.half()\n",
+        "lib.py": OPTIM,
+    })
+    r = run(["check", "--show-settings"], p.root)
+    assert r.rc == 0
+    assert "entry point train.py:3 (main): fp16" in r.out
+    assert "evidence: `model.half()` at train.py:4 [training]" in r.out
+    assert "evidence: `model.half()` at train.py:9 [inference] (under `torch.no_grad`()) (not counted)" in r.out.replace(
+        "`torch.no_grad()`", "`torch.no_grad`()")
+
+
+def test_summary_line_says_which_precision_and_what_no_entry_point_reaches(tmp_path):
+    p = project(tmp_path, {
+        "a.py": "import torch\ndef main(model, x):\n    model = model.half()\n" + STEP,
+        "b.py": "import torch\ndef main(model, x):\n    model = model.bfloat16()\n" + STEP,
+        "lib.py": "import torch\ndef f(x):\n    return x\n",
+        "tests/test_lib.py": "def test_f():\n    pass\n",
+    })
+    r = run(["check", "--output-format", "concise"], p.root)
+    last = r.out.splitlines()[-1]
+    assert last.startswith("Precision: ") and "fp16 for 1 file" in last and "bf16 for 1 file" in last
+    assert "no training entry point reaches 1 file (library policy)" in last and "1 file is a test" in last

@@ -35,7 +35,20 @@ _WHY = {
 }
 
 
-def assumed_precision(project) -> AssumedPrecision:
+def assumed_precision(project, files=None) -> AssumedPrecision:
+    """What ``project`` was judged under. With ``files`` (the files checked) and a project that
+    decides precision per training entry point: the precision used for how many files, and which
+    files no entry point reaches (amplint.precision_report)."""
+    if files and hasattr(project, "regime_for") and not project.regime.override:
+        from ..precision_report import file_label, precision_parts
+        labels = [file_label(project, f) for f in files]
+        mode = max(set(label for label, _ in labels), key=[label for label, _ in labels].count)
+        root = project.display(project.root) or "."
+        why = "per training entry point: " + precision_parts([(project, f) for f in files]) + "; --show-settings for the evidence"
+        main = next((f for f, (label, _) in zip(files, labels) if label == mode), None)
+        regime = project.regime_for(main) if main is not None else project.regime
+        ev = regime.half_params or regime.fp16 or regime.bf16
+        return AssumedPrecision(root, mode, why, Location.of(ev) if ev is not None else None)
     regime = project.regime
     mode = regime.mode
     root = project.display(project.root) if hasattr(project, "display") else str(project.root)

@@ -1,0 +1,91 @@
+"""What amplint assumed about precision, for people: ``check --show-settings`` and the summary line.
+
+The data comes from ``amplint.project.Project`` (entry points, their evidence with roles, the
+precision of each file); this module only words it. Output formats that want the same facts call
+``precision_counts`` / ``precision_line``.
+"""
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from pathlib import Path
+from typing import Dict, Iterable, List, Tuple
+
+MODE_WORDS = {
+    "fp16": "pure fp16 (half parameters and optimizer)",
+    "fp16-master": "fp16 model with fp32 master weights",
+    "fp16-mixed": "fp16 mixed precision (autocast)",
+    "bf16": "bf16",
+    "fp32": "fp32",
+}
+
+
+def file_label(project, path: Path) -> Tuple[str, str]:
+    """(precision label, whose) for one file: ``("fp16-mixed", "entry point train.py:40 (main)")``,
+    ``("library", ...)`` for code no entry point reaches, ``("test", ...)`` for test files."""
+    regime = project.regime_for(path)
+    if regime.override:
+        return regime.mode, "configured"
+    if regime.scope.startswith("test"):
+        return "test", regime.scope
+    if regime.scope.startswith("library") or (not regime.signals and "no training entry point" in regime.scope):
+        return "library", regime.scope
+    return regime.mode, regime.scope
+
+
+def precision_counts(files_by_project: Iterable[Tuple[object, Path]]) -> Dict[str, int]:
+    """How many files were judged under each precision label."""
+    return dict(Counter(file_label(project, f)[0] for project, f in files_by_project))
+
+
+def precision_line(files_by_project: List[Tuple[object, Path]]) -> str:
+    """One summary line: ``Precision: fp16-mixed for 40 files, no training entry point reaches 3
+    files (library policy), 5 files are tests (no precision assumed) (--show-settings ...).``"""
+    if not files_by_project:
+        return ""
+    return "Precision: " + precision_parts(files_by_project) + " (--show-settings for the evidence)."
+
+
+def precision_parts(files_by_project: List[Tuple[object, Path]]) -> str:
+    """``fp16-mixed for 40 files, no training entry point reaches 3 files (library policy)``."""
+    counts = OrderedDict(sorted(precision_counts(files_by_project).items(), key=lambda kv: (-kv[1], kv[0])))
+    parts = []
+    for label, n in counts.items():
+        files = f"{n} file{'s' if n != 1 else ''}"
+        if label == "library":
+            parts.append(f"no training entry point reaches {files} (library policy)")
+        elif label == "test":
+            parts.append(f"{files} {'are tests' if n != 1 else 'is a test'} (no precision assumed)")
+        else:
+            parts.append(f"{label} for {files}")
+    return ", ".join(parts)
+
+
+def settings_report(projects) -> str:
+    """``--show-settings``: per project, each training entry point, its precision and the evidence
+    (file:line and role), and the precision of the files no entry point reaches."""
+    out: List[str] = []
+    for project in projects:
+        out.append(f"Project {project.display(project.root) or '.'}")
+        eps = project.entry_points()
+        if project.regime.override:
+            out.append(f"  precision configured: {project.regime.override} (every file)")
+        if not eps:
+            out.append("  no training entry point (nothing runs backward, steps an optimizer or hands a model to a trainer)")
+            out.append(f"  precision for its files: {project.regime.mode} ({project.regime.scope})")
+        for ep in eps:
+            from .project import Regime
+            mode = Regime(ep.signals).mode
+            out.append(f"  entry point {ep.name()}: {mode} ({MODE_WORDS.get(mode, mode)})")
+            for f in ep.functions:
+                out.append(f"    trains in {f['function']} (line {f['line']}): {', '.join(f['why'])}")
+            out.append(f"    reaches {len(ep.reach)} file{'s' if len(ep.reach) != 1 else ''} of the project")
+            for role, where, why in ep.roles:
+                note = f" ({why})" if why else ""
+                counted = "" if role == "training" else " (not counted)"
+                out.append(f"    evidence: {where} [{role}]{note}{counted}")
+        unreached = [f for f in project.files() if not any(f.resolve() == ep.path or f.resolve() in ep.reach for ep in eps)]
+        if eps and unreached:
+            labels = Counter(file_label(project, f)[0] for f in unreached)
+            words = ", ".join(f"{label}: {n}" for label, n in sorted(labels.items()))
+            out.append(f"  files no entry point reaches: {len(unreached)} ({words})")
+    return "\n".join(out) + "\n"
