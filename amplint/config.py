@@ -32,6 +32,9 @@ class Settings:
     exclude: List[str] = field(default_factory=list)
     extend_exclude: List[str] = field(default_factory=list)
     precision: str = "auto"
+    # The precision assumed for library code (no training entry point reaches it): "auto" is the
+    # library policy of docs/precision.md; a library author picks their users' precision here.
+    assume_precision: str = "auto"
     # Values the fixes write (issue: autofix); kept here so they are validated with the rest.
     safe_eps: float = 1e-4
     logit_scale_max: str = "math.log(100)"
@@ -167,6 +170,10 @@ def load(path: Optional[Path]) -> Settings:
             if value not in PRECISIONS:
                 raise ConfigError(f"{where}: `precision` must be one of {', '.join(PRECISIONS)}, got {value!r}")
             settings.precision = value
+        elif key == "assume-precision":
+            if value not in PRECISIONS:
+                raise ConfigError(f"{where}: `assume-precision` must be one of {', '.join(PRECISIONS)}, got {value!r}")
+            settings.assume_precision = value
         elif key == "safe-eps":
             from .fp16 import FLOAT16, fmt
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:

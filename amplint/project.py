@@ -200,7 +200,7 @@ class Project:
 
     def __init__(self, root: Path, discovery: Optional[Discovery] = None, override: Optional[str] = None,
                  display_base: Optional[Path] = None, cache: Optional[ProjectCache] = None,
-                 overlay: Optional[Dict[Path, bytes]] = None) -> None:
+                 overlay: Optional[Dict[Path, bytes]] = None, assume: Optional[str] = None) -> None:
         self.root = root.resolve()
         self._root_prefix = str(self.root).rstrip(os.sep) + os.sep
         self._rels: Optional[Dict[Path, str]] = None
@@ -208,6 +208,8 @@ class Project:
         self._keys: Dict[Path, str] = {}
         self.cache = cache
         self._overlay = overlay or {}  # resolved path -> contents that stand in for the file on disk
+        # the precision assumed for library code (``assume-precision``); None: the library policy
+        self.assume = assume if assume and assume != "auto" else None
         self.discovery = discovery or Discovery()
         self._override = override if override and override != "auto" else None
         self._regime: Optional[Regime] = None
@@ -442,10 +444,17 @@ class Project:
             names = tuple(ep.name() for ep in reaching)
             return Regime(signals, None, "entry point " + ", ".join(names), names)
         project = self.regime
+        if not eps and not project.signals:
+            return self._library("the project has no training entry point and no precision evidence")
         if not eps or len({Regime(ep.signals).mode for ep in eps}) == 1:
             scope = "not reached by an entry point's imports; the project's precision" if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points)
-        return Regime([], None, "library code: no training entry point reaches it, and the entry points disagree")
+        return self._library("no training entry point reaches it, and the entry points disagree")
+
+    def _library(self, why: str) -> Regime:
+        if self.assume:
+            return Regime([], self.assume, f"library code ({why}): assume-precision = \"{self.assume}\"")
+        return Regime([], None, f"library code: {why}")
 
     def precision_summary(self, paths) -> Dict[str, int]:
         """How many of ``paths`` were judged under each precision (``mode``, or ``library`` /
