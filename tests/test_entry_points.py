@@ -280,14 +280,14 @@ def test_summary_line_says_which_precision_and_what_no_entry_point_reaches(tmp_p
     })
     r = run(["check", "--output-format", "concise"], p.root)
     last = r.out.splitlines()[-1]
-    assert last.startswith("Precision: ") and "fp16 for 1 file" in last and "bf16 for 1 file" in last
+    assert last.startswith("Assumed precision: ") and "fp16 for 1 file" in last and "bf16 for 1 file" in last
     assert "no training entry point reaches 1 file (library policy)" in last and "1 file is a test" in last
 
 
 def test_library_code_is_judged_by_assume_precision_when_configured(tmp_path):
     p = write_project(tmp_path / "lib", {"pkg/__init__.py": "", "pkg/optim.py": OPTIM})
     r = run(["check", "--output-format", "concise", "."], p)
-    assert r.rc == 0 and "no training entry point reaches 2 files (library policy)" in r.out
+    assert r.rc == 0 and "no training entry point: library policy" in r.out
     (p / "pyproject.toml").write_text('[project]\nname = "lib"\n[tool.amplint]\nassume-precision = "fp16"\n')
     r = run(["check", "--output-format", "concise", "."], p)
     assert r.rc == 1 and "pkg/optim.py:4:12: AMP101" in r.out

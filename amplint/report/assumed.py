@@ -31,6 +31,7 @@ class AssumedPrecision:
 _WHY = {
     "fp16": ("half_params", "parameters are float16: {what}"),
     "fp16-mixed": ("fp16", "float16 mixed precision: {what}"),
+    "fp16-master": ("half_params", "float16 model, float32 master weights: {what}"),
     "bf16": ("bf16", "bfloat16: {what}"),
 }
 
@@ -39,17 +40,25 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
     """What ``project`` was judged under. With ``files`` (the files checked) and a project that
     decides precision per training entry point: the precision used for how many files, and which
     files no entry point reaches (amplint.precision_report)."""
-    if files and hasattr(project, "regime_for") and not project.regime.override:
-        from ..precision_report import file_label, precision_parts
-        labels = [file_label(project, f) for f in files]
-        mode = max(set(label for label, _ in labels), key=[label for label, _ in labels].count)
-        root = project.display(project.root) or "."
-        why = "per training entry point: " + precision_parts([(project, f) for f in files]) + "; --show-settings for the evidence"
-        main = next((f for f, (label, _) in zip(files, labels) if label == mode), None)
-        regime = project.regime_for(main) if main is not None else project.regime
-        ev = regime.half_params or regime.fp16 or regime.bf16
-        return AssumedPrecision(root, mode, why, Location.of(ev) if ev is not None else None)
     regime = project.regime
+    if files and hasattr(project, "regime_for") and not regime.override:
+        from ..precision_report import file_label, precision_parts
+        labels = [file_label(project, f)[0] for f in files]
+        if len(set(labels)) > 1:
+            mode = max(set(labels), key=labels.count)
+            root = project.display(project.root) or "."
+            why = "per training entry point (--show-settings): " + precision_parts([(project, f) for f in files])
+            main = files[labels.index(mode)]
+            r = project.regime_for(main)
+            ev = r.half_params or r.fp16 or r.bf16
+            return AssumedPrecision(root, mode, why, Location.of(ev) if ev is not None else None)
+        if labels[0] == "library" and project.entry_points():
+            root = project.display(project.root) or "."
+            n = len(files)
+            return AssumedPrecision(root, "library", f"no training entry point reaches {'these' if n != 1 else 'this'} "
+                                    f"{n} file{'s' if n != 1 else ''}; the library policy applies (docs/precision.md), "
+                                    f"`assume-precision` sets one")
+        regime = project.regime_for(files[0])
     mode = regime.mode
     root = project.display(project.root) if hasattr(project, "display") else str(project.root)
     if regime.override:
@@ -62,8 +71,11 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
     if mode != "fp32":
         return AssumedPrecision(root or ".", mode, "from the project's precision evidence")
     n = len(project.files())
+    library = hasattr(project, "entry_points") and not project.entry_points()
     return AssumedPrecision(root or ".", "fp32", f"no autocast, GradScaler, half parameters or precision flag in the project's "
-                                                 f"{n} Python file{'s' if n != 1 else ''}, so float32; `--precision` overrides")
+                                                 f"{n} Python file{'s' if n != 1 else ''}, so float32"
+                                                 + (" (no training entry point: library policy, docs/precision.md)" if library else "")
+                                                 + "; `--precision` overrides")
 
 
 def summary_lines(assumed: List[AssumedPrecision]) -> List[str]:
