@@ -73,6 +73,8 @@ class ProjectCache:
         self._new_files: Dict[str, list] = {}
         self._new_summaries: Dict[str, object] = {}
         self._new_results: Dict[str, object] = {}
+        self._derived: Dict[str, object] = {}  # facts of the whole project, by project fingerprint
+        self._new_derived: Dict[str, object] = {}
         self._load()
 
     def _load(self) -> None:
@@ -83,7 +85,8 @@ class ProjectCache:
         if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == __version__
                 and data.get("schema") == SCHEMA and data.get("root") == self.root):
             return
-        for name, store in (("files", self._files), ("summaries", self._summaries), ("results", self._results)):
+        for name, store in (("files", self._files), ("summaries", self._summaries), ("results", self._results),
+                            ("derived", self._derived)):
             part = data.get(name)
             if isinstance(part, dict):
                 store.update(part)
@@ -123,10 +126,18 @@ class ProjectCache:
         if self._results.get(key) != data:
             self._new_results[key] = data
 
+    # ---- project-wide facts (derived from all the summaries) ----------------------------------------
+    def derived(self, key: str):
+        return self._new_derived.get(key, self._derived.get(key))
+
+    def put_derived(self, key: str, data) -> None:
+        if self._derived.get(key) != data:
+            self._new_derived[key] = data
+
     # ---- writing -----------------------------------------------------------------------------------
     @property
     def dirty(self) -> bool:
-        return bool(self._new_files or self._new_summaries or self._new_results)
+        return bool(self._new_files or self._new_summaries or self._new_results or self._new_derived)
 
     def save(self, live_rels: Optional[Iterable[str]] = None) -> None:
         """Write the cache file (atomically) when something new was learnt; entries of files no
@@ -142,15 +153,18 @@ class ProjectCache:
         summaries = {k: v for k, v in {**self._summaries, **self._new_summaries}.items() if k in keys}
         results = {k: v for k, v in {**self._results, **self._new_results}.items()
                    if isinstance(v, dict) and v.get("content") in keys}
+        # The project-wide facts of this run, and a few earlier ones (another cwd, another precision).
+        derived = dict(list(self._derived.items())[-4:])
+        derived.update(self._new_derived)
         data = {"format": FORMAT, "version": __version__, "schema": SCHEMA, "root": self.root,
-                "files": files, "summaries": summaries, "results": results}
+                "files": files, "summaries": summaries, "results": results, "derived": derived}
         try:
             prepare_dir(self.directory)
             write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode())
         except OSError:
             return
-        self._files, self._summaries, self._results = files, summaries, results
-        self._new_files, self._new_summaries, self._new_results = {}, {}, {}
+        self._files, self._summaries, self._results, self._derived = files, summaries, results, derived
+        self._new_files, self._new_summaries, self._new_results, self._new_derived = {}, {}, {}, {}
 
 
 def prepare_dir(directory: Path) -> None:

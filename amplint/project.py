@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .cache import ProjectCache, content_key
+from .cache import ProjectCache, content_key, digest
 from .context.evidence import Signal
 from .context.file_context import Evidence
 from .discovery import TEST_PATH, Discovery
@@ -190,6 +190,30 @@ class EntryPoint:
         return f"{self.display}:{first['line']} ({first['function']})"
 
 
+def regime_data(regime: Regime) -> dict:
+    return {"signals": [[sig.kind, sig.dtype, sig.enabled, sig.pure, sig.note, sig.master, ev.what, ev.path, ev.line]
+                        for sig, ev in regime.signals],
+            "override": regime.override, "scope": regime.scope, "entry_points": list(regime.entry_points)}
+
+
+def regime_from(data) -> Optional[Regime]:
+    """The regime in ``data`` (from the cache), or None when it is not one."""
+    try:
+        signals = []
+        for kind, dtype, enabled, pure, note, master, what, path, line in data["signals"]:
+            if not (all(isinstance(x, str) for x in (kind, dtype, note, what, path))
+                    and all(isinstance(x, bool) for x in (enabled, pure, master)) and isinstance(line, int)):
+                return None
+            signals.append((Signal(kind, dtype, enabled, pure, note, master), Evidence(what, path, line)))
+        override, scope, eps = data["override"], data["scope"], data["entry_points"]
+        if not (isinstance(override, (str, type(None))) and isinstance(scope, str)
+                and all(isinstance(e, str) for e in eps)):
+            return None
+        return Regime(signals, override, scope, tuple(eps))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 class Project:
     """One project root: its files' summaries (precision facts, constants; read from the cache when
     unchanged), its training entry points and the precision each file runs in (computed once).
@@ -204,6 +228,11 @@ class Project:
         self.root = root.resolve()
         self._root_prefix = str(self.root).rstrip(os.sep) + os.sep
         self._rels: Optional[Dict[Path, str]] = None
+        self._displays: Dict[Path, str] = {}
+        self._recording: Optional[list] = None
+        self._fingerprint: Optional[str] = None
+        self._declarations: Optional[str] = None
+        self._resolved: Dict[Path, Path] = {}
         self._summaries: Dict[Path, FileSummary] = {}
         self._keys: Dict[Path, str] = {}
         self.cache = cache
@@ -221,6 +250,50 @@ class Project:
         self._regimes: Dict[Path, Regime] = {}
         self._anywhere: Optional[Regime] = None
         self.display_base = display_base
+
+    # The facts rules read of the project, recorded while a file is analysed so that its cached
+    # result is reused only while they are the same (amplint.results): name -> kinds of the arguments.
+    RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",)}
+
+    def start_recording(self) -> None:
+        self._recording = []
+
+    def stop_recording(self) -> list:
+        deps, self._recording = self._recording or [], None
+        return deps
+
+    def note_fact(self, name: str, args, value) -> None:
+        if getattr(self, "_recording", None) is not None:
+            from .results import fact_digest
+            entry = [name, [str(a) for a in args], fact_digest(value)]
+            if entry not in self._recording:
+                self._recording.append(entry)
+
+    def fingerprint(self) -> str:
+        """Changes whenever any project fact may: every Python file's content key, and the files
+        declaring the project (see ``declarations``)."""
+        if self._fingerprint is None:
+            from .cache import digest
+            keys = sorted((self.relative(f), self.content_key(f) or "") for f in self.files())
+            self._fingerprint = digest(repr(keys), self.declarations())
+        return self._fingerprint
+
+    def declarations(self) -> str:
+        """A digest of the project's non-Python files that facts are read from: packaging and
+        requirements (the supported torch versions) and configuration files (precision evidence)."""
+        if self._declarations is None:
+            from .cache import digest
+            files = [self.root / n for n in ("pyproject.toml", "setup.cfg")]
+            files += sorted(self.root.glob("requirements*.txt")) + sorted(self.root.glob("requirements/*.txt"))
+            files += self.config_files()
+            parts = []
+            for f in files:
+                try:
+                    parts.append((str(f), f.read_bytes()))
+                except OSError:
+                    parts.append((str(f), b""))
+            self._declarations = digest(repr(parts))
+        return self._declarations
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -254,11 +327,25 @@ class Project:
         return self
 
     def display(self, path: Path) -> str:
-        base = self.display_base or Path.cwd()
-        try:
-            return path.resolve().relative_to(base.resolve()).as_posix()
-        except ValueError:
-            return path.as_posix()
+        found = self._displays.get(path)
+        if found is None:
+            base = self.display_base or Path.cwd()
+            try:
+                found = self.resolved(path).relative_to(base.resolve()).as_posix()
+            except ValueError:
+                found = path.as_posix()
+            self._displays[path] = found
+        return found
+
+    def resolved(self, path: Path) -> Path:
+        """``path.resolve()``, without the system calls for a file discovery found under the root
+        that is not itself a link (its directories are real: see ``_relative_or_none``)."""
+        found = self._resolved.get(path)
+        if found is None:
+            self._relative_or_none(path)
+            found = path if path in self._rels and not os.path.islink(path) else Path(path).resolve()
+            self._resolved[path] = found
+        return found
 
     def is_test(self, path: Path) -> bool:
         return bool(TEST_PATH.search(self.relative(path)))
@@ -270,7 +357,7 @@ class Project:
             for f in self.files():
                 facts = self.summary(f).facts
                 if facts is not None:
-                    self._facts[f.resolve()] = facts
+                    self._facts[self.resolved(f)] = facts
         return self._facts
 
     # ---- summaries ---------------------------------------------------------------------------------
@@ -369,7 +456,7 @@ class Project:
         return self._entry_points
 
     def _import_graph(self) -> Dict[Path, set]:
-        modules = {name: p.resolve() for name, p in self._module_paths().items()}
+        modules = {name: self.resolved(p) for name, p in self._module_paths().items()}
         graph: Dict[Path, set] = {}
         for path, f in self.facts().items():
             targets = set()
@@ -387,6 +474,17 @@ class Project:
 
     @property
     def regime(self) -> Regime:
+        if self._regime is None and self.cache is not None and not self._overlay:
+            # The project's precision is a function of all the summaries: kept in the cache by
+            # the project's fingerprint (and where paths are shown from).
+            key = digest("regime", self.fingerprint(), str(self.display_base or Path.cwd()), self._override)
+            self._regime = regime_from(self.cache.derived(key))
+            if self._regime is None:
+                self._regime = self._computed_regime()
+                self.cache.put_derived(key, regime_data(self._regime))
+        return self._computed_regime()
+
+    def _computed_regime(self) -> Regime:
         """The project's precision as a whole: the training evidence of its entry points (or,
         with none, of every file), for code that is judged by the project rather than by an entry
         point reaching it."""
@@ -424,7 +522,7 @@ class Project:
         by the library policy) when they do not; a test file gets none."""
         if self._override:
             return self.regime
-        key = Path(path).resolve()
+        key = self.resolved(Path(path))
         if key not in self._regimes:
             self._regimes[key] = self._regime_for(key)
         return self._regimes[key]
@@ -551,3 +649,28 @@ def _config_applies(config: Path, entry: Path) -> bool:
     beside ``train.py``) or below it."""
     c, e = config.parent, entry.parent
     return c == e or e in c.parents or c in e.parents
+
+
+def _record_reads(cls):
+    """Wrap the accessors named in ``cls.RECORDED`` so that what they answer is noted."""
+    import functools
+
+    for name in cls.RECORDED:
+        attr = cls.__dict__[name]
+        if isinstance(attr, property):
+            def getter(self, _get=attr.fget, _name=name):
+                value = _get(self)
+                self.note_fact(_name, (), value)
+                return value
+            setattr(cls, name, property(getter, doc=attr.__doc__))
+        else:
+            @functools.wraps(attr)
+            def method(self, *args, _call=attr, _name=name):
+                value = _call(self, *args)
+                self.note_fact(_name, args, value)
+                return value
+            setattr(cls, name, method)
+    return cls
+
+
+_record_reads(Project)

@@ -18,6 +18,7 @@ from .discovery import Discovery, project_root
 from .engine import FileResult, lint_file
 from .findings import Finding
 from .project import Project
+from .results import entry_findings, make_entry, result_key, still_valid
 
 # Below this many files a pool costs more (process start-up, shipping the projects) than it saves.
 PARALLEL_MIN_FILES = 20
@@ -76,16 +77,30 @@ class Runner:
             project = self.project_for(f)
             self.checked_files.append((project, f))
             tasks.append((f, f.as_posix(), project.root, tuple(sorted(self.selection.for_file(f)))))
-        workers = self.workers_for(len(tasks))
         self.checked = [display for _, display, _, _ in tasks]  # for --verbose
+        projects = self._projects_by_root()
+        # Results the cache still holds (amplint.results); the other files are linted.
+        keys = [self._result_key(task, projects[task[2]]) for task in tasks]
+        done: Dict[int, FileResult] = {}
+        for i, (task, key) in enumerate(zip(tasks, keys)):
+            hit = self._cached(task, key, projects[task[2]])
+            if hit is not None:
+                done[i] = hit
+        todo = [i for i in range(len(tasks)) if i not in done]
+        workers = self.workers_for(len(todo))
         self.workers = workers
-        results: Optional[List[FileResult]] = None
+        linted: Optional[List[Tuple[FileResult, list]]] = None
         if workers > 1:
-            results = self._parallel(tasks, workers)
-        if results is None:
-            projects = self._projects_by_root()
-            results = [lint_file(f, display, projects[root], set(codes), self.settings)
-                       for f, display, root, codes in tasks]
+            linted = self._parallel([tasks[i] for i in todo], workers)
+        if linted is None:
+            linted = [_lint_recorded(tasks[i], projects[tasks[i][2]], self.settings) for i in todo]
+        for i, (result, deps) in zip(todo, linted):
+            done[i] = result
+            self._store(tasks[i], keys[i], projects[tasks[i][2]], result, deps)
+        results = [done[i] for i in range(len(tasks))]
+        for project in projects.values():
+            if project.cache is not None:
+                project.regime  # the summary line states it: into the cache with the rest
         self.save_caches()
         findings: List[Finding] = []
         errors: List[str] = []
@@ -95,6 +110,39 @@ class Runner:
         findings.sort(key=Finding.sort_key)
         return findings, errors
 
+    def _result_key(self, task: Task, project: Project) -> Optional[Tuple[str, str]]:
+        if project.cache is None:
+            return None
+        path, display, _, codes = task
+        content = project.content_key(path)
+        if content is None:
+            return None
+        return content, result_key(content, display, self.settings, codes)
+
+    def _cached(self, task: Task, key, project: Project) -> Optional[FileResult]:
+        if key is None:
+            return None
+        content, rkey = key
+        entry = project.cache.result(rkey)
+        if not isinstance(entry, dict) or entry.get("content") != content:
+            return None
+        findings = entry_findings(entry)
+        if findings is None:
+            return None
+        if entry.get("fingerprint") != project.fingerprint():
+            if entry.get("declarations") != project.declarations() or not still_valid(project, entry):
+                return None
+            project.cache.put_result(rkey, {**entry, "fingerprint": project.fingerprint()})
+        return FileResult(task[1], findings)
+
+    def _store(self, task: Task, key, project: Project, result: FileResult, deps: list) -> None:
+        if key is None or result.errors:
+            return  # an internal error is reported again next time, not remembered
+        content, rkey = key
+        entry = make_entry(content, project.fingerprint(), project.declarations(), deps, result.findings)
+        if entry is not None:
+            project.cache.put_result(rkey, entry)
+
     def projects(self) -> List[Project]:
         """The projects of the files linted so far."""
         return list(self._projects.values())
@@ -102,7 +150,7 @@ class Runner:
     def _projects_by_root(self) -> Dict[Path, Project]:
         return {p.root: p for p in self._projects.values()}
 
-    def _parallel(self, tasks: List[Task], workers: int) -> Optional[List[FileResult]]:
+    def _parallel(self, tasks: List[Task], workers: int) -> Optional[List[Tuple[FileResult, list]]]:
         """Lint in worker processes; None when a pool cannot be used here (the caller goes serial)."""
         projects = self._projects_by_root()
         for project in projects.values():
@@ -136,6 +184,16 @@ def _init_worker(projects: Dict[Path, Project], settings: Settings) -> None:
     _WORKER_SETTINGS = settings
 
 
-def _lint_task(task: Task) -> FileResult:
-    path, display, root, codes = task
-    return lint_file(path, display, _WORKER_PROJECTS[root], set(codes), _WORKER_SETTINGS)
+def _lint_task(task: Task) -> Tuple[FileResult, list]:
+    return _lint_recorded(task, _WORKER_PROJECTS[task[2]], _WORKER_SETTINGS)
+
+
+def _lint_recorded(task: Task, project: Project, settings) -> Tuple[FileResult, list]:
+    """Lint one file, noting the project facts its analysis reads (for its cached result)."""
+    path, display, _, codes = task
+    project.start_recording()
+    try:
+        result = lint_file(path, display, project, set(codes), settings)
+    finally:
+        deps = project.stop_recording()
+    return result, deps

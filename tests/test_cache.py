@@ -172,3 +172,23 @@ def test_concurrent_runs_leave_a_valid_cache(small):
     assert json.loads(cache_file.read_text())["format"] == "amplint-cache"
     assert check(examples) == reference
     assert not [p for p in (examples / CACHE_DIR_NAME).rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_results_are_reused_only_while_what_they_read_is_the_same(tmp_path, monkeypatch):
+    import amplint.runner as runner_module
+
+    root = write_project(tmp_path / "p", {"train.py": TRAIN, "opt.py": OPT, "other.py": "X = 1\n"})
+    age(root)
+    linted = []
+    original = runner_module.lint_file
+    monkeypatch.setattr(runner_module, "lint_file", lambda path, *a, **k: linted.append(Path(path).name) or original(path, *a, **k))
+    first = run(["check", "opt.py"], root).out
+    assert "AMP101" in first and linted == ["opt.py"]
+    linted.clear()
+    assert run(["check", "opt.py"], root).out == first and linted == []  # nothing changed: reused
+    (root / "other.py").write_text("X = 2\n")  # a change the result of opt.py did not read
+    assert run(["check", "opt.py"], root).out == first and linted == []
+    (root / "train.py").write_text("import torch\nloss.backward()\n")  # the regime opt.py read changed
+    out = run(["check", "opt.py"], root).out
+    assert linted == ["opt.py"] and "AMP101" not in out
+    assert out == run(["check", "--no-cache", "opt.py"], root).out

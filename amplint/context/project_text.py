@@ -22,7 +22,15 @@ INDEXED_WORD = re.compile(INDEXED_LINE.pattern.decode(), re.I)
 Line = Tuple[str, int, str]  # (resolved path, 1-based line number, text of the line)
 
 
-def _project_lines(project, pattern: str) -> List[Line]:
+def _project_lines(project, pattern: str, record: bool = True) -> List[Line]:
+    out = _lines(project, pattern)
+    note = getattr(project, "note_fact", None)
+    if record and note is not None:
+        note("grep", (pattern,), out)  # a cached result depends on these lines
+    return out
+
+
+def _lines(project, pattern: str) -> List[Line]:
     cache: Dict[str, List[Line]] = project.__dict__.setdefault("_amplint_grep_cache", {})
     if pattern in cache:
         return cache[pattern]
