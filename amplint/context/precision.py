@@ -95,6 +95,10 @@ _MODEL_HELPER = re.compile(r"(?i)loss|nll|attention|attn|logit|contrastive|simil
 _INDEX_PARAM = re.compile(r"^(.*_)?(mask|masks|ids|labels?|indices|lengths?|lens)$")
 
 
+# (file, function, parameter) whose callers are being asked: a cycle of helpers ends there.
+_ASKING: set = set()
+
+
 def _widest(facts: List[DTypeFact]) -> DTypeFact:
     known = [f for f in facts if f.dtype is not None]
     if not known:
@@ -380,6 +384,11 @@ class PrecisionModel:
         return None
 
     def _param_dtype(self, fn: cst.FunctionDef, param: cst.Param) -> DTypeFact:
+        """A parameter is float16 when a caller passes it a float16 value; when every caller seen
+        passes something else (an ``nn.Parameter``, a value upcast with ``.float()``, the output of
+        an fp32-list op, a numpy array), it is not. Only where no caller says (``forward``, called by
+        ``nn.Module.__call__``; a helper whose callers are out of sight) does the regime decide:
+        a tensor argument of model code is float16 under pure half or fp16 autocast."""
         name = param.name.value
         ann = self.ctx.code(param.annotation.annotation) if param.annotation is not None else ""
         if ann:
@@ -389,6 +398,9 @@ class PrecisionModel:
             return UNKNOWN
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             return UNKNOWN  # a default like 1e-6 or True: not a tensor
+        from_callers = self._from_callers(fn, name)
+        if from_callers is not None:
+            return from_callers
         regime = self.ctx.regime
         if regime is None or not self.model_code(fn):
             return UNKNOWN
@@ -400,6 +412,54 @@ class PrecisionModel:
             return DTypeFact(F16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under fp16 autocast",
                              state.evidence)
         return UNKNOWN
+
+    def _from_callers(self, fn: cst.FunctionDef, name: str) -> Optional[DTypeFact]:
+        """What the callers of ``fn`` pass for ``name``: float16 when one passes float16, UNKNOWN
+        (not float16) when every one passes a value known not to be float16, None when they do not
+        say (no callers seen, or some pass a value of unknown dtype)."""
+        from .callers import passed_values
+        key = (self.ctx.path, fn.name.value, name)
+        if key in _ASKING:
+            return None  # mutual recursion through callers: nothing more to learn
+        _ASKING.add(key)
+        try:
+            passed = passed_values(self, fn, name)
+            facts = []
+            for p in passed:
+                if p.value is None:
+                    facts.append((p, UNKNOWN, False))
+                    continue
+                fact = p.model.dtype_of(p.value)
+                facts.append((p, fact, fact.dtype is not None or p.model.not_a_tensor(p.value)))
+        finally:
+            _ASKING.discard(key)
+        for p, fact, _ in facts:
+            if fact.is_half:
+                line = p.model.ctx.line_of(p.call)
+                return DTypeFact(F16, LIKELY, f"`{name}` of `{fn.name.value}` is passed a float16 value at "
+                                              f"{p.path}:{line} ({fact.why})".replace(" ()", ""), fact.evidence)
+        if facts and all(known for _, _, known in facts):
+            return UNKNOWN  # every caller passes float32 / bfloat16 / a non-tensor
+        return None
+
+    def not_a_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A value that is no torch tensor: a number or string literal, a numpy array (``np.*``
+        calls, directly or through a local name)."""
+        for _ in range(4):
+            if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) \
+                    or self.ctx.number(expr) is not None:
+                return True
+            if isinstance(expr, cst.Call):
+                name = self.ctx.call_name(expr) or ""
+                return name.startswith(("numpy.", "np."))
+            if isinstance(expr, cst.Name):
+                value = self.value_of(expr)
+                if value is None:
+                    return False
+                expr = value
+                continue
+            return False
+        return False
 
     def assigns_in(self, fn: Optional[cst.FunctionDef]) -> List[cst.Assign]:
         """``Assign`` statements whose innermost enclosing function is ``fn`` (None: module level)."""

@@ -1,0 +1,123 @@
+"""Who calls a function, and with what: the values a helper's parameter receives.
+
+A helper's parameter is float16 because a caller in float16 code passes it a float16 value, not
+because of the helper's name (``normalize``, ``loss``) or a ``Tensor`` annotation. The calls are
+those of the helper's own file (``f(x)``, ``self.f(x)``) and, for a module-level function, the
+calls in other files of the project that import it (found by a line grep for its name, then read
+with their own precision model; at most ``MAX_FILES`` files, so that a helper called everywhere
+costs a bounded amount).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+MAX_FILES = 8
+_CONTEXTS = 24  # other files' contexts kept per project (least recently used dropped)
+
+
+@dataclass(frozen=True)
+class Passed:
+    """What one call passes for a parameter: ``value`` is None when the call does not say
+    (``*args`` / ``**kwargs``, or the parameter's default is used)."""
+    call: cst.Call
+    value: Optional[cst.BaseExpression]
+    model: object  # the PrecisionModel of the call's file
+    path: str  # the call's file, for messages
+
+
+def _positional_names(fn: cst.FunctionDef, method: bool) -> List[str]:
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    return names[1:] if method and names and names[0] in ("self", "cls") else names
+
+
+def argument_for(call: cst.Call, fn: cst.FunctionDef, param: str, method: bool) -> Tuple[bool, Optional[cst.BaseExpression]]:
+    """(known, value): the expression ``call`` passes for ``param`` of ``fn``; known is False when
+    ``*args`` / ``**kwargs`` may carry it."""
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == param:
+            return True, a.value
+    names = _positional_names(fn, method)
+    positional = []
+    for a in call.args:
+        if a.keyword is not None:
+            continue
+        if a.star:
+            return False, None
+        positional.append(a)
+    if param in names:
+        i = names.index(param)
+        if i < len(positional):
+            return True, positional[i].value
+    if any(a.star == "**" for a in call.args):
+        return False, None
+    return True, None  # the default
+
+
+def passed_values(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
+    """What the calls of ``fn`` in this file and, for a module-level function, in the files of the
+    project that import it pass for ``param``."""
+    ctx = pm.ctx
+    method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
+    out: List[Passed] = []
+    for call in pm.calls_of(fn):
+        if ctx.enclosing_function(call) is fn:
+            continue  # recursion says nothing new
+        known, value = argument_for(call, fn, param, method)
+        if known:
+            out.append(Passed(call, value, pm, ctx.path))
+    if not method and ctx.imports.module_name and ctx.project is not None:
+        out.extend(_project_calls(pm, fn, param))
+    return out
+
+
+def _project_calls(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
+    from .precision import precision_model
+    from .project_text import grep
+    ctx = pm.ctx
+    project = ctx.project
+    name = fn.name.value
+    qualified = f"{ctx.imports.module_name}.{name}"
+    here = str(Path(ctx.path).resolve())
+    files = []
+    for path, _, _ in grep(ctx, rf"\b{re.escape(name)}\s*\("):
+        if path != here and path not in files:
+            files.append(path)
+    out: List[Passed] = []
+    for path in files[:MAX_FILES]:
+        other = _context(project, Path(path))
+        if other is None:
+            continue
+        other_pm = precision_model(other)
+        for call in other.nodes(cst.Call):
+            if other.call_name(call) != qualified:
+                continue
+            known, value = argument_for(call, fn, param, False)
+            if known:
+                out.append(Passed(call, value, other_pm, other.path))
+    return out
+
+
+def _context(project, path: Path):
+    """Another project file's FileContext (parsed once per project and worker, a few kept)."""
+    cache: Dict[str, object] = project.__dict__.setdefault("_amplint_caller_contexts", {})
+    key = str(path)
+    if key in cache:
+        ctx = cache.pop(key)
+        cache[key] = ctx  # most recently used last
+        return ctx
+    from ..engine import build_context  # noqa: PLC0415 (the engine imports this package)
+    try:
+        source = project.read(path)
+        display = project.display(path) if hasattr(project, "display") else str(path)
+        ctx = build_context(path, display, source, project)
+    except Exception:  # a file that does not parse (or read) has no calls to offer
+        ctx = None
+    cache[key] = ctx
+    while len(cache) > _CONTEXTS:
+        cache.pop(next(iter(cache)))
+    return ctx

@@ -1,0 +1,92 @@
+"""A helper's parameter is float16 when a caller in float16 code passes a float16 value, not
+because of the helper's name or a ``Tensor`` annotation: named near misses (an fp32 nn.Parameter,
+a value upcast with .float(), a numpy array, the output of an fp32-list op) and the positives."""
+import textwrap
+
+import pytest
+
+from training_util import found, lines
+
+TRAIN = textwrap.dedent("""
+    import torch
+    from model import Net
+    def train(loader):
+        model = Net().cuda()
+        optimizer = torch.optim.AdamW(model.parameters())
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    """)
+
+HELPER = """
+    def nll_loss(p: torch.Tensor):
+        return -torch.log(p + 1e-8).mean()
+    """
+
+
+def model(arg, helper=HELPER, extra_init=""):
+    return textwrap.dedent(f"""
+    import numpy as np
+    import torch
+    from torch import nn
+    """) + textwrap.dedent(helper) + textwrap.dedent(f"""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+            self.prior = nn.Parameter(torch.ones(8))
+        def forward(self, x):
+            h = self.fc(x)
+            return nll_loss({arg})
+    """)
+
+
+def test_a_float16_value_passed_by_the_forward():
+    out = found("AMP102", model("h.sigmoid()"), filename="model.py", extra_files={"train.py": TRAIN})
+    assert [line for line, _ in out] == [7]
+
+
+@pytest.mark.parametrize("name, arg", [
+    ("an fp32 nn.Parameter", "self.prior"),
+    ("a value upcast with .float()", "h.float().sigmoid()"),
+    ("the output of an fp32-list op", "h.softmax(-1)"),
+    ("a numpy array", "np.asarray([0.5])"),
+])
+def test_near_misses_every_caller_passes_something_else(name, arg):
+    assert lines("AMP102", model(arg), filename="model.py", extra_files={"train.py": TRAIN}) == [], name
+
+
+def test_one_float16_caller_is_enough():
+    source = model("self.prior") + "\n    def aux(self, x):\n        return nll_loss(self.fc(x).sigmoid())\n"
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == [7]
+
+
+def test_no_caller_in_sight_keeps_the_regime_assumption():
+    # a loss helper in a file of its own, called from nowhere the project shows: model code of an fp16 project
+    source = "import torch\n" + textwrap.dedent(HELPER)
+    assert lines("AMP102", source, filename="losses.py", extra_files={"train.py": TRAIN, "model.py": model("h")}) == [4]
+
+
+@pytest.mark.parametrize("arg, expected", [
+    ("self.fc(x).sigmoid()", [4]),
+    ("self.fc(x).float().sigmoid()", []),  # every caller, in another file, passes float32
+])
+def test_callers_in_other_files(arg, expected):
+    helper_file = "import torch\n" + textwrap.dedent(HELPER)
+    caller = textwrap.dedent(f"""
+        import torch
+        from torch import nn
+        from losses import nll_loss
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+            def forward(self, x):
+                return nll_loss({arg})
+        """)
+    assert lines("AMP102", helper_file, filename="losses.py",
+                 extra_files={"train.py": TRAIN, "model.py": caller}) == expected
