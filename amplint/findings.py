@@ -62,6 +62,7 @@ class Location:
     path: str
     line: int
     what: str
+    cell: Optional[int] = None  # in a notebook: the cell (from 1) that ``line`` is in
 
     @classmethod
     def of(cls, evidence, why: str = "") -> "Location":
@@ -71,7 +72,8 @@ class Location:
         return cls(evidence.path, int(evidence.line or 0), what)
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.what}" if self.line > 0 else f"{self.what} ({self.path})"
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}: {self.what}" if self.line > 0 else f"{self.what} ({self.path})"
 
 
 @dataclass

@@ -142,7 +142,18 @@ class Notebook:
         end_column = finding.end_column
         if end_cell != cell:  # a span never crosses cells in practice; clamp to the line
             end_line, end_column = line, finding.column
-        return replace(finding, line=line, end_line=end_line, end_column=end_column, cell=cell)
+        here = _same_file(finding.path)
+        evidence = tuple(self._locate_place(loc, here) for loc in getattr(finding, "evidence", ()))
+        related = tuple(self._locate_place(loc, here) for loc in getattr(finding, "related", ()))
+        return replace(finding, line=line, end_line=end_line, end_column=end_column, cell=cell,
+                       **({"evidence": evidence, "related": related} if hasattr(finding, "evidence") else {}))
+
+    def _locate_place(self, loc, here):
+        """An evidence or related ``Location`` in this notebook, placed in its cell."""
+        if loc.line <= 0 or getattr(loc, "cell", None) is not None or _same_file(loc.path) != here:
+            return loc
+        cell, line = self.cell_of(loc.line)
+        return replace(loc, line=line, cell=cell)
 
     # ---- writing ---------------------------------------------------------------------------------
     def cell_sources(self, python: str) -> Dict[int, str]:
@@ -195,6 +206,13 @@ class Notebook:
         out = json.dumps(data, indent=indent, ensure_ascii=_ensure_ascii(self.raw),
                          separators=(",", ":") if compact else (", " if indent is None else ",", ": "))
         return out + ("\n" if self.raw.endswith("\n") else "")
+
+
+def _same_file(path: str):
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return path
 
 
 def _joined(source) -> str:

@@ -33,6 +33,20 @@ def test_a_directory_s_notebooks_are_linted_with_cell_positions(project):
     assert "E999" not in r.out and r.rc == 1
 
 
+def test_evidence_in_the_notebook_is_placed_in_its_cell(tmp_path):
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+             for source in ("import torch\nmodel = Net().cuda().half()\nloss = model(x).sum()\nloss.backward()\n",
+                            "opt = torch.optim.Adam(model.parameters())\n")]
+    doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    root = write_project(tmp_path / "p", {"nb.ipynb": json.dumps(doc)})
+    r = run(["check", "--output-format", "json", "nb.ipynb"], root)
+    [finding] = json.loads(r.out)
+    assert (finding["code"], finding["cell"], finding["location"]["row"]) == ("AMP101", 2, 1)
+    [evidence] = finding["evidence"]
+    assert (evidence["cell"], evidence["row"]) == (1, 2)
+    assert "= evidence: nb.ipynb:cell 1:2: " in run(["check", "nb.ipynb"], root).out
+
+
 def test_json_output_has_the_cell(project):
     r = run(["check", "--output-format", "json", "training.ipynb"], project)
     [finding] = json.loads(r.out)

@@ -109,7 +109,7 @@ def _json_locations(locations) -> List[dict]:
     """``[{filename, row, what}]``; a place that is not a line of a file (the configuration's
     ``precision``) has ``row: null`` and its ``filename`` as given."""
     return [{"filename": _abs(loc.path) if loc.line > 0 else loc.path, "row": loc.line if loc.line > 0 else None,
-             "what": loc.what} for loc in locations]
+             "what": loc.what, **({"cell": loc.cell} if loc.cell is not None else {})} for loc in locations]
 
 
 def to_json(findings: Sequence[Finding], out: TextIO, **_) -> None:
