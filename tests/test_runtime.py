@@ -269,3 +269,31 @@ def test_a_large_finite_half_gradient_is_not_taken_for_an_overflow():
     report = guard.check_gradients()
     assert report.finite is False and [p["param"] for p in report.params] == ["weight"]
     assert report.params[0]["max_finite"] == 3000.0 and report.params[0]["count"] == 1
+
+
+def test_scale_warnings_once_per_further_collapse_and_again_after_recovery():
+    """The scale is scripted (a stand-in with GradScaler's get_scale / is_enabled): warnings come at
+    a fall of scale_drop from the peak, at each further fall of scale_drop, after a recovery, and
+    below the floor; never once per step."""
+    class ScriptedScaler:
+        scale = 65536.0
+
+        def is_enabled(self):
+            return True
+
+        def get_scale(self):
+            return self.scale
+
+    model = torch.nn.Linear(2, 2)
+    scaler = ScriptedScaler()
+    guard = AmpGuard(model, torch.optim.SGD(model.parameters(), lr=0.1), scaler, scale_drop=16.0,
+                     scale_floor=1.0, max_bad_steps=100, dump_dir=None)
+    warned = []
+    for scale in [32768, 4096, 2048, 1024, 256, 128, 65536, 8192, 4096, 2048, 0.5, 0.25]:
+        scaler.scale = float(scale)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            guard.end_step()
+        warned += [scale for w in caught if issubclass(w.category, AmpGuardWarning)]
+    assert warned == [4096, 256, 4096, 0.5]
+    assert guard.skipped == 11  # every fall of the scale is a skipped step
