@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import fnmatch
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
+
+from .parsing import Limits
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,6 +41,7 @@ class Settings:
     safe_eps: float = 1e-4
     logit_scale_max: str = "math.log(100)"
     temperature_min: float = 0.01
+    limits: Limits = field(default_factory=Limits)  # per-file caps (amplint.parsing)
     config_path: Optional[Path] = None  # where these came from, for messages and relative globs
 
     @property
@@ -122,6 +125,9 @@ def find_config(start: Path) -> Optional[Path]:
 
 
 _CODE_KEYS = ("select", "ignore", "extend-select")
+# The per-file caps of amplint.parsing and the values they may take. Above the depth range libcst
+# itself may crash (its stack) or take seconds per statement.
+_LIMIT_RANGES = {"max-file-bytes": (1, 1 << 30), "max-line-length": (1, 1 << 30), "max-syntax-depth": (20, 1000)}
 
 
 def _known_codes() -> List[str]:
@@ -191,6 +197,11 @@ def load(path: Optional[Path]) -> Settings:
             if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                 raise ConfigError(f"{where}: `logit-scale-max` must be a number or a Python expression string")
             settings.logit_scale_max = str(value)
+        elif key in _LIMIT_RANGES:
+            low, high = _LIMIT_RANGES[key]
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise ConfigError(f"{where}: `{key}` must be a whole number from {low:,} to {high:,}, got {value!r}")
+            settings.limits = replace(settings.limits, **{key.replace("-", "_"): value})
         else:
             raise ConfigError(f"{where}: unknown key `{key}`")
     return settings

@@ -13,11 +13,12 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from .context.file_context import FileContext
-from .findings import SYNTAX_ERROR, Finding, Location, Violation, severity_of
+from .findings import SYNTAX_ERROR, TOO_COMPLEX, Finding, Location, Violation, severity_of
 from .noqa import is_suppressed, suppressions
 from .notebook import NotebookError, is_notebook
 from .notebook import from_bytes as read_notebook
 from .overlay import OverlayProject
+from .parsing import DEFAULT_LIMITS, TooComplex, parse_module, python_ast
 from .rules import all_rules
 
 
@@ -36,8 +37,14 @@ class Analysis:
     errors: List[str]
 
 
-def parse(source: bytes) -> cst.Module:
-    return cst.parse_module(source)
+def parse(source: bytes, settings=None, filename: str = "<unknown>") -> cst.Module:
+    """Every parse goes through amplint.parsing (screened: CPython first, within the limits)."""
+    limits = getattr(settings, "limits", None) or DEFAULT_LIMITS
+    return parse_module(source, limits, filename)
+
+
+def too_complex_finding(path: str, exc: TooComplex) -> Finding:
+    return Finding(TOO_COMPLEX, "too-complex-to-lint", str(exc), path, exc.line, 1, exc.line, 1)
 
 
 def syntax_error_finding(path: str, exc: Exception, source: Optional[bytes] = None) -> Finding:
@@ -45,7 +52,7 @@ def syntax_error_finding(path: str, exc: Exception, source: Optional[bytes] = No
     message and position (``'(' was never closed``, ``unexpected indent``, the codec error of
     undecodable bytes); libcst's is used when only libcst rejects the file."""
     line, col, message = 1, 1, str(exc)
-    python_error = _python_syntax_error(source) if source is not None else None
+    python_error = _python_syntax_error(source) if source is not None and not isinstance(exc, SyntaxError) else None
     if python_error is not None:
         exc = python_error
     if isinstance(exc, cst.ParserSyntaxError):
@@ -69,7 +76,9 @@ def _python_syntax_error(source: bytes) -> Optional[SyntaxError]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like
-            ast.parse(source)
+            python_ast(source)
+    except TooComplex:
+        return None
     except SyntaxError as e:  # includes IndentationError and undecodable source
         return e
     except (ValueError, UnicodeDecodeError) as e:  # null bytes on older Pythons, odd codecs
@@ -96,7 +105,7 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
 
 
 def build_context(path: Path, display: str, source: bytes, project, settings=None) -> FileContext:
-    module = parse(source)
+    module = parse(source, settings, display)
     module_name = project.module_name(path) if project is not None else None
     ctx = FileContext(display, module, source, project, module_name, settings)
     ctx.file = path
@@ -215,6 +224,9 @@ def _lint_source(path: Path, display: str, source: bytes, project, codes: Set[st
     except (cst.ParserSyntaxError, SyntaxError, UnicodeDecodeError, ValueError) as e:
         # A file that does not parse is always reported, whatever is selected.
         result.findings.append(syntax_error_finding(display, e, source))
+        return result
+    except TooComplex as e:
+        result.findings.append(too_complex_finding(display, e))
         return result
     except RecursionError:
         result.findings.append(Finding(SYNTAX_ERROR, "syntax-error", "file is nested too deeply for amplint to parse",

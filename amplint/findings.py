@@ -137,3 +137,4 @@ def severity_of(confidence: str) -> str:
 
 # The code of the finding the engine itself produces for a file it cannot parse.
 SYNTAX_ERROR = "E999"
+TOO_COMPLEX = "E998"  # a file over a limit of amplint.parsing: not parsed, not linted

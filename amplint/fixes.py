@@ -16,7 +16,6 @@ named (or found under the directories named) are ever written; the project-wide 
 """
 from __future__ import annotations
 
-import ast
 import difflib
 import os
 import stat
@@ -37,6 +36,7 @@ from .findings import Applicability, Finding, Fix, Violation
 from .notebook import Notebook, NotebookError, is_notebook
 from .notebook import from_bytes as read_notebook
 from .overlay import OverlayProject
+from .parsing import DEFAULT_LIMITS, TooComplex, parse_module
 from .cache import ProjectCache, default_dir
 from .project import Project
 
@@ -274,37 +274,23 @@ class FileState:
         return self.source
 
 
-def _parses(source: bytes, original_parsed: bool) -> Optional[str]:
-    """None when ``source`` parses (libcst, and Python's own parser when the original did too),
-    else the error."""
+def _parses(source: bytes, settings: Optional[Settings] = None) -> Optional[str]:
+    """None when ``source`` parses (screened by CPython within the limits, then libcst: the
+    original passed the same), else the error."""
     try:
-        cst.parse_module(source)
-    except PARSE_ERRORS as e:
+        parse_module(source, getattr(settings, "limits", None) or DEFAULT_LIMITS, "<fixed>")
+    except (*PARSE_ERRORS, TooComplex) as e:
         return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    if original_parsed:
-        try:
-            compile(source, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        except (SyntaxError, ValueError) as e:
-            return f"{type(e).__name__}: {e}"
     return None
-
-
-def _python_parses(source: bytes) -> bool:
-    try:
-        compile(source, "<original>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        return True
-    except (SyntaxError, ValueError, RecursionError):
-        return False
 
 
 def fix_file(state: FileState, project, codes: Set[str], settings: Settings, unsafe: bool) -> None:
     """Fix ``state.source`` in memory until no applicable fix is left; ``state.findings`` are then
     the findings of the result, as ``check`` would report them."""
-    python_ok = None
     for iteration in range(MAX_ITERATIONS + 1):
         try:
             ctx = build_context(state.path, state.display, state.source, project, settings)
-        except PARSE_ERRORS:
+        except (*PARSE_ERRORS, TooComplex):
             # Only the file as read can fail here (fixed text is checked before it is kept): report
             # it as check does.
             result = lint_python(state.path, state.display, state.source, project, codes, settings)
@@ -320,11 +306,9 @@ def fix_file(state: FileState, project, codes: Set[str], settings: Settings, uns
         kept = reportable(ctx, violations)
         todo = sorted(((pos, v) for v, pos in kept if applicable(v.fix, unsafe)), key=lambda t: (t[0], t[1].code))
         if todo and iteration < MAX_ITERATIONS and not state.stuck:
-            if python_ok is None:
-                python_ok = _python_parses(state.source)
             new_source, taken = _one_pass(ctx, todo, state)
             if new_source is not None and new_source != state.source:
-                problem = _parses(new_source, python_ok)
+                problem = _parses(new_source, settings)
                 if problem is None:
                     state.source = new_source
                     state.fixed += len(taken)
@@ -379,8 +363,8 @@ class _FixedProject(Project):
     """A project whose facts read the fixed, not yet written, contents of the files being fixed."""
 
     def __init__(self, root: Path, discovery: Discovery, override: Optional[str], overlay: Dict[Path, bytes],
-                 cache: Optional[ProjectCache] = None) -> None:
-        super().__init__(root, discovery, override, cache=cache, overlay=overlay)
+                 cache: Optional[ProjectCache] = None, limits=DEFAULT_LIMITS) -> None:
+        super().__init__(root, discovery, override, cache=cache, overlay=overlay, limits=limits)
 
 
 @dataclass
@@ -427,7 +411,7 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
             if root not in projects:
                 if cache and root not in caches:
                     caches[root] = ProjectCache(cache_dir or default_dir(root), root.resolve())
-                projects[root] = _FixedProject(root, discovery, override, overlay, caches.get(root))
+                projects[root] = _FixedProject(root, discovery, override, overlay, caches.get(root), settings.limits)
             before = s.source
             project = projects[root]
             if s.notebook is not None:  # the notebook's own evidence counts for its code
@@ -518,7 +502,8 @@ def _diff(before: str, after: str, name: str) -> str:
 
 def findings_on_disk(state: "FileState", settings: Settings, selection: RuleSelection) -> List[Finding]:
     """The findings of a file as it is on disk (after its fixed text could not be written)."""
-    project = Project(project_root(state.path), Discovery(settings.exclude, settings.extend_exclude), settings.precision)
+    project = Project(project_root(state.path), Discovery(settings.exclude, settings.extend_exclude), settings.precision,
+                      limits=settings.limits)
     return lint_file(state.path, state.display, project, selection.for_file(state.path), settings).findings
 
 

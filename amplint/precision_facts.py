@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional
 
 from .context.evidence import Dotted, Signal, ast_call_facts, classify
 from .context.imports import ImportTable
+from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
 TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
 
@@ -165,15 +166,16 @@ def _dtype_alternatives(node: ast.AST, imports: ImportTable) -> List[str]:
     return []
 
 
-def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Optional[ast.Module] = None) -> Dict[str, Any]:
+def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Optional[ast.Module] = None,
+               limits: Limits = DEFAULT_LIMITS) -> Dict[str, Any]:
     """The precision facts of one file (see the module docstring). ``path`` is the file's path
     relative to its project root (it decides script-name roles); ``module`` its dotted name;
     ``tree`` its ``ast`` when the caller has parsed it already."""
     facts: Dict[str, Any] = {"module": module, "imports": [], "entry_points": [], "signals": []}
     if tree is None:
         try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+            tree = python_ast(source, limits)  # a file over the limits gives no facts (amplint.parsing)
+        except (SyntaxError, ValueError, TooComplex):
             return facts
     is_package = path.endswith("__init__.py")
     facts["imports"] = _imported_modules(tree, module, is_package)

@@ -21,6 +21,7 @@ from .cache import ProjectCache, content_key, digest
 from .context.evidence import Signal
 from .context.file_context import Evidence
 from .discovery import TEST_PATH, Discovery
+from .parsing import DEFAULT_LIMITS, Limits
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 from .summary import FileSummary, summarise
 
@@ -224,8 +225,10 @@ class Project:
 
     def __init__(self, root: Path, discovery: Optional[Discovery] = None, override: Optional[str] = None,
                  display_base: Optional[Path] = None, cache: Optional[ProjectCache] = None,
-                 overlay: Optional[Dict[Path, bytes]] = None, assume: Optional[str] = None) -> None:
+                 overlay: Optional[Dict[Path, bytes]] = None, assume: Optional[str] = None,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self.root = root.resolve()
+        self.limits = limits  # a file over them is never parsed for facts (amplint.parsing)
         self._root_prefix = str(self.root).rstrip(os.sep) + os.sep
         self._rels: Optional[Dict[Path, str]] = None
         self._displays: Dict[Path, str] = {}
@@ -382,7 +385,8 @@ class Project:
         rel = self.relative(path)
         module = self.module_name(path)
         overlaid = self._overlay.get(path.resolve()) if self._overlay else None
-        cache, st = self.cache, None
+        # Cached summaries were made under the default limits: other limits go without the cache.
+        cache, st = (self.cache if self.limits == DEFAULT_LIMITS else None), None
         if cache is not None and overlaid is None:
             try:
                 st = os.stat(path)
@@ -406,7 +410,7 @@ class Project:
                 cached = summarise(source, rel, module)
             cache.remember(rel, st, key, cached)
             return cached
-        return summarise(source, rel, module)
+        return summarise(source, rel, module, self.limits)
 
     def save_cache(self) -> None:
         if self.cache is not None:

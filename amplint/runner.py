@@ -53,7 +53,8 @@ class Runner:
             if self.cache:
                 cache = ProjectCache(self.cache_dir or default_dir(root), root.resolve())
             self._projects[root] = Project(root, self.discovery, self.settings.precision, cache=cache,
-                                           assume=getattr(self.settings, "assume_precision", "auto"))
+                                           assume=getattr(self.settings, "assume_precision", "auto"),
+                                           limits=self.settings.limits)
         return self._projects[root]
 
     def save_caches(self) -> None:

@@ -174,7 +174,7 @@ def _fixed_text(ls: AmplintServer, uri: str, code: str, line: int, column: int) 
             except (FixError, Exception) as e:  # a fix that cannot be applied is no action
                 log.warning("fix of %s at %s:%s not applicable: %s", code, line, column, e)
                 return None
-            if _parses(new, True) is not None:
+            if _parses(new) is not None:
                 return None
             return new.decode("utf-8")
     return None

@@ -13,14 +13,13 @@ another schema are ignored.
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .constants import module_constants
+from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
 SCHEMA = 2
 # A module-level line that may bind a number (``EPS = 1e-8``, ``NEG = -2 ** 30``, ``INF = float("inf")``,
@@ -109,7 +108,8 @@ def _float_from(v) -> float:
 
 
 # ---- extraction ---------------------------------------------------------------------------------
-def summarise(source: bytes, path: str = "", module_name: Optional[str] = None) -> FileSummary:
+def summarise(source: bytes, path: str = "", module_name: Optional[str] = None,
+              limits: Limits = DEFAULT_LIMITS) -> FileSummary:
     """The summary of one file (``path`` relative to the project root): a single stdlib ``ast``
     parse, shared by the precision facts and the constants."""
     from .precision_facts import file_facts  # noqa: PLC0415 (precision_facts imports project, which imports this)
@@ -118,9 +118,10 @@ def summarise(source: bytes, path: str = "", module_name: Optional[str] = None) 
     if INDEXED_LINE.search(source):
         summary.lines = _indexed_lines(source)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences and the like
-            tree = ast.parse(source)
+        tree = python_ast(source, limits)  # screened: a file over the limits is never parsed here
+    except TooComplex:
+        summary.facts = file_facts(b"", path, module_name)  # no facts from a file that is not linted
+        return summary
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
     summary.facts = file_facts(source, path, module_name, tree=tree)

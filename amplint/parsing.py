@@ -1,0 +1,117 @@
+"""The one way amplint parses a file: the engine, the project scan and ``fix`` all come here.
+
+libcst's native parser takes time cubic in the length of a left-recursive chain (``1+1+…``,
+``a.b.c…``, ``f()()…``: 1,000 terms 0.4 s, 4,000 terms 17 s) and overflows its stack (a crash of the
+whole process, not an exception) on deep input such as 2,000 nested parentheses, which CPython itself
+rejects (its limit is 200). So before libcst sees a file, the file is screened:
+
+1. cheap bounds, at C speed: its size (``max-file-bytes``) and its longest line (``max-line-length``);
+2. CPython compiles it (nothing runs): what CPython rejects is a syntax error (E999, with CPython's
+   message, as the interpreter would report it), and CPython's compiler is given a recursion
+   allowance from ``max-syntax-depth``, so a longer chain or deeper nesting than that is "too complex
+   to lint" (E998), found at C speed. CPython's compiler counts about three levels per term of a chain,
+   so ``max-syntax-depth = 300`` lets through chains of up to about 300 terms, which libcst parses in
+   about 0.1 s. (CPython 3.11+ checks this depth while it builds the tree; older versions rely on
+   their parser's own limits.)
+
+A file that fails the screen is an error of that file; the run goes on. The cost on the normal path is
+CPython's compile, about 0.25 s per MB (measured in benchmarks/hostile.py).
+"""
+from __future__ import annotations
+
+import ast
+import sys
+import warnings
+from dataclasses import dataclass
+
+import libcst as cst
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-file caps (``[tool.amplint]`` keys ``max-file-bytes``, ``max-line-length``,
+    ``max-syntax-depth``)."""
+    max_file_bytes: int = 1_048_576
+    max_line_length: int = 20_000
+    max_syntax_depth: int = 300
+
+    KEYS = ("max-file-bytes", "max-line-length", "max-syntax-depth")
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class TooComplex(Exception):
+    """The file exceeds a limit: amplint does not parse it (E998)."""
+
+    def __init__(self, key: str, limit: int, detail: str, line: int = 1) -> None:
+        self.key, self.limit, self.line = key, limit, line
+        super().__init__(f"file too complex to lint: {detail} (`{key}` = {limit:,}; raise it in "
+                         f"[tool.amplint] or exclude the file)")
+
+
+def _longest_line(source: bytes) -> int:
+    return max(map(len, source.splitlines()), default=0)
+
+
+def check_bounds(source: bytes, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Raise TooComplex for a file over the size caps."""
+    if len(source) > limits.max_file_bytes:
+        raise TooComplex("max-file-bytes", limits.max_file_bytes, f"{len(source):,} bytes")
+    longest = _longest_line(source)
+    if longest > limits.max_line_length:
+        lines = source.splitlines()
+        index = next(i for i, line in enumerate(lines) if len(line) == longest)
+        raise TooComplex("max-line-length", limits.max_line_length, f"a line of {longest:,} characters", index + 1)
+
+
+def _stack_depth() -> int:
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
+
+
+def _cpython(source: bytes, filename: str, limits: Limits, flags: int):
+    """compile() with a recursion allowance of about a third of ``max-syntax-depth`` (CPython's
+    compiler and tree builder count three levels per recursion)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(_stack_depth() + 10 + (limits.max_syntax_depth + 3) // 3)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like
+            return compile(source, filename, "exec", flags, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        raise TooComplex("max-syntax-depth", limits.max_syntax_depth,
+                         f"code nested or chained (`a + b + …`, `a.b.…`, brackets) deeper than "
+                         f"{limits.max_syntax_depth:,} levels", _first_long_line(source)) from None
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _first_long_line(source: bytes) -> int:
+    """Where the file is deep, roughly: the longest line (deep code is long code)."""
+    lines = source.splitlines()
+    if not lines:
+        return 1
+    longest = max(range(len(lines)), key=lambda i: len(lines[i]))
+    return longest + 1
+
+
+def screen(source: bytes, limits: Limits = DEFAULT_LIMITS, filename: str = "<unknown>") -> None:
+    """Raise TooComplex, or CPython's SyntaxError (ValueError for null bytes on old Pythons), for a
+    file libcst must not be given."""
+    check_bounds(source, limits)
+    _cpython(source, filename, limits, 0)
+
+
+def python_ast(source: bytes, limits: Limits = DEFAULT_LIMITS, filename: str = "<unknown>") -> ast.Module:
+    """CPython's syntax tree of ``source`` within ``limits`` (for the project scan); raises as ``screen``."""
+    check_bounds(source, limits)
+    return _cpython(source, filename, limits, ast.PyCF_ONLY_AST)
+
+
+def parse_module(source: bytes, limits: Limits = DEFAULT_LIMITS, filename: str = "<unknown>") -> cst.Module:
+    """libcst's tree of a screened file (see ``screen``)."""
+    screen(source, limits, filename)
+    return cst.parse_module(source)
