@@ -39,6 +39,9 @@ def run_verify(args, out=None, err=None) -> int:
     except ValueError as e:
         err.write(f"amplint: error: {e}\n")
         return EXIT_ERROR
+    if args.steps > 1 and optimizer is None:
+        err.write(f"amplint: note: --steps {args.steps} needs an optimizer; {args.target} returned none, so one "
+                  "forward and backward ran\n")
     if args.output_format == "json":
         out.write(report.to_json() + "\n")
     else:
