@@ -1,0 +1,226 @@
+"""How fast amplint is on a whole project, cold and with its cache, against the parse floor and
+other tools; every command pinned to one core (``taskset -c 0``) so ratios do not depend on load.
+
+    python benchmarks/cache_speed.py                 # timm and transformers, 3 repetitions
+    python benchmarks/cache_speed.py timm -n 1       # one corpus, one repetition
+    python benchmarks/cache_speed.py --skip torchfix,ruff
+    python benchmarks/cache_speed.py --skip transformers:torchfix   # a label skipped for one corpus
+
+Corpora are built reproducibly: ``pip download --no-deps`` of a pinned wheel (its sha256 is
+recorded in the results), unpacked into ``benchmarks/.cache/corpora/<name>/`` and ``git init``-ed
+there (a project root of its own; nothing is added to that repository, nothing is committed here).
+
+Measured per corpus, each a fresh process, wall time and peak RSS (``/usr/bin/time``):
+
+- ``parse``: libcst ``parse_module`` of every file (the floor: amplint parses each file once);
+- ``cold``: ``amplint check .`` with an empty cache; ``warm``: again, nothing changed;
+- ``edit``: after appending a line to one file (a model file), the whole project again;
+- ``one``: ``amplint check FILE`` after a full run (what pre-commit runs on one staged file);
+  ``one-edit``: after editing that file; ``one-nocache``: ``--no-cache``;
+- ``fix-one``: ``amplint fix --diff FILE`` (writes nothing) after a full run;
+- ``torchfix``: TorchFix 0.7 (``torchfix .``), ``ruff``: ``ruff check --select ALL .`` (both as
+  installed in the running environment; skipped when missing).
+
+Medians over the repetitions (cold: the cache is removed before each; edit/one-edit: a new edit
+each time). Results go to ``benchmarks/results/cache_speed.md`` with the machine described.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+CORPORA = HERE / ".cache" / "corpora"
+WHEELS = HERE / ".cache" / "wheels"
+RESULTS = HERE / "results" / "cache_speed.md"
+
+# name -> (pip requirement, file edited / linted alone)
+CORPUS = {
+    "timm": ("timm==1.0.31", "timm/models/vision_transformer.py"),
+    "transformers": ("transformers==4.46.3", "transformers/models/bert/modeling_bert.py"),
+}
+
+PARSE = """
+import sys, libcst
+from pathlib import Path
+for p in Path(sys.argv[1]).rglob("*.py"):
+    try:
+        libcst.parse_module(p.read_bytes())
+    except Exception:
+        pass
+"""
+
+
+def build(name: str) -> Tuple[Path, str]:
+    """The corpus folder and the sha256 of the wheel it was unpacked from."""
+    requirement, _ = CORPUS[name]
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    wheel = next(WHEELS.glob(f"{name}-{requirement.split('==')[1]}-*.whl"), None)
+    if wheel is None:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                        "-d", str(WHEELS), requirement], check=True)
+        wheel = next(WHEELS.glob(f"{name}-{requirement.split('==')[1]}-*.whl"))
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    root = CORPORA / name
+    if not (root / ".git").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        with zipfile.ZipFile(wheel) as zf:
+            for member in zf.namelist():
+                if member.endswith(".py") and ".dist-info/" not in member:
+                    zf.extract(member, root)
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root, sha
+
+
+def lines_of(root: Path) -> Tuple[int, int]:
+    files = list(root.rglob("*.py"))
+    return len(files), sum(p.read_bytes().count(b"\n") for p in files)
+
+
+def timed(cmd: List[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> Tuple[float, int]:
+    """(wall seconds, peak RSS in MiB) of ``cmd`` pinned to CPU 0."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        full = ["taskset", "-c", "0", "/usr/bin/time", "-f", "%e %M", "-o", out.name, *cmd]
+        subprocess.run(full, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall, rss = out.read().split()[-2:]
+    return float(wall), int(rss) // 1024
+
+
+def amplint_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO)
+    env.pop("AMPLINT_NO_CACHE", None)
+    env.pop("AMPLINT_CACHE_DIR", None)
+    return env
+
+
+def edit(path: Path, n: int) -> None:
+    with path.open("a") as fh:
+        fh.write(f"\n# edited by the benchmark ({n})\n")
+
+
+HEAVY = ("parse", "cold", "torchfix")  # whole-project runs of a minute or more: --heavy-repetitions
+
+
+def measure(name: str, reps: int, skip: set, heavy_reps: int = 1) -> Dict[str, object]:
+    root, sha = build(name)
+    _, target = CORPUS[name]
+    files, lines = lines_of(root)
+    original = (root / target).read_bytes()
+    env = amplint_env()
+    amplint = [sys.executable, "-m", "amplint"]
+    check = [*amplint, "check", "--exit-zero", "-q", "--output-format", "concise"]
+    rows: Dict[str, List[Tuple[float, int]]] = {}
+
+    def run(label, cmd, before=None):
+        if label.split("-")[0] in skip or label in skip:
+            return
+        for i in range(heavy_reps if label in HEAVY else reps):
+            if before is not None:
+                before(i)
+            rows.setdefault(label, []).append(timed(cmd, root, env))
+        print(f"  {name} {label}: {[w for w, _ in rows[label]]}", flush=True)
+
+    try:
+        run("parse", [sys.executable, "-c", PARSE, "."])
+        run("cold", [*check, "."], before=lambda i: shutil.rmtree(root / ".amplint_cache", ignore_errors=True))
+        run("warm", [*check, "."])
+        run("edit", [*check, "."], before=lambda i: edit(root / target, i))
+        run("one", [*check, target])
+        run("one-edit", [*check, target], before=lambda i: edit(root / target, 100 + i))
+        run("fix-one", [*amplint, "fix", "--diff", "-q", target])
+        run("one-nocache", [*check, "--no-cache", target])
+        if shutil.which("torchfix") or (Path(sys.executable).parent / "torchfix").exists():
+            tf = shutil.which("torchfix") or str(Path(sys.executable).parent / "torchfix")
+            run("torchfix", [tf, "."])
+        if shutil.which("ruff") or (Path(sys.executable).parent / "ruff").exists():
+            ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+            run("ruff", [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", "."])
+    finally:
+        (root / target).write_bytes(original)
+    return {"name": name, "sha": sha, "files": files, "lines": lines, "rows": rows}
+
+
+def tool_version(cmd: List[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "not installed"
+
+
+def machine() -> str:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{cpu}; {os.cpu_count()} CPUs visible, runs pinned to CPU 0; Python {platform.python_version()}; "
+            f"{platform.system()} {platform.release()}; load average {load:.1f} at the start (shared machine)")
+
+
+def render(results: List[Dict[str, object]], reps: int) -> str:
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    bindir = Path(sys.executable).parent
+    out = [
+        "# Speed with the cache (benchmarks/cache_speed.py)", "",
+        f"amplint at `{rev}`; {time.strftime('%Y-%m-%d', time.gmtime())}; {reps} repetition(s) (parse, cold, torchfix: "
+        f"see 'All runs'), median shown.", "",
+        f"Machine: {machine()}.", "",
+        f"TorchFix: `{tool_version([str(bindir / 'torchfix'), '--version'])}`; ruff: `{tool_version([str(bindir / 'ruff'), '--version'])}`.",
+        "",
+    ]
+    for r in results:
+        rows = r["rows"]
+        out += [f"## {r['name']} ({r['files']} files, {r['lines']:,} lines; wheel sha256 `{r['sha'][:16]}…`)", "",
+                "| Run | Median wall (s) | × parse | lines/s | Peak RSS (MiB) | All runs (s) |",
+                "|---|---|---|---|---|---|"]
+        parse = statistics.median(w for w, _ in rows["parse"]) if "parse" in rows else None
+        for label, runs in rows.items():
+            med = statistics.median(w for w, _ in runs)
+            rss = max(m for _, m in runs)
+            ratio = f"{med / parse:.2f}" if parse else ""
+            whole = label in ("parse", "cold", "warm", "edit", "torchfix", "ruff")
+            lps = f"{r['lines'] / med:,.0f}" if whole and med > 0 else ""
+            out.append(f"| {label} | {med:.2f} | {ratio} | {lps} | {rss} | {', '.join(f'{w:.2f}' for w, _ in runs)} |")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("corpora", nargs="*", default=list(CORPUS))
+    ap.add_argument("-n", "--repetitions", type=int, default=3)
+    ap.add_argument("--heavy-repetitions", type=int, default=1, help="for parse, cold and torchfix")
+    ap.add_argument("--skip", default="", help="comma-separated run labels to skip (e.g. torchfix,cold)")
+    ap.add_argument("--output", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    skip = {s for s in args.skip.split(",") if s}
+    results = []
+    for name in args.corpora:
+        only = {s.split(":", 1)[1] for s in skip if s.startswith(name + ":")}
+        results.append(measure(name, args.repetitions, {s for s in skip if ":" not in s} | only, args.heavy_repetitions))
+        args.output.write_text(render(results, args.repetitions))  # what is measured so far
+    args.output.write_text(render(results, args.repetitions))
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
