@@ -245,6 +245,8 @@ def _run_check(args, out, err) -> int:
     if getattr(args, "fix", False) or getattr(args, "diff", False):
         return run_fix(args, settings, selection, paths, out, err)
     runner = Runner(settings, selection, jobs=getattr(args, "jobs", None), **cache_options(args))
+    from .progress import for_run
+    runner.progress = for_run(args, err)
     if getattr(args, "show_settings", False):
         from .precision_report import settings_report
         for f in runner.files(paths):

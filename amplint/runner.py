@@ -44,6 +44,7 @@ class Runner:
         self.jobs = jobs  # worker processes; None: decided from the number of files and CPUs
         self.cache = cache  # use the on-disk cache (the command line's default; off for the API)
         self.cache_dir = cache_dir  # None: .amplint_cache/ at each project's root
+        self.progress = None  # amplint.progress.Progress, told how many files are done
         self.checked_files: List[Tuple[Project, Path]] = []  # (project, file) of the last check
 
     def project_for(self, path: Path) -> Project:
@@ -91,10 +92,19 @@ class Runner:
         workers = self.workers_for(len(todo))
         self.workers = workers
         linted: Optional[List[Tuple[FileResult, list]]] = None
-        if workers > 1:
-            linted = self._parallel([tasks[i] for i in todo], workers)
-        if linted is None:
-            linted = [_lint_recorded(tasks[i], projects[tasks[i][2]], self.settings) for i in todo]
+        if self.progress is not None:
+            self.progress.start(len(todo))
+        try:
+            if workers > 1:
+                linted = self._parallel([tasks[i] for i in todo], workers)
+            if linted is None:
+                linted = []
+                for i in todo:
+                    linted.append(_lint_recorded(tasks[i], projects[tasks[i][2]], self.settings))
+                    self._advance(len(linted))
+        finally:
+            if self.progress is not None:
+                self.progress.close()
         for i, (result, deps) in zip(todo, linted):
             done[i] = result
             self._store(tasks[i], keys[i], projects[tasks[i][2]], result, deps)
@@ -110,6 +120,10 @@ class Runner:
             errors.extend(result.errors)
         findings.sort(key=Finding.sort_key)
         return findings, errors
+
+    def _advance(self, done: int) -> None:
+        if self.progress is not None:
+            self.progress.update(done)
 
     def _result_key(self, task: Task, project: Project) -> Optional[Tuple[str, str]]:
         if project.cache is None:
@@ -163,7 +177,10 @@ class Runner:
         except (OSError, ValueError, NotImplementedError, ImportError):
             return None
         try:
-            results = list(executor.map(_lint_task, tasks, chunksize=chunksize))
+            results = []
+            for result in executor.map(_lint_task, tasks, chunksize=chunksize):
+                results.append(result)
+                self._advance(len(results))
         except BaseException as e:
             executor.shutdown(wait=False, cancel_futures=True)
             if isinstance(e, Exception):  # a broken pool, a pickling problem: lint serially instead
