@@ -101,6 +101,13 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
         except Exception:  # a bug in one rule must not stop the others or the other files
             tb = traceback.format_exc(limit=-3)
             errors.append(f"{ctx.path}: internal error in rule {code}: {tb.strip().splitlines()[-1]}\n{tb}")
+    # Rules that judge the other rules' results (AMP100: suppressions that suppress nothing).
+    for code, rule in all_rules().items():
+        after = getattr(rule, "check_results", None)
+        if code in codes and after is not None:
+            for v in after(ctx, list(violations), codes):
+                v.code = code
+                violations.append(v)
     return violations, errors
 
 
