@@ -347,6 +347,13 @@ class FileContext:
             return None
         facts = self.call_facts(call)
         sig: Optional[Signal] = autocast_signal(facts)
+        if sig is None and isinstance(owner, cst.With):
+            from .autocast_helpers import helper_autocast
+            helper = helper_autocast(self, call)
+            if helper is not None:
+                sig, where, line = helper
+                what = f"`{self.code(call)[:40]}` (opens `torch.autocast` at {where}:{line})"
+                return PrecisionRegion(owner, sig.dtype, sig.enabled, Evidence(what, self.path, lambda: self.line_of(call)))
         if sig is None:
             # torch.amp.custom_fwd(cast_inputs=torch.float32), or a project's own wrapper of it
             # (speechbrain's fwd_default_precision): the function runs with autocast off and

@@ -27,6 +27,14 @@ from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_
 from .file_context import Evidence, FileContext
 
 F16, BF16, F32 = "float16", "bfloat16", "float32"
+# Complex tensors: CUDA autocast casts floating-point tensors only, so they keep their dtype under
+# autocast, and whatever they touch is complex (or, through abs / real / view_as_real, float32).
+COMPLEX = "complex64"
+_TO_COMPLEX = {"view_as_complex", "complex", "polar", "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
+               "rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"}
+_COMPLEX_TO_REAL = {"abs", "angle", "view_as_real", "real", "imag"}
+_COMPLEX_DTYPES = {"torch.complex64", "torch.cfloat", "torch.complex128", "torch.cdouble", "torch.complex32",
+                   "torch.chalf"}
 CERTAIN, LIKELY = "certain", "likely"
 
 
@@ -104,6 +112,8 @@ def _widest(facts: List[DTypeFact]) -> DTypeFact:
     if not known:
         return UNKNOWN
     dtypes = {f.dtype for f in known}
+    if COMPLEX in dtypes:
+        return next(f for f in known if f.dtype == COMPLEX)
     if F32 in dtypes or (F16 in dtypes and BF16 in dtypes):
         return next(f for f in known if f.dtype == F32) if F32 in dtypes else DTypeFact(F32, LIKELY)
     f = known[0]
@@ -536,7 +546,10 @@ class PrecisionModel:
             if attr in _SCALAR_ATTRS:
                 return UNKNOWN
             if attr in _VIEW_ATTRS:
-                return self.dtype_of(e.value)
+                inner = self.dtype_of(e.value)
+                if inner.dtype == COMPLEX and attr in _COMPLEX_TO_REAL:
+                    return DTypeFact(F32, inner.confidence, f"`.{attr}` of a complex tensor is float32")
+                return inner
             if isinstance(e.value, cst.Name) and e.value.value == "self":
                 return self._self_attribute(e)
             return UNKNOWN
@@ -590,6 +603,12 @@ class PrecisionModel:
         return _widest([left, right])
 
     def _apply_policy(self, op: str, label: str, node: cst.CSTNode, inputs: List[DTypeFact]) -> DTypeFact:
+        complex_input = next((i for i in inputs if i.dtype == COMPLEX), None)
+        if complex_input is not None:
+            # autocast casts floating-point tensors only: an op on a complex tensor stays complex
+            if op in _COMPLEX_TO_REAL:
+                return DTypeFact(F32, complex_input.confidence, f"{label} of a complex tensor is float32")
+            return complex_input
         kind = autocast_ops.policy(op)
         state = self.autocast_at(node)
         if state.active:
@@ -611,6 +630,8 @@ class PrecisionModel:
             if a.keyword is not None and a.keyword.value != "dtype":
                 continue
             name = self.ctx.qualname(a.value)
+            if name in _COMPLEX_DTYPES:
+                return DTypeFact(COMPLEX, CERTAIN, "cast to a complex dtype")
             if name in FLOAT16_NAMES:
                 return DTypeFact(F16, CERTAIN, "cast to float16")
             if name in BFLOAT16_NAMES:
@@ -685,6 +706,8 @@ class PrecisionModel:
             return d if d is not None else self.dtype_of(receiver)
         if is_function and name.startswith("torch."):
             short = name.rsplit(".", 1)[-1]
+            if short in _TO_COMPLEX and (name.startswith("torch.fft.") or short in ("view_as_complex", "complex", "polar")):
+                return DTypeFact(COMPLEX, CERTAIN, f"`{name}` gives a complex tensor, which autocast does not cast")
             if short in _CONSTRUCTORS:
                 d = self._dtype_argument(call)
                 if d is not None:

@@ -7,6 +7,7 @@ from typing import Iterable, List, Optional, Set
 import libcst as cst
 
 from ..context.imports import dotted_name
+from ..context.conditions import known_positive
 from ..context.precision import precision_model
 from ..context.probability import clamp_min, in_handwritten_bce, method_of
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
@@ -281,6 +282,9 @@ class Fp16UnsafeEpsilon(Rule):
 
     def _judge(self, ctx, guarded, base, const, value, fact, found: List[Use]) -> Optional[Violation]:
         pm = precision_model(ctx)
+        plain = _without(ctx, guarded, const) if base is guarded else base
+        if found and all(known_positive(ctx, u.node, plain) is not None for u in found):
+            return None  # ``if norm > eps: x / (norm + 1e-12)``: the guard is never needed
         kind = FLOAT16.classify(value)
         base_text = _short(ctx, base if base is not guarded else _without(ctx, guarded, const))
         if kind is Representation.ZERO:

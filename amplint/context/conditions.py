@@ -1,0 +1,88 @@
+"""What the conditions around a node guarantee: ``if norm > eps:`` right before
+``x / (norm + 1e-12)`` makes the guard unnecessary (the division runs only where ``norm`` is
+positive), however small the guard is in float16.
+
+Values are matched by their code (``norm``, ``self.norm``, ``d.item()``), on the branch of an
+enclosing ``if`` (or ``while``) that holds the node, and after an earlier ``if norm <= eps: return``
+(``continue``, ``break``, ``raise``) in the same block.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Optional, Tuple
+
+import libcst as cst
+
+_ABOVE = (cst.GreaterThan, cst.GreaterThanEqual)
+_BELOW = (cst.LessThan, cst.LessThanEqual)
+
+
+def _key(ctx, expr: cst.BaseExpression) -> str:
+    """The code of a value, without ``.item()`` / ``float(...)`` around it."""
+    for _ in range(4):
+        if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value in ("item", "float"):
+            expr = expr.func.value
+        elif isinstance(expr, cst.Call) and len(expr.args) == 1 and ctx.call_name(expr) == "float":
+            expr = expr.args[0].value
+        else:
+            break
+    return " ".join(ctx.code(expr).split())
+
+
+def _positive(ctx, test: cst.BaseExpression, truth: bool) -> Iterator[str]:
+    """The values a path that took ``test`` as ``truth`` knows to be positive."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _positive(ctx, test.expression, not truth)
+        return
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) and truth or isinstance(test.operator, cst.Or) and not truth:
+            yield from _positive(ctx, test.left, truth)
+            yield from _positive(ctx, test.right, truth)
+        return
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return
+    comp = test.comparisons[0]
+    left, op, right = test.left, comp.operator, comp.comparator
+    if not truth:  # not (a > c) is a <= c: positive only through the mirrored reading
+        op = {cst.GreaterThan: cst.LessThanEqual, cst.GreaterThanEqual: cst.LessThan,
+              cst.LessThan: cst.GreaterThanEqual, cst.LessThanEqual: cst.GreaterThan}.get(type(op), type(None))()
+    for value, bound, above in ((left, right, isinstance(op, _ABOVE)), (right, left, isinstance(op, _BELOW))):
+        c = ctx.number(bound)
+        if above and c is not None and (c > 0 or c == 0 and isinstance(op, (cst.GreaterThan, cst.LessThan))):
+            yield _key(ctx, value)
+
+
+def _exits(block) -> bool:
+    body = block.body
+    stmts = body if isinstance(block, cst.SimpleStatementSuite) else list(body)
+    for stmt in stmts:
+        smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+        if any(isinstance(s, (cst.Return, cst.Continue, cst.Break, cst.Raise)) for s in smalls):
+            return True
+    return False
+
+
+def known_positive(ctx, node: cst.CSTNode, value: cst.BaseExpression) -> Optional[cst.CSTNode]:
+    """The condition that makes ``value`` positive wherever ``node`` runs, or None."""
+    key = _key(ctx, value)
+    child = node
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        if isinstance(parent, (cst.If, cst.While)) and ctx.is_ancestor(parent.body, node):
+            if key in _positive(ctx, parent.test, True):
+                return parent.test
+        if isinstance(parent, cst.If) and isinstance(parent.orelse, cst.Else) and ctx.is_ancestor(parent.orelse, node):
+            if key in _positive(ctx, parent.test, False):
+                return parent.test
+        if isinstance(parent, cst.IfExp) and ctx.is_ancestor(parent.body, node) and key in _positive(ctx, parent.test, True):
+            return parent.test
+        if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            for stmt in parent.body:
+                if stmt is child:
+                    break
+                if isinstance(stmt, cst.If) and stmt.orelse is None and _exits(stmt.body) \
+                        and key in _positive(ctx, stmt.test, False):
+                    return stmt.test
+        child = parent
+    return None
