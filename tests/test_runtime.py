@@ -297,3 +297,14 @@ def test_scale_warnings_once_per_further_collapse_and_again_after_recovery():
         warned += [scale for w in caught if issubclass(w.category, AmpGuardWarning)]
     assert warned == [4096, 256, 4096, 0.5]
     assert guard.skipped == 11  # every fall of the scale is a skipped step
+
+
+def test_an_unwritable_dump_dir_still_raises_and_says_why(tmp_path):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("")
+    model = torch.nn.Linear(2, 2)
+    guard = AmpGuard(model, torch.optim.SGD(model.parameters(), lr=0.1), max_bad_steps=0,
+                     dump_dir=str(blocker / "dumps"))
+    with pytest.raises(AmpGuardError, match="the dump could not be written") as info:
+        guard.end_step(torch.tensor(float("nan")))
+    assert info.value.path is None and blocker.read_text() == ""
