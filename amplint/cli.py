@@ -118,6 +118,26 @@ def add_fix_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-fixes", action="store_true", help="list the fixes applied, per file and rule")
 
 
+def path_problem(path: Path) -> Optional[str]:
+    """Why a path named on the command line cannot be linted (without opening it: a FIFO would
+    block the run), or None."""
+    import errno
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return f"{path}: symlink loop"
+        if isinstance(e, FileNotFoundError):
+            return f"{path}: No such file or directory"
+        return f"{path}: {e.strerror or e}"
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return f"{path}: not a regular file or directory"
+    return None
+
+
 def settings_for(args) -> Settings:
     if args.config is not None:
         if not args.config.is_file():
@@ -165,10 +185,26 @@ def run_check(args, out=None, err=None) -> int:
 
 def write_text_atomically(path: Path, text: str) -> Optional[str]:
     """Write ``text`` to ``path`` through a temporary file beside it (a reader never sees half a
-    report); None on success, else the reason."""
+    report); None on success, else the reason. A path that is not a regular file (``/dev/stdout``,
+    a FIFO, ``/dev/full``) is written to, never replaced; a symlink's target is replaced."""
     import os
+    import stat
     import tempfile
 
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        return e.strerror or str(e)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        except OSError as e:
+            return e.strerror or str(e)
+        return None
+    path = Path(os.path.realpath(path))
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
@@ -224,10 +260,10 @@ def _run_check(args, out, err) -> int:
     if wants_stdin(args):
         return run_stdin(args, settings, selection, out, err)
     paths = args.paths or [Path(".")]
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        for p in missing:
-            err.write(f"amplint: error: {p}: No such file or directory\n")
+    bad = [problem for problem in map(path_problem, paths) if problem]
+    if bad:
+        for problem in bad:
+            err.write(f"amplint: error: {problem}\n")
         return EXIT_ERROR
     if getattr(args, "force_exclude", False):
         from .stdin import excluded
@@ -254,6 +290,8 @@ def _run_check(args, out, err) -> int:
         out.write(settings_report(runner.projects()))
         return EXIT_CLEAN
     findings, errors = runner.check(paths)
+    for warning in runner.discovery.warnings:
+        err.write(f"amplint: warning: {warning}\n")
     from .report.assumed import assumed_precision
     assumed = [assumed_precision(p, [f for q, f in runner.checked_files if q is p]) for p in runner.projects()]
     if args.verbose:
@@ -395,10 +433,79 @@ def run_server() -> int:
     return serve()
 
 
+class _GuardedOutput(io.TextIOBase):
+    """stdout as the commands see it: a broken pipe (``amplint check | head -1``) silences the rest
+    of the output and the run still exits with the code its findings imply; any other failure to
+    write (stdout closed, a full disk: ``> /dev/full``) is remembered and ends the run with one line
+    and exit 2, never a traceback."""
+
+    def __init__(self, stream) -> None:
+        super().__init__()
+        self.stream = stream
+        self.broken = False
+        self.error: Optional[OSError] = None
+
+    def writable(self) -> bool:
+        return True
+
+    def _guard(self, op, *a):
+        if self.broken or self.error is not None:
+            return None
+        if self.stream is None:
+            import errno
+            self.error = OSError(errno.EBADF, "stdout is closed")
+            return None
+        try:
+            return op(*a)
+        except BrokenPipeError:
+            self.broken = True
+        except OSError as e:
+            self.error = e
+        return None
+
+    def write(self, text: str) -> int:
+        self._guard(lambda: self.stream.write(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._guard(lambda: self.stream.flush())
+
+    def silence(self) -> None:
+        """After a broken pipe or failed write, point fd 1 at /dev/null so that Python's own flush
+        at exit cannot fail again."""
+        import os
+        try:
+            fd = self.stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except (AttributeError, OSError, ValueError):
+            pass
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    if args.command not in ("check", "fix", "rule", "clean"):
+        return _dispatch(parser, args)
+    real = sys.stdout
+    out = sys.stdout = _GuardedOutput(real)
+    try:
+        rc = _dispatch(parser, args)
+        out.flush()
+    finally:
+        sys.stdout = real
+    if out.error is not None:
+        out.silence()
+        sys.stderr.write(f"amplint: error: cannot write the output: {out.error.strerror or out.error}\n")
+        return EXIT_ERROR
+    if out.broken:
+        out.silence()
+    return rc
+
+
+def _dispatch(parser, args) -> int:
     try:
         if args.command == "check":
             return run_check(args)
@@ -418,5 +525,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return EXIT_CLEAN
+    except BrokenPipeError:  # stderr, or a command writing outside the guarded stdout
+        return EXIT_ERROR

@@ -6,6 +6,7 @@ what ``.gitignore`` files ignore (gitignore semantics via ``pathspec``) and the 
 """
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
@@ -67,6 +68,30 @@ def _git_toplevel(directory: Path) -> Optional[Path]:
     return None
 
 
+def _shown(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.as_posix()
+
+
+def symlink_problem(link: Path, root: Path) -> Optional[str]:
+    """Why the symlink ``link`` met while walking ``root`` is not followed: a loop, a dangling
+    link, or one leading out of the project root (a walk never leaves it; ``fix`` never writes
+    outside it). None for a link to a file inside the root."""
+    try:
+        os.stat(link)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "symlink loop"
+        return "dangling symlink" if isinstance(e, FileNotFoundError) else f"unreadable symlink ({e.strerror})"
+    target = os.path.realpath(link)
+    top = os.path.realpath(root)
+    if os.path.commonpath([target, top]) != top:
+        return f"symlink to {target}, outside the project root {top}"
+    return None
+
+
 class Discovery:
     def __init__(self, exclude: Sequence[str] = (), extend_exclude: Sequence[str] = (),
                  respect_gitignore: bool = True) -> None:
@@ -74,6 +99,7 @@ class Discovery:
         self.extend_exclude = tuple(extend_exclude)
         self.respect_gitignore = respect_gitignore
         self._specs: Dict[Path, Optional[pathspec.GitIgnoreSpec]] = {}  # per run: .gitignore of a directory
+        self.warnings: Dict[str, None] = {}  # symlinks skipped (loops, dangling, leading out of the root), in order
         # The exclude globs as two regular expressions (one on the name, one on the relative path):
         # what ``_matches_any`` tests, without an fnmatch call per pattern per directory entry.
         patterns = [pat.rstrip("/") for pat in self.exclude + self.extend_exclude]
@@ -92,7 +118,7 @@ class Discovery:
 
     def excluded(self, path: Path, root: Path) -> bool:
         try:
-            rel = path.resolve().relative_to(root.resolve()).as_posix()
+            rel = Path(os.path.realpath(path)).relative_to(os.path.realpath(root)).as_posix()
         except ValueError:
             rel = path.as_posix()
         return _matches_any(rel, path.name, self.exclude + self.extend_exclude)
@@ -145,6 +171,12 @@ class Discovery:
         for entry in entries:
             p = Path(entry.path)
             is_dir = entry.is_dir(follow_symlinks=False)
+            if entry.is_symlink():
+                problem = symlink_problem(p, root)
+                if problem is not None:
+                    if entry.name.endswith(suffixes):
+                        self.warnings[f"{_shown(p)}: {problem}; skipped"] = None
+                    continue
             if prefix is None or entry.is_symlink():
                 if self.excluded(p, root):
                     continue
