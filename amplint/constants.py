@@ -1,8 +1,9 @@
 """Constant folding: the numeric value of an expression, one evaluator for every level.
 
-The file context (libcst) and the project summaries (stdlib ``ast``) both ask ``fold`` here, so a
-constant such as ``NEG_INF = -2 ** 30`` has the same value whether it is used in its own module or
-imported from another one. Names are resolved by the caller (``lookup``): module constants, a
+The project summaries (stdlib ``ast``) fold with ``fold``; the file context (libcst) walks its own
+tree but does its arithmetic with ``binary`` / ``unary`` here, so a constant such as
+``NEG_INF = -2 ** 30`` has the same value whether it is used in its own module or imported from
+another one. Names are resolved by the caller (``lookup``): module constants, a
 parameter's default, an imported project constant.
 """
 from __future__ import annotations
@@ -14,10 +15,31 @@ from typing import Callable, Dict, List, Optional
 
 Lookup = Callable[[str], Optional[float]]
 
-_BINARY = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-}
+# The arithmetic both levels fold, by operator symbol (libcst's and ast's operators map to these).
+BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow,
+          "//": operator.floordiv, "%": operator.mod}
+_AST_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+def binary(op: str, a: Optional[float], b: Optional[float]) -> Optional[float]:
+    """``a op b`` as a float, or None (an unknown operand or operator, a division by zero, an
+    overflow, a complex result, a huge power)."""
+    fn = BINARY.get(op)
+    if fn is None or a is None or b is None:
+        return None
+    if op == "**" and abs(b) > 4096:
+        return None  # no huge powers: an overflow, and time spent on nothing useful
+    try:
+        v = fn(a, b)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return None
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def unary(op: str, v: Optional[float]) -> Optional[float]:
+    if v is None or op not in ("-", "+"):
+        return None
+    return -v if op == "-" else v
 INF_NAMES = ("math.inf", "numpy.inf", "np.inf", "torch.inf")
 MAX_DEPTH = 32
 
@@ -47,23 +69,12 @@ def fold(node: ast.AST, lookup: Optional[Lookup] = None, _depth: int = 0) -> Opt
                 return None
         return None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        v = fold(node.operand, lookup, _depth + 1)
-        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+        return unary("-" if isinstance(node.op, ast.USub) else "+", fold(node.operand, lookup, _depth + 1))
     if isinstance(node, ast.BinOp):
-        op = _BINARY.get(type(node.op))
+        op = _AST_BINARY.get(type(node.op))
         if op is None:
             return None
-        a = fold(node.left, lookup, _depth + 1)
-        b = fold(node.right, lookup, _depth + 1)
-        if a is None or b is None:
-            return None
-        if op is operator.pow and abs(b) > 4096:
-            return None  # no huge powers: an overflow, and time spent on nothing useful
-        try:
-            v = op(a, b)
-        except (ZeroDivisionError, OverflowError, ValueError):
-            return None
-        return float(v) if isinstance(v, (int, float)) else None
+        return binary(op, fold(node.left, lookup, _depth + 1), fold(node.right, lookup, _depth + 1))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" \
             and len(node.args) == 1 and not node.keywords:
         a = node.args[0]

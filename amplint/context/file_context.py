@@ -15,10 +15,16 @@ from typing import Dict, Iterator, List, Optional, Type, TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ..constants import binary, unary
 from .evidence import Signal, autocast_signal, cst_call_facts, CallFacts
 from .imports import ImportTable, dotted_name, record_import
 
 N = TypeVar("N", bound=cst.CSTNode)
+
+# libcst's operators as the symbols amplint.constants folds (one arithmetic for file and project).
+_CST_BINARY = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.Power: "**",
+               cst.FloorDivide: "//", cst.Modulo: "%"}
+_CST_UNARY = {cst.Minus: "-", cst.Plus: "+"}
 
 
 class Evidence:
@@ -246,34 +252,12 @@ class FileContext:
             except (ValueError, OverflowError):
                 return None
         if isinstance(expr, cst.UnaryOperation):
-            v = self.number(expr.expression, _depth + 1)
-            if v is None:
-                return None
-            if isinstance(expr.operator, cst.Minus):
-                return -v
-            if isinstance(expr.operator, cst.Plus):
-                return v
-            return None
+            return unary(_CST_UNARY.get(type(expr.operator), ""), self.number(expr.expression, _depth + 1))
         if isinstance(expr, cst.BinaryOperation):
-            a = self.number(expr.left, _depth + 1)
-            b = self.number(expr.right, _depth + 1)
-            if a is None or b is None:
+            op = _CST_BINARY.get(type(expr.operator))
+            if op is None:
                 return None
-            try:
-                op = expr.operator
-                if isinstance(op, cst.Add):
-                    return a + b
-                if isinstance(op, cst.Subtract):
-                    return a - b
-                if isinstance(op, cst.Multiply):
-                    return a * b
-                if isinstance(op, cst.Divide):
-                    return a / b
-                if isinstance(op, cst.Power):
-                    return float(a ** b)
-            except (ZeroDivisionError, OverflowError):
-                return None
-            return None
+            return binary(op, self.number(expr.left, _depth + 1), self.number(expr.right, _depth + 1))
         if isinstance(expr, cst.Call) and len(expr.args) == 1 and self.call_name(expr) == "float":
             arg = expr.args[0].value
             if isinstance(arg, cst.SimpleString):
