@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     check = sub.add_parser("check", help="lint files and directories")
     _common(check)
+    check.add_argument("--add-noqa", action="store_true",
+                       help="add a `# noqa: CODE` to the line of every finding (adopting amplint on existing code)")
     add_fix_arguments(check)
     fix = sub.add_parser("fix", help="apply the fixes (safe ones; --unsafe-fixes for all), then report what remains")
     _common(fix)
@@ -278,6 +280,9 @@ def _run_check(args, out, err) -> int:
     from .notebook import not_linted
     for warning in not_linted(paths):
         err.write(f"warning: {warning}\n")
+    if getattr(args, "add_noqa", False):
+        from .noqa_add import run_add_noqa
+        return run_add_noqa(args, settings, selection, paths, out, err)
     if getattr(args, "fix", False) or getattr(args, "diff", False):
         return run_fix(args, settings, selection, paths, out, err)
     runner = Runner(settings, selection, jobs=getattr(args, "jobs", None), **cache_options(args))

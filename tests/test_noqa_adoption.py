@@ -46,3 +46,48 @@ def test_unused_and_unknown_suppressions_are_reported_when_enabled(tmp_path):
     # A rule that is not enabled may well find something there: its code is not judged.
     r = run(["check", "--output-format", "concise", "--extend-select", "AMP100", "--ignore", "AMP103"], root)
     assert "AMP103 finding" not in r.out
+
+
+def test_add_noqa_adds_merges_and_keeps_comments(tmp_path):
+    source = (
+        "# -*- coding: latin-1 -*-\r\n"
+        "import torch\r\n"
+        "model = torch.nn.Linear(8, 8).cuda().half()\r\n"
+        "loss.backward()\r\n"
+        "opt = torch.optim.Adam(model.parameters())  # the default lr, on purpose\r\n"
+        "s = torch.cuda.amp.GradScaler()  # noqa: E501\r\n"
+        "t = torch.cuda.amp.GradScaler()  # noqa\r\n"
+        "doc = '''caf\xe9\r\n"
+        "'''\r\n"
+    )
+    root = write_project(tmp_path / "p", {"train.py": source.encode("latin-1")})
+    (root / "train.py").chmod(0o755)
+    before = run(["check", "--output-format", "concise"], root)
+    assert before.rc == 1
+    r = run(["check", "--add-noqa"], root)
+    assert (r.rc, r.out) == (0, "Added 2 noqa directives.\n")
+    after = (root / "train.py").read_bytes().decode("latin-1")
+    assert after == source.replace(
+        "on purpose\r\n", "on purpose  # noqa: AMP101\r\n").replace("# noqa: E501\r\n", "# noqa: E501, AMP501\r\n")
+    assert (root / "train.py").stat().st_mode & 0o777 == 0o755
+    clean = run(["check"], root)
+    assert clean.rc == 0, clean.out
+    assert run(["check", "--add-noqa"], root).out == "Added 0 noqa directives.\n"  # nothing left to add
+    # ...and none of the added directives is unused
+    assert run(["check", "--extend-select", "AMP100"], root).rc == 0
+
+
+def test_add_noqa_leaves_lines_that_cannot_take_a_comment(tmp_path):
+    root = write_project(tmp_path / "p", {"a.py": "import torch\ns = torch.cuda.amp.GradScaler(\n) if True else \\\n  None\n"})
+    r = run(["check", "--add-noqa"], root)
+    assert r.rc == 0 and "Added 1 noqa directive." in r.out
+    assert "GradScaler(  # noqa: AMP501\n" in (root / "a.py").read_text()
+    assert run(["check"], root).rc == 0
+
+
+def test_add_noqa_warns_where_a_line_ends_in_a_backslash(tmp_path):
+    source = "import torch\ns = torch.cuda.amp.GradScaler \\\n    ()\n"
+    root = write_project(tmp_path / "p", {"a.py": source})
+    r = run(["check", "--add-noqa"], root)
+    assert r.out == "Added 0 noqa directives.\n" and "a.py:2: a comment cannot go at the end of this line" in r.err
+    assert (root / "a.py").read_text() == source
