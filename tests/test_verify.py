@@ -118,6 +118,13 @@ def test_gradient_headroom_names_the_parameter():
     assert names["weight"].headroom < 2 and [g.name for g in report.gradients] == ["weight"]
 
 
+def test_the_reference_run_leaves_batchnorm_statistics_as_they_were():
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    x = torch.randn(8, 4)
+    verify(lambda: net(x).pow(2).mean(), device="cpu")
+    assert int(net[1].num_batches_tracked) == 1  # the float16 run's batch only
+
+
 # --- the command line
 def test_cli_exit_codes_and_outputs(tmp_path):
     r = run(["verify", f"{HARNESS}:mask_fill", "--device", "cpu"], ROOT)

@@ -108,6 +108,7 @@ class ModuleTracker:
         self.roots: List[torch.nn.Module] = []
         self.stack: List[str] = []
         self._handles = []
+        self.on_root = None  # called with each root module found (before its first forward runs)
 
     def __enter__(self):
         self._handles = [torch.nn.modules.module.register_module_forward_pre_hook(self._pre),
@@ -128,6 +129,8 @@ class ModuleTracker:
                 self.names[key] = f"{self.stack[-1]}.?{type(module).__name__}".lstrip(".")
             else:
                 self.roots.append(module)
+                if self.on_root is not None:
+                    self.on_root(module)
                 for name, sub in module.named_modules():
                     self.names.setdefault(id(sub), name)
         self.stack.append(self.names[key])

@@ -250,9 +250,12 @@ def format_text(report: Report, root: Optional[str] = None) -> str:
             scales.append(report.steps[-1].loss_scale_after)
         lines.append("")
         lines.append("Loss scale: " + " -> ".join(_num(s) for s in scales))
+        calibrating = True
         for s in report.steps:
+            calibrating = calibrating and s.skipped
             if s.skipped:
-                lines.append(f"  step {s.index} skipped; non-finite gradients: {', '.join(s.overflowed) or '-'}")
+                why = "the scaler finding its scale" if calibrating else "after a good step: the scale is being driven down"
+                lines.append(f"  step {s.index} skipped ({why}); non-finite gradients: {', '.join(s.overflowed) or '-'}")
     for p in report.parameters:
         where = f" (optimizer built at {_where(p.site.file, p.site.line, root)})" if p.site is not None else ""
         lines.append(f"Parameter {p.name} ({p.dtype}) became non-finite at step {p.step}: "
@@ -263,9 +266,15 @@ def format_text(report: Report, root: Optional[str] = None) -> str:
         if not report.findings:
             lines.append("  (none)")
         for f in report.findings:
+            if f.status == "not-reached":
+                continue
             lines.append(f"  {f.status:<13} {f.code} {_where(os.path.abspath(f.path), f.line, root)}  {f.message}")
             for ev in f.evidence:
                 lines.append(f"                {ev}")
+        unreached = [f for f in report.findings if f.status == "not-reached"]
+        if unreached:  # their messages are `amplint check`'s; here only where they are
+            lines.append(f"  {'not-reached':<13} " + ", ".join(
+                f"{f.code} {_where(os.path.abspath(f.path), f.line, root)}" for f in unreached))
         for e in report.runtime_only:
             lines.append(f"  {'runtime-only':<13} {_where(e.file, e.line, root)}  {e.phase} {e.op}"
                          + (f" [{e.module}]" if e.module else "") + " (no static finding here: a lead for a rule)")

@@ -72,6 +72,34 @@ def _parameters(optimizer, modules: ModuleTracker) -> List[torch.Tensor]:
     return out
 
 
+class _Buffers:
+    """The modules' buffers (BatchNorm running statistics) as they were before the float32 reference,
+    put back after it: the float16 run must start where a plain step would, not one batch later."""
+
+    def __init__(self, modules: ModuleTracker) -> None:
+        self.modules = modules
+        self.saved: Dict[int, tuple] = {}
+
+    def save(self, root) -> None:
+        for b in root.buffers():
+            if id(b) not in self.saved:
+                self.saved[id(b)] = (b, b.detach().clone())
+
+    def __enter__(self):
+        for root in self.modules.roots:
+            self.save(root)
+        self.modules.on_root = self.save  # a root first met in this run: saved before its forward
+        return self
+
+    def __exit__(self, *exc):
+        self.modules.on_root = None
+        with torch.no_grad():
+            for b, value in self.saved.values():
+                b.copy_(value)
+        self.saved.clear()
+        return False
+
+
 def _scalar(loss) -> torch.Tensor:
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise TypeError(f"step() must return a scalar loss tensor, got {type(loss).__name__}"
@@ -130,7 +158,7 @@ def verify(step: Callable[[], torch.Tensor], optimizer=None, scaler=None, *, dev
                 p.grad = None
             torch.manual_seed(seed + i)
             try:
-                with reference:
+                with _Buffers(modules), reference:
                     if mixed:
                         with torch.autocast(device, enabled=False):
                             ref_loss = _scalar(step())
