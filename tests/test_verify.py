@@ -154,6 +154,7 @@ def test_json_follows_the_documented_schema(findings):
     ("{bad}:numbers", "where a step function was expected"),
     ("{bad}:too_many", "returned 4 values"),
     ("{bad}:wrong_optimizer", "not a torch.optim.Optimizer"),
+    ("{bad}:not_a_loss", "must return a scalar loss tensor, got Tensor of shape (2,)"),
 ])
 def test_bad_targets_exit_2_with_a_clear_message(tmp_path, target, message):
     bad = write_project(tmp_path, {"bad.py": BAD}) / "bad.py"
@@ -185,6 +186,10 @@ def too_many():
 
 def wrong_optimizer():
     return (lambda: torch.ones(1).sum()), "adam"
+
+
+def not_a_loss():
+    return lambda: torch.ones(2)
 
 
 def raises():

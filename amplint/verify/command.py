@@ -18,7 +18,7 @@ def run_verify(args, out=None, err=None) -> int:
     except ImportError:
         err.write('amplint: error: `amplint verify` needs PyTorch: pip install "amplint[verify]"\n')
         return EXIT_ERROR
-    from .run import UserCodeError, verify
+    from .run import BadStep, UserCodeError, verify
     from .target import TargetError, load, parse
 
     if args.steps < 1:
@@ -29,8 +29,8 @@ def run_verify(args, out=None, err=None) -> int:
         step, optimizer, scaler = load(args.target)
         report = verify(step, optimizer, scaler, device=args.device, precision=args.precision, steps=args.steps,
                         project=path, target=args.target)
-    except TargetError as e:
-        err.write(f"amplint: error: {e}\n")
+    except (TargetError, BadStep) as e:
+        err.write(f"amplint: error: {args.target}: {e}\n" if isinstance(e, BadStep) else f"amplint: error: {e}\n")
         return EXIT_ERROR
     except UserCodeError as e:
         err.write(e.traceback)

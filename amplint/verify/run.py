@@ -100,9 +100,13 @@ class _Buffers:
         return False
 
 
+class BadStep(Exception):
+    """step() returned something other than a scalar loss tensor: a bad target (exit 2)."""
+
+
 def _scalar(loss) -> torch.Tensor:
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-        raise TypeError(f"step() must return a scalar loss tensor, got {type(loss).__name__}"
+        raise BadStep(f"step() must return a scalar loss tensor, got {type(loss).__name__}"
                         + (f" of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else ""))
     return loss
 
@@ -167,6 +171,8 @@ def verify(step: Callable[[], torch.Tensor], optimizer=None, scaler=None, *, dev
                     else:
                         with torch.no_grad(), _Float32Reference():
                             ref_loss = _scalar(step())
+            except BadStep:
+                raise
             except Exception as e:
                 raise UserCodeError(f"the float32 reference run (step {i})", e) from e
             finally:
@@ -257,7 +263,8 @@ def _calibration_skips(steps) -> set:
     scale down."""
     out = set()
     for record in steps:
-        if not record.skipped:
+        # A scale at or below 1 is no longer searched for: the unscaled gradients overflow.
+        if not record.skipped or (record.loss_scale is not None and record.loss_scale <= 1):
             break
         out.add(record.index)
     return out
