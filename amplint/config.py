@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import fnmatch
+import math
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -141,6 +143,52 @@ def _str_list(value, key: str, where: str) -> List[str]:
     return list(value)
 
 
+def _finite(value, key: str, where: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise ConfigError(f"{where}: `{key}` must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _normal_fp16(value, key: str, where: str) -> float:
+    """A value a fix writes into float16 code: a normal float16 number from 2^-14 to 1 (a smaller
+    one is what the rules flag, so the fix would be reported again)."""
+    from .fp16 import FLOAT16, fmt
+    v = _finite(value, key, where)
+    if not FLOAT16.smallest_normal <= v <= 1:
+        raise ConfigError(f"{where}: `{key}` must be a normal float16 value between "
+                          f"{fmt(FLOAT16.smallest_normal)} and 1, got {value!r}")
+    return v
+
+
+_NUMBER = r"([0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?)"
+_MATH_LOG = re.compile(r"\s*math\.log\(\s*" + _NUMBER + r"\s*\)\s*")
+_PLAIN_NUMBER = re.compile(r"\s*" + _NUMBER + r"\s*")
+
+
+def logit_scale_max_text(value, where: str = "[tool.amplint]") -> str:
+    """The code AMP401's fix writes for ``logit-scale-max``, formatted here from the number the
+    configuration gives (a number, or the string ``"math.log(N)"``): configuration text is never
+    pasted into code. exp() of the bound must be a finite float16 (at most ln(65504) ≈ 11.09)."""
+    from .fp16 import FLOAT16
+    key = "logit-scale-max"
+    if isinstance(value, str) and _PLAIN_NUMBER.fullmatch(value):
+        value = float(value.replace("_", ""))
+    if isinstance(value, str):
+        m = _MATH_LOG.fullmatch(value)
+        if m is None:
+            raise ConfigError(f"{where}: `{key}` must be a number or \"math.log(N)\", got {value!r}")
+        n = float(m.group(1).replace("_", ""))
+        bound = math.log(n) if math.isfinite(n) and n > 0 else math.nan
+        text = f"math.log({int(n) if n.is_integer() and n < 1e15 else repr(n)})"
+    else:
+        bound = _finite(value, key, where)
+        text = repr(bound)
+    if not 0 < bound <= math.log(FLOAT16.max):
+        raise ConfigError(f"{where}: `{key}` must be above 0 and at most ln(65504) ≈ 11.09 (exp of it must "
+                          f"be a finite float16), got {value!r}")
+    return text
+
+
 def load(path: Optional[Path]) -> Settings:
     """Settings from a pyproject.toml's ``[tool.amplint]`` (defaults when ``path`` is None)."""
     settings = Settings(config_path=path)
@@ -181,22 +229,11 @@ def load(path: Optional[Path]) -> Settings:
                 raise ConfigError(f"{where}: `assume-precision` must be one of {', '.join(PRECISIONS)}, got {value!r}")
             settings.assume_precision = value
         elif key == "safe-eps":
-            from .fp16 import FLOAT16, fmt
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"{where}: `safe-eps` must be a positive number, got {value!r}")
-            if value < FLOAT16.smallest_normal or value > 1:
-                # A fix that writes a value float16 still cannot hold would be reported again.
-                raise ConfigError(f"{where}: `safe-eps` must be a normal float16 value between "
-                                  f"{fmt(FLOAT16.smallest_normal)} and 1, got {value!r}")
-            settings.safe_eps = float(value)
+            settings.safe_eps = _normal_fp16(value, key, where)
         elif key == "temperature-min":
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"{where}: `temperature-min` must be a positive number, got {value!r}")
-            settings.temperature_min = float(value)
+            settings.temperature_min = _normal_fp16(value, key, where)
         elif key == "logit-scale-max":
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                raise ConfigError(f"{where}: `logit-scale-max` must be a number or a Python expression string")
-            settings.logit_scale_max = str(value)
+            settings.logit_scale_max = logit_scale_max_text(value, where)
         elif key in _LIMIT_RANGES:
             low, high = _LIMIT_RANGES[key]
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:

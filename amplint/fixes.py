@@ -274,6 +274,14 @@ class FileState:
         return self.source
 
 
+def keep_final_line_end(before: bytes, after: bytes) -> bytes:
+    """libcst's round trip drops the last line end of a file whose lines end in a lone CR; put back
+    what the file had."""
+    if before.endswith(b"\r") and not after.endswith((b"\r", b"\n")):
+        return after + b"\r"
+    return after
+
+
 def _parses(source: bytes, settings: Optional[Settings] = None) -> Optional[str]:
     """None when ``source`` parses (screened by CPython within the limits, then libcst: the
     original passed the same), else the error."""
@@ -307,6 +315,8 @@ def fix_file(state: FileState, project, codes: Set[str], settings: Settings, uns
         todo = sorted(((pos, v) for v, pos in kept if applicable(v.fix, unsafe)), key=lambda t: (t[0], t[1].code))
         if todo and iteration < MAX_ITERATIONS and not state.stuck:
             new_source, taken = _one_pass(ctx, todo, state)
+            if new_source is not None:
+                new_source = keep_final_line_end(state.source, new_source)
             if new_source is not None and new_source != state.source:
                 problem = _parses(new_source, settings)
                 if problem is None:

@@ -236,6 +236,16 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                     targets[id(value)] = t.id if isinstance(t, ast.Name) else getattr(t, "attr", None)
                 value = value.func.value if isinstance(value.func, ast.Attribute) else None
 
+    # ``Adam(model.half().parameters())``: the parameters of the model made half in the same
+    # expression are what trains, as with ``model = model.half()`` on a line of its own.
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("parameters", "named_parameters"):
+            value = node.func.value
+            while isinstance(value, ast.Call):
+                standalone.add(id(value))
+                value = value.func.value if isinstance(value.func, ast.Attribute) else None
+
     for node in nodes:
         if isinstance(node, ast.Dict):
             for sig, note in _dict_signals(node):

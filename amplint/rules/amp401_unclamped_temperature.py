@@ -7,6 +7,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from ..config import ConfigError, logit_scale_max_text
 from ..context.project_text import grep, strip_comment
 from ..context.training import is_test_file
 from ..findings import Applicability, Confidence, Fix, Violation
@@ -242,8 +243,13 @@ class UnclampedLearnableTemperature(Rule):
     def _violation(self, ctx, kind: str, attr: cst.Attribute, site: cst.CSTNode, fix_at: cst.CSTNode,
                    evidence) -> Violation:
         settings = getattr(ctx, "settings", None)
-        scale_max = getattr(settings, "logit_scale_max", None) or DEFAULT_LOGIT_SCALE_MAX
+        try:  # re-formatted: settings built in code (the API) never paste text into the fix either
+            scale_max = logit_scale_max_text(getattr(settings, "logit_scale_max", None) or DEFAULT_LOGIT_SCALE_MAX)
+        except ConfigError:
+            scale_max = DEFAULT_LOGIT_SCALE_MAX
         temp_min = getattr(settings, "temperature_min", None) or DEFAULT_TEMPERATURE_MIN
+        if not (isinstance(temp_min, (int, float)) and math.isfinite(temp_min) and temp_min > 0):
+            temp_min = DEFAULT_TEMPERATURE_MIN
         text = ctx.code(attr)
         overflow_at = math.log(FLOAT16.max)
         if kind == "logit_scale":
