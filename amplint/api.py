@@ -54,10 +54,16 @@ def settings_for_path(path: Path) -> Settings:
     return load(find_config(Path(path)))
 
 
-def project_for_path(path: Path, settings: Settings) -> Project:
-    """The project the file at ``path`` belongs to (its facts computed on first use)."""
-    return Project(project_root(Path(path)), Discovery(settings.exclude, settings.extend_exclude),
-                   settings.precision)
+def project_for_path(path: Path, settings: Settings, cache: bool = False,
+                     cache_dir: Optional[Path] = None) -> Project:
+    """The project the file at ``path`` belongs to (its facts computed on first use); with
+    ``cache``, the files' summaries come from the on-disk cache (``.amplint_cache/`` at the root
+    unless ``cache_dir``) where they are still valid."""
+    from .cache import ProjectCache, default_dir
+
+    root = project_root(Path(path))
+    return Project(root, Discovery(settings.exclude, settings.extend_exclude), settings.precision,
+                   cache=ProjectCache(cache_dir or default_dir(root), root.resolve()) if cache else None)
 
 
 def _bytes(text: Text) -> bytes:

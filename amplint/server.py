@@ -23,7 +23,7 @@ from pygls.workspace import ServerTextPosition, ServerTextRange
 from . import __version__
 from .api import settings_for_path
 from .config import ConfigError, RuleSelection, Settings
-from .discovery import Discovery, project_root
+from .discovery import project_root
 from .engine import analyse, build_context, lint_buffer, reportable
 from .findings import Finding
 from .overlay import OverlayProject
@@ -50,8 +50,16 @@ class Session:
         root = project_root(path)
         key = (root, settings.config_path)
         if key not in self.projects:
-            self.projects[key] = Project(root, Discovery(settings.exclude, settings.extend_exclude),
-                                         settings.precision)
+            # The on-disk cache (as the command line uses it, unless AMPLINT_NO_CACHE): a project's
+            # files are summarised again only where they changed since the last run.
+            from argparse import Namespace
+
+            from .api import project_for_path
+            from .cli import cache_options
+            project = project_for_path(path, settings, **cache_options(Namespace()))
+            project.regime
+            project.save_cache()
+            self.projects[key] = project
         return settings, selection, self.projects[key]
 
     def forget_project_of(self, path: Path) -> None:

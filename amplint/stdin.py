@@ -64,10 +64,8 @@ def _write_bytes(out: TextIO, data: bytes) -> None:
 
 
 def run_stdin(args, settings: Settings, selection: RuleSelection, out: TextIO, err: TextIO) -> int:
-    from .api import fix_text, project_for_path
-    from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, report
-    from .engine import lint_buffer
-    from .fixes import unified_diff
+    from .api import project_for_path
+    from .cli import EXIT_CLEAN, cache_options
 
     data = sys.stdin.buffer.read()
     name = getattr(args, "stdin_filename", None)
@@ -82,7 +80,21 @@ def run_stdin(args, settings: Settings, selection: RuleSelection, out: TextIO, e
         if not args.quiet:
             err.write(f"warning: {display} is excluded by the configuration; not linted\n")
         return EXIT_CLEAN
-    project = project_for_path(path, settings)
+    project = project_for_path(path, settings, **cache_options(args))
+    try:
+        return _run(args, settings, selection, out, err, data, name, path, display, project)
+    finally:
+        project.save_cache()  # what was summarised for the project's facts, as a run over files keeps
+
+
+def _run(args, settings, selection, out, err, data, name, path, display, project) -> int:
+    from .api import fix_text
+    from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, report
+    from .engine import lint_buffer
+    from .fixes import unified_diff
+
+    fixing = bool(getattr(args, "fix", False))
+    diffing = bool(getattr(args, "diff", False))
     codes = selection.for_file(path)
     if not fixing and not diffing:
         result = lint_buffer(path, display, data, project, codes, settings)

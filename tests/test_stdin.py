@@ -140,3 +140,13 @@ def test_the_assumed_precision_reflects_the_text(project, monkeypatch):
     assert "Assumed precision: fp32" in r.out
     r = run_stdin(["check", "--stdin-filename", "opt.py", "-"], project, OPTIM, monkeypatch)
     assert "Assumed precision: fp16" in r.out
+
+
+def test_stdin_uses_the_project_cache(project, monkeypatch):
+    monkeypatch.setenv("AMPLINT_NO_CACHE", "0")
+    first = run_stdin(["check", "--stdin-filename", "opt.py", "-"], project, OPTIM, monkeypatch)
+    assert (project / ".amplint_cache").is_dir()  # the project's files were summarised into it
+    again = run_stdin(["check", "--stdin-filename", "opt.py", "-"], project, OPTIM, monkeypatch)
+    assert (again.rc, again.out) == (first.rc, first.out) and first.rc == 1
+    # The cache holds the files on disk, never the text that stood in for one of them.
+    assert run(["check", "opt.py"], project).rc == 0
