@@ -328,7 +328,7 @@ def test_fix_is_unsafe_and_not_applied_by_default():
     assert f.fix is not None and f.fix.applicability == "unsafe"
 
 
-def test_fix_keeps_a_configurable_name_with_max():
+def test_a_constant_defined_once_is_reported_and_fixed_at_its_definition():
     src = """
         import torch
         class Norm(torch.nn.Module):
@@ -336,11 +336,31 @@ def test_fix_keeps_a_configurable_name_with_max():
                 super().__init__()
                 self.eps = eps
             def forward(self, x, y):
-                return x / (y + self.eps)
+                d = x / (y + self.eps)
+                return d, torch.log(y + self.eps)
     """
+    [f] = findings(src, extra_files={"train.py": HALF_TRAINING})
+    assert f.line == 4  # the default, where the value is written
+    assert [r.line for r in f.related] == [8, 9] and all("`self.eps` used here" in r.what for r in f.related)
     out = fixed(src, extra_files={"train.py": HALF_TRAINING})
-    assert "return x / (y + max(self.eps, 1e-4))" in out
-    assert "def __init__(self, eps=1e-8):" in out  # the caller's value still counts when larger
+    assert "def __init__(self, eps=1e-4):" in out and "d = x / (y + self.eps)" in out
+
+
+@pytest.mark.parametrize("definition, use", [
+    ("EPS = 1e-8\n", "EPS"),
+    ("", "eps"),
+])
+def test_module_constant_and_parameter_default(definition, use):
+    src = (f"import torch\n{definition}def f(x, eps=1e-20):\n    with torch.autocast('cuda'):\n"
+           f"        s = x @ x.T\n        d = x / (s + {use})\n        return d, torch.log(s + {use})\n")
+    [f] = findings(src)
+    assert f.line == 2 and len(f.related) == 2
+
+
+def test_a_literal_is_reported_where_it_is():
+    src = "import torch\ndef f(x):\n    with torch.autocast('cuda'):\n        s = x @ x.T\n        return x / (s + 1e-8)\n"
+    [f] = findings(src)
+    assert f.line == 5 and f.related == ()
 
 
 def test_fix_adds_eps_to_normalize_and_uses_configured_value():

@@ -306,6 +306,36 @@ class FileContext:
             return None
         return self.number(value, depth + 1)
 
+    def constant_definition(self, expr: cst.BaseExpression, _depth: int = 0) -> Optional[cst.BaseExpression]:
+        """Where the constant a name stands for is written, in this file: the number literal of
+        ``EPS = 1e-8`` (a module constant), of a parameter default ``eps=1e-20`` (the function's
+        own, or ``__init__``'s behind ``self.eps = eps``), or of ``self.eps = 1e-8`` in ``__init__``.
+        None for a literal, an imported constant, or anything computed: a fix of the value belongs
+        at that definition, and its uses are the related locations."""
+        if _depth > 4:
+            return None
+        if isinstance(expr, (cst.Integer, cst.Float)) or (
+                isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float))):
+            return expr if _depth > 0 else None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            from .precision import precision_model
+            value = precision_model(self).init_attribute(expr, expr.attr.value)
+            return self.constant_definition(value, _depth + 1) if value is not None else None
+        if not isinstance(expr, cst.Name):
+            return None
+        fn = self.enclosing_function(expr)
+        if fn is not None:
+            p = fn.params
+            for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+                if param.name.value == expr.value:
+                    if param.default is None or self._param_default(fn, expr.value, 0) is None:
+                        return None
+                    return self.constant_definition(param.default, _depth + 1)
+        bound = self.module_constants().get(expr.value)
+        if bound is not None and bound is not expr and self.number(bound) is not None:
+            return self.constant_definition(bound, _depth + 1)
+        return None
+
     # ---- precision ------------------------------------------------------------------------------
     def regions(self) -> Dict[cst.CSTNode, PrecisionRegion]:
         """With blocks and functions that set a precision of their own."""

@@ -11,7 +11,7 @@ from ..context.conditions import known_positive
 from ..context.precision import precision_model
 from ..context.probability import clamp_min, in_handwritten_bce, method_of
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
-from ..findings import Applicability, Confidence, Fix, Violation
+from ..findings import Applicability, Confidence, Fix, Location, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
 from .base import Rule, because
 
@@ -208,10 +208,24 @@ class Fp16UnsafeEpsilon(Rule):
     applies_under = "fp16 (mixed or pure half)"
 
     def check(self, ctx) -> Iterable[Violation]:
-        yield from self._sums(ctx)
-        yield from self._augmented(ctx)
-        yield from self._clamps(ctx)
-        yield from self._eps_ops(ctx)
+        at_definition = {}  # definition node -> the violation reported there
+        for v in (*self._sums(ctx), *self._augmented(ctx), *self._clamps(ctx), *self._eps_ops(ctx)):
+            definition = ctx.constant_definition(v.node) if isinstance(v.node, cst.BaseExpression) else None
+            if definition is None:
+                yield v
+                continue
+            # ``EPS = 1e-8`` / ``eps=1e-20``: reported (and fixed) once where it is written, its uses
+            # as related locations.
+            use = Location(ctx.path, ctx.line_of(v.node), f"`{ctx.code(v.node)}` used here")
+            first = at_definition.get(definition)
+            if first is not None:
+                first.related.append(use)
+                continue
+            value = ctx.number(definition)
+            fix = _fix(ctx, definition, value) if value is not None else None
+            at_definition[definition] = Violation(definition, v.message, v.confidence, fix, help=v.help,
+                                                  evidence=v.evidence, related=[use, *v.related])
+        yield from at_definition.values()
 
     # ---- x + eps ------------------------------------------------------------------------------
     def _sums(self, ctx) -> Iterable[Violation]:
