@@ -163,6 +163,12 @@ def test_bad_targets_exit_2_with_a_clear_message(tmp_path, target, message):
     assert "Traceback" not in r.err
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here")
+def test_device_cuda_without_a_gpu_is_a_clear_error():
+    r = run(["verify", f"{HARNESS}:clean", "--device", "cuda"], ROOT)
+    assert r.rc == 2 and "no CUDA device is available" in r.err and "Traceback" not in r.err
+
+
 def test_an_exception_in_user_code_shows_the_users_traceback(tmp_path):
     bad = write_project(tmp_path, {"bad.py": BAD}) / "bad.py"
     for function, line in (("raises", "raise ValueError('the data loader broke')"),
