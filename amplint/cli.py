@@ -345,7 +345,8 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
     findings.sort(key=Finding.sort_key)
     if getattr(args, "show_fixes", False) and not args.quiet and args.output_format in ("full", "concise"):
         show_fixes(shown, out)
-    return report(args, findings, errors, out, err, fixed=fixed)
+    from .report.assumed import assumed_precision
+    return report(args, findings, errors, out, err, fixed=fixed, assumed=[assumed_precision(p) for p in run.projects])
 
 
 def report(args, findings, errors, out, err, fixed: int = 0, sources=None, assumed=None) -> int:

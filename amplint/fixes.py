@@ -381,6 +381,7 @@ class _FixedProject(Project):
 class FixRun:
     states: List[FileState]
     errors: List[str] = field(default_factory=list)
+    projects: List[Project] = field(default_factory=list)  # as of the last round (the precision assumed)
 
     @property
     def fixed(self) -> int:
@@ -437,6 +438,7 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
                             f"{MAX_ROUNDS} rounds. Please report this as a bug.")
     for project in projects.values():
         project.save_cache()
+    run.projects = list(projects.values())
     return run
 
 

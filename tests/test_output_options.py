@@ -65,6 +65,7 @@ def test_verbose_names_the_files_the_precision_and_the_time(project):
 def test_show_fixes_lists_what_was_fixed(project):
     r = run(["fix", "--show-fixes"], project)
     assert "Fixed 1 error:\n- opt.py:\n    1 × AMP101 (optimizer-eps-underflow)\n" in r.out
+    assert r.out.splitlines()[-1].startswith("Assumed precision: fp16: parameters are float16")
     assert "eps=1e-4" in (project / "opt.py").read_text()
     assert "No errors fixed." in run(["fix", "--show-fixes"], project).out
 
