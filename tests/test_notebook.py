@@ -81,7 +81,7 @@ def test_full_output_quotes_the_cell(project):
 def test_fix_rewrites_the_cell_and_keeps_the_rest(project):
     path = project / "training.ipynb"
     before = path.read_text(encoding="utf-8")
-    r = run_module(["fix", "training.ipynb"], project)
+    r = run(["fix", "training.ipynb"], project)
     assert r.rc == 0, r.out + r.err
     after = path.read_text(encoding="utf-8")
     # The only change is the inserted line: indentation, key order, outputs, ids, the trailing
