@@ -100,6 +100,9 @@ class ProjectCache:
         key = stat_key(st)
         return entry[3] if key is not None and entry[:3] == key else None
 
+    def has_summary(self, key: str) -> bool:
+        return key in self._new_summaries or key in self._summaries
+
     def summary(self, key: str) -> Optional[FileSummary]:
         data = self._new_summaries.get(key, self._summaries.get(key))
         if data is None:
@@ -153,8 +156,8 @@ class ProjectCache:
         summaries = {k: v for k, v in {**self._summaries, **self._new_summaries}.items() if k in keys}
         results = {k: v for k, v in {**self._results, **self._new_results}.items()
                    if isinstance(v, dict) and v.get("content") in keys}
-        # The project-wide facts of this run, and a few earlier ones (another cwd, another precision).
-        derived = dict(list(self._derived.items())[-4:])
+        # The project-wide facts of this run, and some earlier ones (another cwd, another precision).
+        derived = dict(list(self._derived.items())[-4096:])
         derived.update(self._new_derived)
         data = {"format": FORMAT, "version": __version__, "schema": SCHEMA, "root": self.root,
                 "files": files, "summaries": summaries, "results": results, "derived": derived}

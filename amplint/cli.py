@@ -299,6 +299,7 @@ def _run_check(args, out, err) -> int:
         err.write(f"amplint: warning: {warning}\n")
     from .report.assumed import assumed_precision
     assumed = [assumed_precision(p, [f for q, f in runner.checked_files if q is p]) for p in runner.projects()]
+    runner.save_caches()  # what the summary line asked of the projects is cached too
     if args.verbose:
         for name in runner.checked:
             err.write(f"amplint: checked {name}\n")

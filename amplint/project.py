@@ -377,7 +377,19 @@ class Project:
         return {f: self.summary(f) for f in self.files()}
 
     def content_key(self, path: Path) -> Optional[str]:
-        """The content key of a project file (None for one that cannot be read)."""
+        """The content key of a project file (None for one that cannot be read): from the cache
+        when its stat is unchanged (neither read nor decoded), else from its summary."""
+        found = self._keys.get(path)
+        if found is not None:
+            return found
+        if self.cache is not None and not self._overlay:
+            try:
+                key = self.cache.known_key(self.relative(path), os.stat(path))
+            except OSError:
+                key = None
+            if key is not None and self.cache.has_summary(key):
+                self._keys[path] = key
+                return key
         self.summary(path)
         return self._keys.get(path)
 
@@ -478,15 +490,9 @@ class Project:
 
     @property
     def regime(self) -> Regime:
-        if self._regime is None and self.cache is not None and not self._overlay:
-            # The project's precision is a function of all the summaries: kept in the cache by
-            # the project's fingerprint (and where paths are shown from).
-            key = digest("regime", self.fingerprint(), str(self.display_base or Path.cwd()), self._override)
-            self._regime = regime_from(self.cache.derived(key))
-            if self._regime is None:
-                self._regime = self._computed_regime()
-                self.cache.put_derived(key, regime_data(self._regime))
-        return self._computed_regime()
+        if self._regime is None:
+            self._regime = self._cached_derived(("regime",), self._computed_regime)
+        return self._regime
 
     def _computed_regime(self) -> Regime:
         """The project's precision as a whole: the training evidence of its entry points (or,
@@ -528,8 +534,21 @@ class Project:
             return self.regime
         key = self.resolved(Path(path))
         if key not in self._regimes:
-            self._regimes[key] = self._regime_for(key)
+            self._regimes[key] = self._cached_derived(("regime_for", str(key)), lambda: self._regime_for(key))
         return self._regimes[key]
+
+    def _cached_derived(self, what, compute) -> Regime:
+        """A regime derived from all the summaries, kept in the cache by the project's fingerprint
+        and where paths are shown from (a run that changed nothing does not recompute the entry
+        points and what they reach)."""
+        if self.cache is None or self._overlay:
+            return compute()
+        key = digest(*what, self.fingerprint(), str(self.display_base or Path.cwd()), self._override)
+        found = regime_from(self.cache.derived(key))
+        if found is None:
+            found = compute()
+            self.cache.put_derived(key, regime_data(found))
+        return found
 
     def _regime_for(self, key: Path) -> Regime:
         if self.is_test(key):
