@@ -175,8 +175,8 @@ def machine() -> str:
             f"{platform.system()} {platform.release()}; load average {load:.1f} at the start (shared machine)")
 
 
-def render(results: List[Dict[str, object]], reps: int) -> str:
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+def render(results: List[Dict[str, object]], reps: int, rev: str = "") -> str:
+    rev = rev or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     bindir = Path(sys.executable).parent
     out = [
         "# Speed with the cache (benchmarks/cache_speed.py)", "",
@@ -210,14 +210,15 @@ def main(argv=None) -> int:
     ap.add_argument("--heavy-repetitions", type=int, default=1, help="for parse, cold and torchfix")
     ap.add_argument("--skip", default="", help="comma-separated run labels to skip (e.g. torchfix,cold)")
     ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument("--rev", default="", help="how to name the amplint measured (default: this checkout's commit)")
     args = ap.parse_args(argv)
     skip = {s for s in args.skip.split(",") if s}
     results = []
     for name in args.corpora:
         only = {s.split(":", 1)[1] for s in skip if s.startswith(name + ":")}
         results.append(measure(name, args.repetitions, {s for s in skip if ":" not in s} | only, args.heavy_repetitions))
-        args.output.write_text(render(results, args.repetitions))  # what is measured so far
-    args.output.write_text(render(results, args.repetitions))
+        args.output.write_text(render(results, args.repetitions, args.rev))  # what is measured so far
+    args.output.write_text(render(results, args.repetitions, args.rev))
     print(f"wrote {args.output}")
     return 0
 
