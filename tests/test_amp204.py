@@ -37,6 +37,8 @@ def in_autocast(line, params="a, b, x, n, mask"):
     "return torch.mm(x.t(), x) / len(x)",
     # a masked mean: the count is the sum of the mask (a tensor: no fix)
     'return torch.einsum("bsi,bsj->bij", a, b) / (mask.sum(1) + 1e-3)',
+    # an unbiased covariance: a count less one (lightly's VICReg covariance_loss)
+    "return torch.einsum('b...c,b...d->...cd', x, x) / (x.size(0) - 1)",
     # a divisor named like a count
     "return (a.transpose(-2, -1) @ b) / n",
     # a constant factor after a contraction that is not over the head dimension

@@ -144,8 +144,8 @@ class ScaledProducts:
             return Scale(factor, "", kind) if abs(factor) < 1 else _NOT
         if isinstance(expr, cst.BinaryOperation):
             op = expr.operator
-            if divide and isinstance(op, cst.Add):
-                # ``count + eps`` / ``eps + count``: the guarded count
+            if divide and (isinstance(op, cst.Add) or isinstance(op, cst.Subtract) and ctx.number(expr.right) is not None):
+                # ``count + eps`` / ``eps + count`` / ``batch_size - 1``: the guarded (or unbiased) count
                 sides = [s for s in (expr.left, expr.right) if ctx.number(s) is None]
                 if len(sides) == 1:
                     s = self._downscale(ctx, pm, sides[0], divide, depth + 1)
