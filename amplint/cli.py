@@ -313,11 +313,13 @@ def _run_check(args, out, err) -> int:
 def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[Path], out, err) -> int:
     """``amplint fix`` / ``check --fix`` / ``--diff``: fix in memory, then write or print a diff."""
     from .findings import Finding
-    from .fixes import findings_on_disk, fix_in_memory, show_fixes, unified_diff, write_atomically
+    from .fixes import findings_on_disk, fix_in_memory, remove_leftovers, show_fixes, unified_diff, write_atomically
 
     unsafe = bool(getattr(args, "unsafe_fixes", False))
     run = fix_in_memory(paths, settings, selection, unsafe, **cache_options(args))
     errors = [e for s in run.states for e in s.errors]
+    for warning in run.warnings:
+        err.write(f"amplint: warning: {warning}\n")
     if getattr(args, "diff", False):
         for s in run.changed:
             out.write(unified_diff(s))
@@ -332,6 +334,7 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
     findings = []
     fixed = 0
     shown = []
+    remove_leftovers([s.path for s in run.states])  # of an interrupted run
     for s in run.states:
         if s.changed:
             problem = write_atomically(s)

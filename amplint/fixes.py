@@ -20,6 +20,7 @@ import difflib
 import os
 import stat
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -382,6 +383,7 @@ class FixRun:
     states: List[FileState]
     errors: List[str] = field(default_factory=list)
     projects: List[Project] = field(default_factory=list)  # as of the last round (the precision assumed)
+    warnings: List[str] = field(default_factory=list)  # symlinks skipped while walking
 
     @property
     def fixed(self) -> int:
@@ -439,6 +441,7 @@ def fix_in_memory(paths: Sequence[Path], settings: Settings, selection: RuleSele
     for project in projects.values():
         project.save_cache()
     run.projects = list(projects.values())
+    run.warnings = list(discovery.warnings)
     return run
 
 
@@ -460,27 +463,92 @@ def fix_buffer(path: Path, display: str, data: bytes, project: Project, codes: S
 
 
 # ---- writing -------------------------------------------------------------------------------------
+TMP_SUFFIX = ".amplint-tmp"
+LEFTOVER_AGE_S = 60  # a temporary file older than this is a leftover of an interrupted run, not a concurrent one
+
+
+def remove_leftovers(paths: Sequence[Path]) -> List[str]:
+    """Remove the temporary files (``.NAME.py.XXXX.amplint-tmp``) an interrupted ``fix`` left beside
+    the files it was writing, for the files about to be fixed; the names removed."""
+    removed = []
+    now = time.time()
+    for directory in sorted({Path(os.path.realpath(p)).parent for p in paths}):
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        names = {e.name for e in entries}
+        for e in entries:
+            if not (e.name.startswith(".") and e.name.endswith(TMP_SUFFIX)):
+                continue
+            base = e.name[1:].rsplit(".", 2)[0]  # ".train.py.k3j2.amplint-tmp" -> "train.py"
+            try:
+                st = e.stat(follow_symlinks=False)
+                if base in names and stat.S_ISREG(st.st_mode) and now - st.st_mtime > LEFTOVER_AGE_S:
+                    os.unlink(e.path)
+                    removed.append(e.path)
+            except OSError:
+                pass
+    return removed
+
+
+def _write_problem(state: FileState, target: Path, st: os.stat_result) -> Optional[str]:
+    """Why ``fix`` must not write ``target`` (the file ``state.path`` names), or None."""
+    if not stat.S_ISREG(st.st_mode):
+        return f"{state.display}: not a regular file; not written"
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
+        return f"{state.display}: read-only; not written (make it writable to fix it)"
+    root = os.path.realpath(project_root(Path(os.path.abspath(state.path)).parent))
+    if os.path.commonpath([str(target), root]) != root:
+        return f"{state.display}: a symlink to {target}, outside the project root {root}; not written"
+    return None
+
+
 def write_atomically(state: FileState) -> Optional[str]:
-    """Replace the file with ``state.source`` unless it changed since it was read. None on
-    success, else the reason it was not written."""
+    """Write ``state.output()`` to the file unless it changed since it was read. None on success,
+    else the reason it was not written (the run goes on with the other files).
+
+    The file keeps its owner, group and mode. It is replaced atomically (a temporary file beside
+    it, flushed to disk, renamed over it: a kill at any moment leaves the old or the new content)
+    unless it has other hard links or its owner cannot be given back (another user's file in a
+    directory we may write): then it is written in place, as black and ruff always do, which keeps
+    the links and the owner but is not atomic. A read-only file, a symlink leading out of the
+    project root, and anything but a regular file are refused."""
     target = Path(os.path.realpath(state.path))  # a symlink keeps pointing at the fixed file
+    data = state.output()
     tmp = None
     try:
         st = os.stat(target)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".amplint-tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(state.output())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        # The last look, as close to the replace as it can be.
-        now = os.stat(target)
-        if now.st_mtime_ns != state.mtime_ns or target.read_bytes() != state.original:
-            os.unlink(tmp)
+        problem = _write_problem(state, target, st)
+        if problem is not None:
+            return problem
+        in_place = st.st_nlink > 1 or (st.st_uid != os.geteuid() and os.geteuid() != 0)
+        if not in_place:
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TMP_SUFFIX)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                try:
+                    os.chown(tmp, st.st_uid, st.st_gid)
+                except OSError:  # a group we are not in: keep the owner by writing in place
+                    os.unlink(tmp)
+                    tmp, in_place = None, True
+            if tmp is not None:
+                os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if _changed_on_disk(state, target):
             return (f"{state.display}: changed on disk while amplint was fixing it; not overwritten "
                     f"(run `amplint fix` again)")
-        os.replace(tmp, target)
-        tmp = None
+        if in_place:
+            with open(target, "r+b") as fh:
+                fh.write(data)
+                fh.truncate()
+                fh.flush()
+                os.fsync(fh.fileno())
+        else:
+            os.replace(tmp, target)
+            tmp = None
     except OSError as e:
         return f"{state.display}: cannot write the fixed file: {e.strerror or e}"
     finally:
@@ -490,6 +558,11 @@ def write_atomically(state: FileState) -> Optional[str]:
             except OSError:
                 pass
     return None
+
+
+def _changed_on_disk(state: FileState, target: Path) -> bool:
+    # The last look, as close to the write as it can be.
+    return os.stat(target).st_mtime_ns != state.mtime_ns or target.read_bytes() != state.original
 
 
 def unified_diff(state: FileState) -> str:
