@@ -1,0 +1,1 @@
+import torchscaler = torch.cuda.amp.GradScaler()x = 1

@@ -1,0 +1,2 @@
+# comment
+name = 'café'

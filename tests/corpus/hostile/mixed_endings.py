@@ -1,0 +1,3 @@
+import torch
+scaler = torch.cuda.amp.GradScaler()
+x = 1

@@ -1,0 +1,1 @@
+x = '\N{GREEK SMALL LETTER ALPHA}' + '\q'

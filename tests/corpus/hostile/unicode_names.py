@@ -1,0 +1,3 @@
+import torch
+ñ = torch.cuda.amp.GradScaler()
+变量 = 1
