@@ -122,6 +122,33 @@ PROJECTS: List[Project] = [
         why="Hugging Face's training wrapper: mixed_precision='fp16' plumbing, the scaler inside "
             "Accelerator.backward / clip_grad_norm_ (which unscales), checkpointing of scalers.",
     ),
+    # Issue 8: projects of other kinds (a monorepo of many models, libraries with no training loop,
+    # precision set in the user's configuration / on the command line).
+    Project(
+        "diffusers", "diffusers", "0.31.0", "sdist", "diffusers-0.31.0.tar.gz",
+        "b1d01a73e45d43a0630c299173915dddd69fc50f2ae8f2ab5de4fd245eaed72f",
+        why="a monorepo of many models (UNets, VAEs, transformers, schedulers, pipelines) with no "
+            "training loop of its own: its users train in fp16 and bf16, inference pipelines cast to "
+            "float16 everywhere (the stray-inference-cast class).",
+    ),
+    Project(
+        "peft", "peft", "0.13.2", "sdist", "peft-0.13.2.tar.gz",
+        "0e0cbd40ebdf5fe4ea79f255880d02f96712d18899509369a2cc5768ad46d672",
+        why="a library with no training loop (LoRA and other adapters): the library policy, "
+            "dtype-generic helpers, adapters kept in float32 beside half base models.",
+    ),
+    Project(
+        "axolotl", "axolotl", "0.5.2", "sdist", "axolotl-0.5.2.tar.gz",
+        "ee5f86e6260ef28074baffcff8a21ac89144f8282cc9d87dd5e240604f9a6e9c",
+        why="a fine-tuning harness whose precision is set in the user's YAML (cfg.fp16 / cfg.bf16 / "
+            "DeepSpeed JSON) and handed to Hugging Face TrainingArguments: one-of evidence.",
+    ),
+    Project(
+        "litgpt", "litgpt", "0.5.3", "sdist", "litgpt-0.5.3.tar.gz",
+        "6b212a81333cd2afdeec8091068f317c68d7613f9793266d28ecefb128147d50",
+        why="Lightning Fabric pre-training / fine-tuning scripts whose precision comes from the "
+            "command line or a YAML config (bf16-true, 16-mixed), many model variants in one config.",
+    ),
 ]
 
 BY_NAME = {p.name: p for p in PROJECTS}
