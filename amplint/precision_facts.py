@@ -287,7 +287,18 @@ def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, o
     src = _text(lines, node)
     return {"kind": sig.kind, "dtype": sig.dtype, "enabled": sig.enabled, "pure": sig.pure,
             "master": getattr(sig, "master", False), "note": sig.note, "role": role, "why": why,
-            "one_of": one_of, "text": src, "line": node.lineno}
+            "one_of": one_of, "text": src, "line": node.lineno, "model": _cast_object(node, sig)}
+
+
+def _cast_object(node: ast.AST, sig: Signal) -> str:
+    """The name of the object a half cast applies to (``vae`` in ``self.vae.to(dtype=...)``)."""
+    if sig.kind != "half_params" or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return ""
+    receiver = node.func.value
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+        receiver = receiver.func.value  # model.cuda().half()
+    name = _dotted(receiver)
+    return name.rsplit(".", 1)[-1] if name else ""
 
 
 def _text(lines: List[str], node: ast.AST) -> str:

@@ -67,6 +67,23 @@ class Regime:
             return self._configured() if self.override == "fp16" else None
         return self._first(lambda s: s.pure and not s.master and s.dtype == "float16" and s.enabled and s.note != "inference")
 
+    def half_optimizer_of(self, model: Optional[str], path: Optional[str] = None) -> Optional[Evidence]:
+        """``half_optimizer`` for an optimizer over ``model``'s parameters built in the file shown as
+        ``path``: when that file casts some objects to half and ``model`` is not one of them (a
+        frozen ``vae.to(dtype=weight_dtype)`` beside ``AdamW(unet.parameters())``), the cast does
+        not reach the optimizer's parameters."""
+        if self.override or not model or not path:
+            return self.half_optimizer
+        target = Path(path).resolve()
+        same = {ev.path: Path(ev.path).resolve() == target for _, ev in self.signals}
+        here = [(s, ev) for s, ev in self.signals
+                if same[ev.path] and s.kind == "half_params" and s.pure and not s.master and s.dtype == "float16"
+                and s.enabled and s.model]
+        if here and all(s.model != model for s, _ in here):
+            others = [(s, ev) for s, ev in self.signals if not same[ev.path]]
+            return Regime(others).half_optimizer
+        return self.half_optimizer
+
     @property
     def fp16(self) -> Optional[Evidence]:
         """Activations run in float16 somewhere: fp16 autocast, a GradScaler, a trainer flag or
@@ -165,7 +182,7 @@ def signals_of(facts: dict, display_path: str, roles=(TRAINING,)) -> List[Tuple[
     for s in facts["signals"]:
         if s["role"] not in roles:
             continue
-        sig = Signal(s["kind"], s["dtype"], s["enabled"], s["pure"], s["note"], s["master"])
+        sig = Signal(s["kind"], s["dtype"], s["enabled"], s["pure"], s["note"], s["master"], s.get("model", ""))
         out.append((sig, Evidence(f"`{s['text']}`", display_path, s["line"])))
     return out
 

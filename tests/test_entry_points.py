@@ -294,3 +294,23 @@ def test_library_code_is_judged_by_assume_precision_when_configured(tmp_path):
     (p / "pyproject.toml").write_text('[project]\nname = "lib"\n[tool.amplint]\nassume-precision = "half"\n')
     r = run(["check", "."], p)
     assert r.rc == 2 and "`assume-precision` must be one of" in r.err
+
+
+def test_a_frozen_model_cast_to_half_beside_an_fp32_trained_one(tmp_path):
+    # diffusers' train_text_to_image.py: vae / text_encoder cast to weight_dtype, AdamW over unet
+    train = textwrap.dedent("""
+        import torch
+        def main(args, unet, vae, text_encoder):
+            weight_dtype = torch.float32
+            if args.mixed_precision == "fp16":
+                weight_dtype = torch.float16
+            vae.to(dtype=weight_dtype)
+            text_encoder.to(dtype=weight_dtype)
+            opt = torch.optim.AdamW(unet.parameters())
+            unet(x).sum().backward()
+            opt.step()
+    """)
+    p = write_project(tmp_path / "d", {"train.py": train})
+    assert run(["check", "--select", "AMP101", "-q", "."], p).rc == 0
+    p = write_project(tmp_path / "e", {"train.py": train.replace("unet.parameters()", "text_encoder.parameters()")})
+    assert "AMP101" in run(["check", "--select", "AMP101", "--output-format", "concise", "."], p).out

@@ -72,6 +72,7 @@ class Signal:
     # a half model whose optimizer keeps float32 master weights (DeepSpeed fp16, apex O2, FSDP
     # param_dtype, a Float16Module-style wrapper): activations float16, optimizer state float32
     master: bool = False
+    model: str = ""  # the object cast (``vae`` in ``vae.to(dtype=weight_dtype)``), when known
 
 
 def dtype_of_value(value: Any) -> Optional[str]:

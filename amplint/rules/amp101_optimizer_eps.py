@@ -1,7 +1,7 @@
 """AMP101 optimizer-eps-underflow."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 import libcst as cst
 
@@ -53,6 +53,9 @@ class OptimizerEpsUnderflow(Rule):
             if not cls:
                 continue
             default, position = OPTIMIZERS[cls]
+            here = regime.half_optimizer_of(_optimized_model(call), ctx.path) if hasattr(regime, "half_optimizer_of") else evidence
+            if here is None:
+                continue  # this file casts other objects to half (a frozen VAE), not what this optimizer trains
             arg = find_arg(call, "eps", position)
             if arg is None and any(a.star for a in call.args):
                 continue  # ``*args`` / ``**kwargs`` may well pass an eps
@@ -68,7 +71,7 @@ class OptimizerEpsUnderflow(Rule):
             yield Violation(arg.value if arg is not None else call.func, message, Confidence.CERTAIN,
                             self._fix(ctx, call, arg),
                             help=f"use eps >= {fmt(FLOAT16.smallest_normal)} (e.g. {ctx.code(number_node(ctx.settings.safe_eps))})",
-                            evidence=cited(evidence, "parameters are float16"))
+                            evidence=cited(here, "parameters are float16"))
 
     def _hf_arguments(self, ctx, call: cst.Call, cls: str, evidence):
         """``TrainingArguments(...)`` on half parameters: the Trainer's AdamW gets ``adam_epsilon``,
@@ -115,3 +118,18 @@ class OptimizerEpsUnderflow(Rule):
                                                        cst.Arg(literal)])
         return Fix(f"Raise eps to at least {ctx.code(literal)}: `eps=max(..., {ctx.code(literal)})`",
                    replacements=[(value, bounded)])
+
+
+def _optimized_model(call: cst.Call) -> Optional[str]:
+    """``unet`` in ``AdamW(unet.parameters())`` / ``AdamW(self.unet.parameters(), ...)``."""
+    if not call.args or call.args[0].keyword is not None:
+        return None
+    value = call.args[0].value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            value.func.attr.value in ("parameters", "named_parameters"):
+        obj = value.func.value
+        if isinstance(obj, cst.Attribute):
+            return obj.attr.value
+        if isinstance(obj, cst.Name):
+            return obj.value
+    return None
