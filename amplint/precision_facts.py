@@ -33,7 +33,7 @@ TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchma
 
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|"
-    rb"set_default_dtype|convert_to_fp16|MixedPrecision"
+    rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision"
 )
 # A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
 # any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
@@ -269,7 +269,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 if len(alts) > 1:
                     one_of = f"`{v.name}` is one of {', '.join(alts)}"
         wrapper = _half_wrapper(node, parents)
-        sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source)
+        sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) or _cli_signal(node)
         if sig is None:
             continue
         is_cast = isinstance(node.func, ast.Attribute) and node.func.attr in ("half", "to", "bfloat16")
@@ -332,6 +332,38 @@ def _extra_signal(node: ast.Call, facts, source: bytes) -> Optional[Signal]:
             return Signal("half_params", "float16", pure=True, note="FSDP MixedPrecision(param_dtype=float16)", master=True)
         if isinstance(d, Dotted) and d.name == "torch.bfloat16":
             return Signal("half_params", "bfloat16", pure=True, note="FSDP MixedPrecision(param_dtype=bfloat16)", master=True)
+    return None
+
+
+_CLI_FLAGS = {"--fp16": "float16", "--amp": "float16", "--use_amp": "float16", "--use-amp": "float16",
+              "--bf16": "bfloat16"}
+_CLI_CHOICES = {"--precision", "--mixed_precision", "--mixed-precision"}
+_LIGHTNING = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true": ("float16", True),
+              "fp16": ("float16", False), "bf16": ("bfloat16", False), "bf16-mixed": ("bfloat16", False),
+              "bf16-true": ("bfloat16", True)}
+
+
+def _cli_signal(node: ast.Call) -> Optional[Signal]:
+    """A training script's command line: ``add_argument("--fp16", action="store_true")`` makes
+    float16 one of its precisions; ``add_argument("--precision", default="16-mixed")`` (Lightning)
+    / ``--mixed_precision default "fp16"`` (accelerate) says it unless overridden."""
+    f = node.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "add_argument" and node.args):
+        return None
+    names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    kw = {k.arg: k.value for k in node.keywords if k.arg}
+    default = kw.get("default")
+    default_value = default.value if isinstance(default, ast.Constant) else None
+    for name in names:
+        if name in _CLI_FLAGS:
+            action = kw.get("action")
+            store_true = isinstance(action, ast.Constant) and action.value == "store_true"
+            if default_value is True or store_true:
+                return Signal("flag", _CLI_FLAGS[name], note=f"command line {name}" + (" (one of)" if default_value is not True else ""))
+        if name in _CLI_CHOICES and default_value is not None and not isinstance(default_value, bool):
+            hit = _LIGHTNING.get(str(default_value).lower())
+            if hit is not None:
+                return Signal("flag", hit[0], pure=hit[1], note=f"command line {name} default {default_value!r}")
     return None
 
 

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 from .cache import ProjectCache, content_key, digest
 from .context.evidence import Signal
 from .context.file_context import Evidence
-from .discovery import TEST_PATH, Discovery
+from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 from .summary import FileSummary, summarise
@@ -209,7 +209,7 @@ class EntryPoint:
 
 
 def regime_data(regime: Regime) -> dict:
-    return {"signals": [[sig.kind, sig.dtype, sig.enabled, sig.pure, sig.note, sig.master, ev.what, ev.path, ev.line]
+    return {"signals": [[sig.kind, sig.dtype, sig.enabled, sig.pure, sig.note, sig.master, ev.what, ev.path, ev.line, sig.model]
                         for sig, ev in regime.signals],
             "override": regime.override, "scope": regime.scope, "entry_points": list(regime.entry_points)}
 
@@ -218,11 +218,11 @@ def regime_from(data) -> Optional[Regime]:
     """The regime in ``data`` (from the cache), or None when it is not one."""
     try:
         signals = []
-        for kind, dtype, enabled, pure, note, master, what, path, line in data["signals"]:
-            if not (all(isinstance(x, str) for x in (kind, dtype, note, what, path))
+        for kind, dtype, enabled, pure, note, master, what, path, line, model in data["signals"]:
+            if not (all(isinstance(x, str) for x in (kind, dtype, note, what, path, model))
                     and all(isinstance(x, bool) for x in (enabled, pure, master)) and isinstance(line, int)):
                 return None
-            signals.append((Signal(kind, dtype, enabled, pure, note, master), Evidence(what, path, line)))
+            signals.append((Signal(kind, dtype, enabled, pure, note, master, model), Evidence(what, path, line)))
         override, scope, eps = data["override"], data["scope"], data["entry_points"]
         if not (isinstance(override, (str, type(None))) and isinstance(scope, str)
                 and all(isinstance(e, str) for e in eps)):
@@ -583,11 +583,37 @@ class Project:
             return Regime(signals, None, "entry point " + ", ".join(names), names)
         project = self.regime
         if not eps and not project.signals:
+            harness = self._harness()
+            if harness is not None:
+                return harness
             return self._library("the project has no training entry point and no precision evidence")
         if not eps or len({Regime(ep.signals).mode for ep in eps}) == 1:
             scope = "not reached by an entry point's imports; the project's precision" if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points)
         return self._library("no training entry point reaches it, and the entry points disagree")
+
+    def _harness(self) -> Optional[Regime]:
+        """A nested project (its own setup.py) with no training of its own, trained by the
+        enclosing repository: the precision of the enclosing project's entry points whose files
+        import one of its top-level modules (computed once)."""
+        if not hasattr(self, "_harness_regime"):
+            self._harness_regime = None
+            outer_root = project_root(self.root.parent) if self.root.parent != self.root else None
+            if outer_root is not None and outer_root != self.root and any((outer_root / m).exists() for m in ROOT_MARKERS):
+                tops = {name.split(".")[0] for name in self._module_paths()}
+                outer = Project(outer_root, self.discovery)
+                facts = outer.facts()
+                signals: List[Tuple[Signal, Evidence]] = []
+                names = []
+                for ep in outer.entry_points():
+                    if any(imp.split(".")[0] in tops for p in ep.reach for imp in facts.get(p, {}).get("imports", ())):
+                        signals.extend((sig, Evidence(f"{ev.what} (training entry point {ep.display} of the enclosing "
+                                                      f"project)", ev.path, ev.line)) for sig, ev in ep.signals)
+                        names.append(ep.name())
+                if signals:
+                    self._harness_regime = Regime(signals, None, "entry point " + ", ".join(names) +
+                                                  " of the enclosing project", tuple(names))
+        return self._harness_regime
 
     def _library(self, why: str) -> Regime:
         if self.assume:

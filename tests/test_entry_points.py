@@ -314,3 +314,43 @@ def test_a_frozen_model_cast_to_half_beside_an_fp32_trained_one(tmp_path):
     assert run(["check", "--select", "AMP101", "-q", "."], p).rc == 0
     p = write_project(tmp_path / "e", {"train.py": train.replace("unet.parameters()", "text_encoder.parameters()")})
     assert "AMP101" in run(["check", "--select", "AMP101", "--output-format", "concise", "."], p).out
+
+
+@pytest.mark.parametrize("line, dtype, pure", [
+    ('p.add_argument("--precision", default="16-mixed")', "float16", False),
+    ('p.add_argument("--precision", type=str, default="bf16-true")', "bfloat16", True),
+    ('p.add_argument("--mixed_precision", default="fp16", choices=["no", "fp16", "bf16"])', "float16", False),
+    ('p.add_argument("--fp16", action="store_true")', "float16", False),
+    ('p.add_argument("--amp", action="store_true", help="mixed precision")', "float16", False),
+])
+def test_precision_on_the_command_line(line, dtype, pure):
+    src = "import argparse\np = argparse.ArgumentParser()\n" + line + "\n"
+    [s] = file_facts(src.encode(), "train.py", None)["signals"]
+    assert (s["kind"], s["dtype"], s["pure"]) == ("flag", dtype, pure)
+
+
+@pytest.mark.parametrize("line", [
+    'p.add_argument("--precision", default="32")',
+    'p.add_argument("--fp16", action="store_false")',
+    'p.add_argument("--mixed_precision", default="no")',
+])
+def test_command_line_near_misses(line):
+    src = "import argparse\np = argparse.ArgumentParser()\n" + line + "\n"
+    assert file_facts(src.encode(), "train.py", None)["signals"] == []
+
+
+def test_a_nested_package_trained_by_the_enclosing_repository(tmp_path):
+    # a nested package with its own setup.py, trained in fp16 by the repository's harness
+    root = write_project(tmp_path / "repo", {
+        "train.py": "import torch\nfrom nested_lib.optim import make\ndef main(model, x):\n    model = model.half()\n"
+                    "    opt = make(model)\n" + STEP,
+        "nested/setup.py": "from setuptools import setup\nsetup(name='nested_lib')\n",
+        "nested/nested_lib/__init__.py": "",
+        "nested/nested_lib/optim.py": OPTIM,
+        "other/setup.py": "", "other/other_lib/__init__.py": "", "other/other_lib/optim.py": OPTIM,
+    })
+    nested = Project(root / "nested")
+    r = nested.regime_for(root / "nested/nested_lib/optim.py")
+    assert r.mode == "fp16" and "enclosing project" in r.scope
+    other = Project(root / "other")
+    assert other.regime_for(root / "other/other_lib/optim.py").scope.startswith("library")
