@@ -279,7 +279,11 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             continue
         role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script)
         cond = one_of or _dtype_condition(node, parents, lines)
-        facts["signals"].append(_record(sig, why, node, lines, role, cond))
+        record = _record(sig, why, node, lines, role, cond)
+        if sig.kind == "half_params" and targets.get(id(node)) and not isinstance(
+                getattr(node.func, "value", None), (ast.Name, ast.Attribute)):
+            record["model"] = targets[id(node)]  # ``model = Net().cuda().half()``: the model is what is assigned
+        facts["signals"].append(record)
     return facts
 
 
@@ -295,10 +299,14 @@ def _cast_object(node: ast.AST, sig: Signal) -> str:
     if sig.kind != "half_params" or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return ""
     receiver = node.func.value
-    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
+            receiver.func.attr in _MOVES:
         receiver = receiver.func.value  # model.cuda().half()
     name = _dotted(receiver)
     return name.rsplit(".", 1)[-1] if name else ""
+
+
+_MOVES = {"cuda", "cpu", "to", "half", "float", "bfloat16", "eval", "train", "requires_grad_", "to_empty"}
 
 
 def _text(lines: List[str], node: ast.AST) -> str:
