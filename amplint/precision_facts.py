@@ -200,6 +200,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             key = id(fn) if fn is not None else 0
             if why in ("backward", "optimizer step"):
                 training_lines.setdefault(key, []).append(node.lineno)
+            name = getattr(fn, "name", "")
+            if _BENCHMARK.search(name) or name.startswith("test") or _BENCHMARK_FILE.search(path):
+                continue  # a profiler or a test runs backward without training anything
             e = entry.setdefault(key, {"function": getattr(fn, "name", "<module>"),
                                        "line": getattr(fn, "lineno", node.lineno), "why": []})
             if why not in e["why"]:
@@ -474,6 +477,8 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
         # a script that casts a model to half and never trains it; a function of a module that
         # does not train is judged by who reaches it (``build_model(cfg)`` called by train.py)
         return INFERENCE, "in a script that never trains"
+    if sig.kind == "half_params" and fn is not None and not training_lines.get(id(fn)) and _saves_after(fn, node):
+        return EXPORT, f"a half copy saved by `{fn.name}`"
     steps = training_lines.get(id(fn) if fn is not None else 0)
     if steps and node.lineno > max(steps) and not _inside_loop_with(node, parents, steps):
         return INFERENCE, "after the last backward / optimizer step"
@@ -489,4 +494,15 @@ def _inside_loop_with(node: ast.AST, parents: _Parents, steps: List[int]) -> boo
                 return True
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
+    return False
+
+
+def _saves_after(fn: ast.AST, node: ast.AST) -> bool:
+    """Does ``fn`` save or export something after ``node`` (``model.half(); model.save(path)``)?"""
+    for call in ast.walk(fn):
+        if isinstance(call, ast.Call) and call.lineno >= node.lineno:
+            f = call.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if "save" in name.lower() or "export" in name.lower():
+                return True
     return False

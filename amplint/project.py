@@ -485,6 +485,11 @@ class Project:
                         signals.append((sig, ev))
                         roles.append(("training", str(ev), "configuration"))
                 eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles))
+            # A file holding training calls that another entry point imports, and that does not import
+            # it back, is a helper of that entry point (a training-step utility), not an entry point.
+            eps = [e for e in eps if not any(o is not e and e.path in o.reach and o.path not in e.reach for o in eps)]
+            for e in eps:  # name an entry point by a function that trains, not one that prepares
+                e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
 

@@ -354,3 +354,25 @@ def test_a_nested_package_trained_by_the_enclosing_repository(tmp_path):
     assert r.mode == "fp16" and "enclosing project" in r.scope
     other = Project(root / "other")
     assert other.regime_for(root / "other/other_lib/optim.py").scope.startswith("library")
+
+
+def test_a_half_copy_saved_by_a_function_that_does_not_train_is_export():
+    # ultralytics utils/files.py update_models: model.half(); model.save(path)
+    src = "def update_models(names):\n    for n in names:\n        model = YOLO(n)\n        model.half()\n        model.save(n)\n"
+    assert roles(src, "pkg/utils/files.py") == [("export", "model.half()")]
+
+
+def test_a_profiler_running_backward_is_not_an_entry_point():
+    src = "import torch\ndef profile_ops(model, x):\n    model(x).sum().backward()\n"
+    assert file_facts(src.encode(), "pkg/utils/torch_utils.py", None)["entry_points"] == []
+
+
+def test_a_training_helper_imported_by_an_entry_point_is_not_an_entry_point(tmp_path):
+    # transformers: trainer_pt_utils.smp_forward_backward (a backward helper) imported by trainer.py
+    p = project(tmp_path, {
+        "helpers.py": "def forward_backward(model, x):\n    model(x).sum().backward()\n",
+        "trainer.py": "import torch\nimport helpers\ndef train(model, opt):\n    model.half()\n    opt.step()\n",
+        "models.py": OPTIM,
+    })
+    assert [e.path.name for e in p.entry_points()] == ["trainer.py"]
+    assert p.regime_for(p.root / "models.py").mode == "fp16"
