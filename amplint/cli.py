@@ -315,9 +315,23 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
     from .findings import Finding
     from .fixes import findings_on_disk, fix_in_memory, remove_leftovers, show_fixes, unified_diff, write_atomically
 
+    import time
+
+    from .report.assumed import assumed_precision
+
+    started = time.perf_counter()
     unsafe = bool(getattr(args, "unsafe_fixes", False))
     run = fix_in_memory(paths, settings, selection, unsafe, **cache_options(args))
     errors = [e for s in run.states for e in s.errors]
+    assumed = [assumed_precision(p) for p in run.projects]
+    if getattr(args, "verbose", False):
+        for s in run.states:
+            err.write(f"amplint: {'fixed' if s.changed else 'checked'} {s.display}"
+                      f"{f' ({s.fixed} fix' + ('es' if s.fixed != 1 else '') + ')' if s.changed else ''}\n")
+        for a in assumed:
+            err.write(f"amplint: precision {a.text()}\n")
+        n = len(run.states)
+        err.write(f"amplint: {n} file{'s' if n != 1 else ''} in {time.perf_counter() - started:.2f} s\n")
     for warning in run.warnings:
         err.write(f"amplint: warning: {warning}\n")
     if getattr(args, "diff", False):
@@ -349,8 +363,7 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
     findings.sort(key=Finding.sort_key)
     if getattr(args, "show_fixes", False) and not args.quiet and args.output_format in ("full", "concise"):
         show_fixes(shown, out)
-    from .report.assumed import assumed_precision
-    return report(args, findings, errors, out, err, fixed=fixed, assumed=[assumed_precision(p) for p in run.projects])
+    return report(args, findings, errors, out, err, fixed=fixed, assumed=assumed)
 
 
 def report(args, findings, errors, out, err, fixed: int = 0, sources=None, assumed=None) -> int:

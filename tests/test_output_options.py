@@ -67,7 +67,9 @@ def test_show_fixes_lists_what_was_fixed(project):
     assert "Fixed 1 error:\n- opt.py:\n    1 × AMP101 (optimizer-eps-underflow)\n" in r.out
     assert r.out.splitlines()[-1].startswith("Assumed precision: fp16: parameters are float16")
     assert "eps=1e-4" in (project / "opt.py").read_text()
-    assert "No errors fixed." in run(["fix", "--show-fixes"], project).out
+    again = run(["fix", "--show-fixes", "-v"], project)
+    assert "No errors fixed." in again.out
+    assert "amplint: checked opt.py\n" in again.err and "amplint: precision fp16: " in again.err
 
 
 def test_gitlab_code_quality(project):
