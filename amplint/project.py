@@ -57,7 +57,20 @@ class Regime:
         activations and parameters seen by the forward pass are float16."""
         if self.override:
             return self._configured() if self.override in ("fp16", "fp16-master") else None
-        return self._first(lambda s: s.pure and s.dtype == "float16" and s.enabled and s.note != "inference")
+        return self._first(lambda s: self._pure_half(s))
+
+    def _pure_half(self, s: Signal) -> bool:
+        """``s`` makes the parameters float16. A half cast taken only in some runs (``if precision ==
+        "fp16": model.half()``, ``dtype = torch.float16 if ... else torch.bfloat16``) beside an fp16
+        autocast or a GradScaler is one option of a script that trains in mixed precision (open_clip's
+        ``--precision fp16`` next to its default ``amp``): the mixed-precision path is the one judged."""
+        if not (s.pure and s.dtype == "float16" and s.enabled and s.note != "inference"):
+            return False
+        return not (s.conditional and self._mixed_alternative())
+
+    def _mixed_alternative(self) -> bool:
+        return any(o.kind in ("autocast", "grad_scaler", "flag") and not o.pure and o.dtype == "float16"
+                   for o, _ in self.signals)
 
     @property
     def half_optimizer(self) -> Optional[Evidence]:
@@ -65,7 +78,7 @@ class Regime:
         no float32 master copy (DeepSpeed fp16, apex O2, FSDP's param_dtype keep one)."""
         if self.override:
             return self._configured() if self.override == "fp16" else None
-        return self._first(lambda s: s.pure and not s.master and s.dtype == "float16" and s.enabled and s.note != "inference")
+        return self._first(lambda s: self._pure_half(s) and not s.master)
 
     def half_optimizer_of(self, model: Optional[str], path: Optional[str] = None) -> Optional[Evidence]:
         """``half_optimizer`` for an optimizer over ``model``'s parameters built in the file shown as
@@ -182,7 +195,8 @@ def signals_of(facts: dict, display_path: str, roles=(TRAINING,)) -> List[Tuple[
     for s in facts["signals"]:
         if s["role"] not in roles:
             continue
-        sig = Signal(s["kind"], s["dtype"], s["enabled"], s["pure"], s["note"], s["master"], s.get("model", ""))
+        sig = Signal(s["kind"], s["dtype"], s["enabled"], s["pure"], s["note"], s["master"], s.get("model", ""),
+                     bool(s.get("one_of")))
         out.append((sig, Evidence(f"`{s['text']}`", display_path, s["line"])))
     return out
 

@@ -376,3 +376,50 @@ def test_a_training_helper_imported_by_an_entry_point_is_not_an_entry_point(tmp_
     })
     assert [e.path.name for e in p.entry_points()] == ["trainer.py"]
     assert p.regime_for(p.root / "models.py").mode == "fp16"
+
+
+# ---- a half cast that is one option among several -------------------------------------------------
+
+_CLIP_TRAIN = """
+    import torch
+    from model import build
+    def main(args, loader):
+        model = build(args.precision)
+        opt = torch.optim.AdamW(model.parameters())
+        scaler = torch.amp.GradScaler("cuda") if args.precision == "amp" else None
+        for x in loader:
+            with torch.autocast("cuda", enabled=args.precision == "amp"):
+                loss = model(x).sum()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+"""
+
+
+def test_an_optional_half_branch_beside_autocast_training_is_judged_as_mixed(tmp_path):
+    # open_clip: `--precision fp16` (pure half, discouraged) next to its default `amp`; the script
+    # trains with autocast and a GradScaler, so the half branch does not make every file pure half
+    p = project(tmp_path, {"train.py": _CLIP_TRAIN, "model.py": """
+        import torch
+        def build(precision):
+            model = torch.nn.Linear(2, 2)
+            dtype = torch.float16 if "fp16" in precision else torch.bfloat16
+            model.to(dtype=dtype)
+            return model
+    """})
+    r = p.regime_for(p.root / "model.py")
+    assert r.mode == "fp16-mixed" and r.half_params is None and r.half_optimizer is None
+
+
+def test_an_optional_half_branch_with_no_mixed_alternative_still_makes_the_model_half(tmp_path):
+    p = project(tmp_path, {"train.py": """
+        import torch
+        def main(args, model, loader):
+            if args.fp16:
+                model = model.half()
+            opt = torch.optim.AdamW(model.parameters())
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+    """})
+    assert p.regime_for(p.root / "train.py").mode == "fp16"

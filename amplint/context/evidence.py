@@ -73,6 +73,8 @@ class Signal:
     # param_dtype, a Float16Module-style wrapper): activations float16, optimizer state float32
     master: bool = False
     model: str = ""  # the object cast (``vae`` in ``vae.to(dtype=weight_dtype)``), when known
+    # taken only in some runs: an ``if`` on a dtype flag, a dtype variable that is one of several
+    conditional: bool = False
 
 
 def dtype_of_value(value: Any) -> Optional[str]:

@@ -30,7 +30,7 @@ class AssumedPrecision:
 
 _WHY = {
     "fp16": ("half_params", "parameters are float16: {what}"),
-    "fp16-mixed": ("fp16", "float16 mixed precision: {what}"),
+    "fp16-mixed": ("fp16_autocast", "float16 mixed precision: {what}"),
     "fp16-master": ("half_params", "float16 model, float32 master weights: {what}"),
     "bf16": ("bf16", "bfloat16: {what}"),
 }
@@ -50,7 +50,7 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
             why = "per training entry point (--show-settings): " + precision_parts([(project, f) for f in files])
             main = files[labels.index(mode)]
             r = project.regime_for(main)
-            ev = r.half_params or r.fp16 or r.bf16
+            ev = r.half_params or r.fp16_autocast or r.fp16 or r.bf16
             return AssumedPrecision(root, mode, why, Location.of(ev) if ev is not None else None)
         if labels[0] == "library" and project.entry_points():
             root = project.display(project.root) or "."
@@ -65,7 +65,7 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
         return AssumedPrecision(root or ".", mode, f'precision = "{mode}" set by the configuration or --precision')
     if mode in _WHY:
         prop, template = _WHY[mode]
-        ev = getattr(regime, prop)
+        ev = getattr(regime, prop) or (regime.fp16 if mode == "fp16-mixed" else None)
         if ev is not None:
             return AssumedPrecision(root or ".", mode, template.format(what=ev.what), Location.of(ev))
     if mode != "fp32":
