@@ -68,9 +68,9 @@ def _dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _imports(tree: ast.Module, module: Optional[str]) -> ImportTable:
+def _imports(nodes: List[ast.AST], module: Optional[str]) -> ImportTable:
     table = ImportTable(module)
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 table.add_import(a.name, a.asname)
@@ -79,12 +79,12 @@ def _imports(tree: ast.Module, module: Optional[str]) -> ImportTable:
     return table
 
 
-def _imported_modules(tree: ast.Module, module: Optional[str], is_package: bool) -> List[str]:
+def _imported_modules(nodes: List[ast.AST], module: Optional[str], is_package: bool) -> List[str]:
     """Dotted names this file imports (absolute; ``from . import x`` resolved against ``module``):
     the project resolves them to its own modules."""
     out: List[str] = []
     package = (module or "") if is_package else (module or "").rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             out.extend(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -102,11 +102,18 @@ def _imported_modules(tree: ast.Module, module: Optional[str], is_package: bool)
 
 
 class _Parents:
+    """Every node of a tree (in ``ast.walk``'s order) and each one's parent, from one pass: the
+    other questions about the file iterate ``nodes`` instead of walking the tree again."""
     def __init__(self, tree: ast.AST) -> None:
         self.parent: Dict[int, ast.AST] = {}
-        for node in ast.walk(tree):
+        self.nodes: List[ast.AST] = [tree]
+        i = 0
+        while i < len(self.nodes):
+            node = self.nodes[i]
+            i += 1
             for child in ast.iter_child_nodes(node):
                 self.parent[id(child)] = node
+                self.nodes.append(child)
 
     def chain(self, node: ast.AST):
         p = self.parent.get(id(node))
@@ -138,12 +145,12 @@ def _is_training_call(call: ast.Call) -> Optional[str]:
     return None
 
 
-def _value_dtype_vars(tree: ast.Module, imports: ImportTable) -> Dict[str, List[str]]:
+def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, List[str]]:
     """Names and ``self.`` attributes assigned a dtype (``dtype = torch.float16``,
     ``self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16``): name -> the dotted
     dtypes it may hold."""
     out: Dict[str, List[str]] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = _dotted(node.targets[0])
             if target is None:
@@ -178,9 +185,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         except (SyntaxError, ValueError, TooComplex):
             return facts
     is_package = path.endswith("__init__.py")
-    facts["imports"] = _imported_modules(tree, module, is_package)
     parents = _Parents(tree)
-    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    nodes = parents.nodes
+    facts["imports"] = _imported_modules(nodes, module, is_package)
+    functions = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
     def owner(node: ast.AST) -> Optional[ast.AST]:
         for p in parents.chain(node):
@@ -191,7 +199,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # Training calls per function (None: module level), for entry points and "after the last step".
     training_lines: Dict[int, List[int]] = {}
     entry: Dict[int, Dict[str, Any]] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call):
             why = _is_training_call(node)
             if why is None:
@@ -213,11 +221,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         return facts
     trains = bool(TRAINING_WORDS.search(source)) or bool(entry)
     script = b"__main__" in source
-    imports = _imports(tree, module)
-    dtype_vars = _value_dtype_vars(tree, imports)
+    imports = _imports(nodes, module)
+    dtype_vars = _value_dtype_vars(nodes, imports)
     lines = source.decode("utf-8", "replace").splitlines()
     from .project import _saved_names  # the checkpoint analysis lives with the regime scan
-    nodes = list(ast.walk(tree))
     saved = _saved_names(nodes)
     targets: Dict[int, Optional[str]] = {}
     standalone = set()
