@@ -25,7 +25,7 @@ import ast
 import re
 from typing import Any, Dict, List, Optional
 
-from .context.evidence import Dotted, Signal, ast_call_facts, classify
+from .context.evidence import UNKNOWN, Dotted, Signal, ast_value, ast_call_facts, classify
 from .context.imports import ImportTable
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
@@ -280,6 +280,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                     one_of = f"`{v.name}` is one of {', '.join(alts)}"
         wrapper = _half_wrapper(node, parents)
         sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) or _cli_signal(node)
+        if sig is None and not wrapper:
+            sig, branch = _conditional_signal(node, call_facts, imports)
+            one_of = one_of or branch
         if sig is None:
             continue
         is_cast = isinstance(node.func, ast.Attribute) and node.func.attr in ("half", "to", "bfloat16")
@@ -290,11 +293,39 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script)
         cond = one_of or _dtype_condition(node, parents, lines)
         record = _record(sig, why, node, lines, role, cond)
+        fn = owner(node)
+        record["function"] = getattr(fn, "name", None)
         if sig.kind == "half_params" and targets.get(id(node)) and not isinstance(
                 getattr(node.func, "value", None), (ast.Name, ast.Attribute)):
             record["model"] = targets[id(node)]  # ``model = Net().cuda().half()``: the model is what is assigned
         facts["signals"].append(record)
     return facts
+
+
+def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):
+    """``Trainer(precision=32 if args.fp32 else 16)``, ``Accelerator(mixed_precision="fp16" if
+    args.fp16 else "no")``: a keyword set by a conditional expression is evidence of each branch
+    that is evidence alone; float16 first. (signal, "`precision` is one of 32, 16") or (None, None)."""
+    for kw in node.keywords:
+        if not kw.arg or not isinstance(kw.value, ast.IfExp):
+            continue
+        branches, value = [], kw.value
+        while isinstance(value, ast.IfExp):
+            branches.append(value.body)
+            value = value.orelse
+        branches.append(value)
+        found = []
+        for b in branches:
+            call_facts.kwargs[kw.arg] = ast_value(b, imports)
+            sig = classify(call_facts)
+            if sig is not None:
+                found.append(sig)
+        call_facts.kwargs[kw.arg] = UNKNOWN
+        if found:
+            found.sort(key=lambda sg: sg.dtype != "float16")
+            texts = [ast.unparse(b) for b in branches] if hasattr(ast, "unparse") else []
+            return found[0], f"`{kw.arg}` is one of {', '.join(texts)}" if texts else f"`{kw.arg}` is conditional"
+    return None, None
 
 
 def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str]) -> Dict[str, Any]:

@@ -201,6 +201,26 @@ def signals_of(facts: dict, display_path: str, roles=(TRAINING,)) -> List[Tuple[
     return out
 
 
+_HAND_OFF = ("fit", "train", "initialize", "prepare", "setup")
+
+
+def _hands_off(functions) -> bool:
+    return any(w.rsplit(".", 1)[-1] in _HAND_OFF for e in functions for w in e["why"])
+
+
+def _seen_from(facts: dict, own: bool) -> dict:
+    """``facts`` as an entry point that imports the file sees them: evidence inside a function of
+    that file which hands a model to a trainer (a Lightning module's ``cli_main`` with
+    ``Trainer(precision=16).fit(...)``) sets the precision of that script's own run, not of every
+    script that imports the module for its classes."""
+    if own:
+        return facts
+    mains = {e["function"] for e in facts.get("entry_points", ()) if _hands_off([e])}
+    if not mains:
+        return facts
+    return {**facts, "signals": [s for s in facts["signals"] if s.get("function") not in mains]}
+
+
 def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
     """Training precision evidence in one file's source."""
     return signals_of(file_facts(source, display_path, module_name), display_path)
@@ -490,6 +510,7 @@ class Project:
                     pf = facts.get(p)
                     if pf is None or self.is_test(p):
                         continue
+                    pf = _seen_from(pf, p == path)
                     signals.extend(signals_of(pf, self.display(p)))
                     for s in pf["signals"]:
                         roles.append((s["role"], f"`{s['text']}` at {self.display(p)}:{s['line']}",
@@ -501,7 +522,10 @@ class Project:
                 eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles))
             # A file holding training calls that another entry point imports, and that does not import
             # it back, is a helper of that entry point (a training-step utility), not an entry point.
-            eps = [e for e in eps if not any(o is not e and e.path in o.reach and o.path not in e.reach for o in eps)]
+            # A module that hands a model to a trainer itself (a Lightning module's ``cli_main``) is a
+            # script of its own even when another script imports it for its classes.
+            eps = [e for e in eps if _hands_off(e.functions)
+                   or not any(o is not e and e.path in o.reach and o.path not in e.reach for o in eps)]
             for e in eps:  # name an entry point by a function that trains, not one that prepares
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)

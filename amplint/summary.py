@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .constants import module_constants
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
-SCHEMA = 5  # 5: precision facts: export role of a saved half copy, no entry point in profilers
+SCHEMA = 6  # 6: precision facts: the function holding each signal, one-of keyword values
 # A module-level line that may bind a number (``EPS = 1e-8``, ``NEG = -2 ** 30``, ``INF = float("inf")``,
 # ``BIG = math.inf``, ``B = A``): only files with one are parsed for their constants.
 CONSTANT_LINE = re.compile(rb"^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*[-+(\s]*(?:\.?\d|float\s*\(|[\w.]*\binf\b)", re.M)

@@ -423,3 +423,59 @@ def test_an_optional_half_branch_with_no_mixed_alternative_still_makes_the_model
                 opt.step()
     """})
     assert p.regime_for(p.root / "train.py").mode == "fp16"
+
+
+def test_a_trainer_precision_chosen_by_a_conditional_expression_is_one_of_its_branches(tmp_path):
+    # lightning-bolts: `Trainer(precision=32 if args.fp32 else 16)`, 16-mixed unless --fp32 is given
+    p = project(tmp_path, {"train.py": """
+        import argparse
+        from pytorch_lightning import Trainer
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--fp32", action="store_true")
+            args = parser.parse_args()
+            trainer = Trainer(precision=32 if args.fp32 else 16)
+            trainer.fit(Model())
+    """})
+    r = p.regime_for(p.root / "train.py")
+    assert r.mode == "fp16-mixed"
+    assert roles(p.root.joinpath("train.py").read_text()) == [("training", "Trainer(precision=32 if args.fp32 else 16)")]
+
+
+def test_a_conditional_keyword_with_no_float16_branch_is_no_float16_evidence(tmp_path):
+    p = project(tmp_path, {"train.py": """
+        from pytorch_lightning import Trainer
+        def main(args):
+            Trainer(precision=32 if args.fp32 else 64).fit(Model())
+    """})
+    assert p.regime_for(p.root / "train.py").mode == "fp32"
+
+
+def test_a_lightning_module_s_own_cli_precision_stays_with_its_script(tmp_path):
+    # lightning-bolts: simclr_module.py trains itself in 16-mixed from its cli_main; a GAN script that
+    # imports the package for its classes trains with the default precision (fp32)
+    p = project(tmp_path, {
+        "simclr.py": """
+            import torch
+            from pytorch_lightning import LightningModule, Trainer
+            class SimCLR(LightningModule):
+                def training_step(self, batch, i):
+                    return self(batch).sum()
+            def cli_main():
+                trainer = Trainer(precision=16)
+                trainer.fit(SimCLR())
+        """,
+        "gan.py": """
+            import torch
+            from pytorch_lightning import LightningModule, Trainer
+            from simclr import SimCLR
+            class GAN(LightningModule):
+                def training_step(self, batch, i):
+                    return torch.nn.BCELoss()(self(batch), batch)
+            def cli_main(args):
+                trainer = Trainer.from_argparse_args(args)
+                trainer.fit(GAN())
+        """})
+    assert p.regime_for(p.root / "simclr.py").mode == "fp16-mixed"
+    assert p.regime_for(p.root / "gan.py").mode == "fp32"
+    assert {e.display.rsplit("/", 1)[-1] for e in p.entry_points()} == {"simclr.py", "gan.py"}

@@ -289,7 +289,7 @@ def _ast_dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _ast_value(node: ast.AST, imports: ImportTable) -> Any:
+def ast_value(node: ast.AST, imports: ImportTable) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     name = _ast_dotted(node)
@@ -307,6 +307,6 @@ def ast_call_facts(call: ast.Call, imports: ImportTable, target: Optional[str] =
         receiver = _ast_dotted(func.value)
     elif isinstance(func, ast.Name):
         method = func.id
-    args = tuple(_ast_value(a, imports) for a in call.args if not isinstance(a, ast.Starred))
-    kwargs = {k.arg: _ast_value(k.value, imports) for k in call.keywords if k.arg}
+    args = tuple(ast_value(a, imports) for a in call.args if not isinstance(a, ast.Starred))
+    kwargs = {k.arg: ast_value(k.value, imports) for k in call.keywords if k.arg}
     return CallFacts(imports.resolve(name) if name else None, method, receiver, args, kwargs, target)
