@@ -25,7 +25,7 @@ import ast
 import re
 from typing import Any, Dict, List, Optional
 
-from .context.evidence import UNKNOWN, Dotted, Signal, ast_value, ast_call_facts, classify
+from .context.evidence import UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotted as _dotted, ast_value, classify
 from .context.imports import ImportTable
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
@@ -55,17 +55,6 @@ _DTYPE_FLAG = re.compile(r"(?i)fp16|float16|half|bf16|bfloat16|precision|dtype|\
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
             "torch.autograd.grad_mode.inference_mode"}
 _STEP_RECEIVER = re.compile(r"(?i)optim|opt\b|^opt|scaler|engine|accelerator|fabric")
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _imports(nodes: List[ast.AST], module: Optional[str]) -> ImportTable:

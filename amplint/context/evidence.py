@@ -278,7 +278,7 @@ def cst_call_facts(call: cst.Call, imports: ImportTable, target: Optional[str] =
     return CallFacts(imports.resolve(name) if name else None, method, receiver, tuple(args), kwargs)
 
 
-def _ast_dotted(node: ast.AST) -> Optional[str]:
+def ast_dotted(node: ast.AST) -> Optional[str]:
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -292,7 +292,7 @@ def _ast_dotted(node: ast.AST) -> Optional[str]:
 def ast_value(node: ast.AST, imports: ImportTable) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
-    name = _ast_dotted(node)
+    name = ast_dotted(node)
     if name is not None:
         return Dotted(imports.resolve(name))
     return UNKNOWN
@@ -300,11 +300,11 @@ def ast_value(node: ast.AST, imports: ImportTable) -> Any:
 
 def ast_call_facts(call: ast.Call, imports: ImportTable, target: Optional[str] = None) -> CallFacts:
     func = call.func
-    name = _ast_dotted(func)
+    name = ast_dotted(func)
     method = receiver = None
     if isinstance(func, ast.Attribute):
         method = func.attr
-        receiver = _ast_dotted(func.value)
+        receiver = ast_dotted(func.value)
     elif isinstance(func, ast.Name):
         method = func.id
     args = tuple(ast_value(a, imports) for a in call.args if not isinstance(a, ast.Starred))
