@@ -10,14 +10,12 @@ from __future__ import annotations
 import io
 import os
 import re
-import stat
-import tempfile
 import tokenize
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set, TextIO, Tuple
+from typing import Dict, List, Sequence, Set, TextIO, Tuple
 
-from .findings import SYNTAX_ERROR, Finding
+from .findings import SYNTAX_ERROR
 
 _DIRECTIVE = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,?\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 
@@ -73,30 +71,9 @@ def add_noqa(source: bytes, codes_by_line: Dict[int, Set[str]]) -> Tuple[bytes, 
     return b"".join(lines), added, skipped
 
 
-def write_bytes_atomically(path: Path, data: bytes) -> Optional[str]:
-    target = Path(os.path.realpath(path))
-    tmp = None
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".amplint-tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as e:
-        return f"{path}: cannot write: {e.strerror or e}"
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    return None
-
-
 def run_add_noqa(args, settings, selection, paths: Sequence[Path], out: TextIO, err: TextIO) -> int:
     from .cli import EXIT_CLEAN, EXIT_ERROR
+    from .fixes import FileState, write_atomically
     from .runner import Runner
 
     findings, errors = Runner(settings, selection).check(paths)
@@ -108,6 +85,7 @@ def run_add_noqa(args, settings, selection, paths: Sequence[Path], out: TextIO, 
     for display, codes_by_line in sorted(by_file.items()):
         path = Path(display)
         try:
+            mtime_ns = os.stat(path).st_mtime_ns
             source = path.read_bytes()
         except OSError as e:
             errors.append(f"{display}: cannot read file: {e.strerror or e}")
@@ -116,7 +94,9 @@ def run_add_noqa(args, settings, selection, paths: Sequence[Path], out: TextIO, 
         for line in skipped:
             err.write(f"warning: {display}:{line}: a comment cannot go at the end of this line; no noqa added\n")
         if added:
-            problem = write_bytes_atomically(path, new)
+            # fix's writer: owner, mode and hard links kept, read-only files and links out of the
+            # project root refused, a file changed meanwhile not overwritten
+            problem = write_atomically(FileState(path, display, original=source, mtime_ns=mtime_ns, source=new))
             if problem is not None:
                 errors.append(problem)
                 continue

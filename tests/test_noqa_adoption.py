@@ -91,3 +91,15 @@ def test_add_noqa_warns_where_a_line_ends_in_a_backslash(tmp_path):
     r = run(["check", "--add-noqa"], root)
     assert r.out == "Added 0 noqa directives.\n" and "a.py:2: a comment cannot go at the end of this line" in r.err
     assert (root / "a.py").read_text() == source
+
+
+def test_add_noqa_writes_as_fix_does_refusing_a_read_only_file_and_keeping_hard_links(tmp_path):
+    import os
+    root = write_project(tmp_path / "p", {"ro.py": OLD, "rw.py": OLD})
+    os.chmod(root / "ro.py", 0o444)
+    os.link(root / "rw.py", tmp_path / "other-name.py")
+    r = run(["check", "--add-noqa"], root)
+    assert r.rc == 2 and "ro.py: read-only; not written" in r.err
+    assert (root / "ro.py").read_text() == OLD
+    assert "# noqa: AMP501" in (root / "rw.py").read_text()
+    assert (tmp_path / "other-name.py").read_text() == (root / "rw.py").read_text()  # link not split
