@@ -90,3 +90,34 @@ def test_callers_in_other_files(arg, expected):
         """)
     assert lines("AMP102", helper_file, filename="losses.py",
                  extra_files={"train.py": TRAIN, "model.py": caller}) == expected
+
+
+def diffusion(sigma):
+    """A helper reached through a method: forward -> self.c_noise(sigma) -> log(sigma)."""
+    return textwrap.dedent(f"""
+    import torch
+    from torch import nn
+    def log(t, eps=1e-20):
+        return torch.log(t.clamp(min=eps))
+    class Diffusion(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 1)
+        def c_noise(self, sigma):
+            return log(sigma) * 0.25
+        def forward(self, x):
+            sigma = {sigma}
+            return self.c_noise(sigma)
+    """)
+
+
+def test_a_float32_argument_passed_on_through_a_method_stays_float32():
+    # randn is float32 and exp is on autocast's fp32 list: two calls further down, still float32
+    source = diffusion("(-1.2 + 1.2 * torch.randn(x.shape[0], device=x.device)).exp()")
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == []
+
+
+def test_a_float16_argument_passed_on_through_a_method_is_float16():
+    # near miss: the same chain with a Linear's output (float16 under autocast) is reported
+    source = diffusion("self.fc(x).sigmoid().squeeze(-1)")
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == [4]

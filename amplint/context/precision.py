@@ -449,7 +449,19 @@ class PrecisionModel:
                 return DTypeFact(F16, LIKELY, f"`{name}` of `{fn.name.value}` is passed a float16 value at "
                                               f"{p.path}:{line} ({fact.why})".replace(" ()", ""), fact.evidence)
         if facts and all(known for _, _, known in facts):
-            return UNKNOWN  # every caller passes float32 / bfloat16 / a non-tensor
+            # Every caller passes float32 / bfloat16 / a non-tensor. Say so with a dtype, so that a
+            # helper this parameter is passed on to sees a known value, not an unknown one (which
+            # would send it back to the regime: a method's fp32 argument taken as float16 one call
+            # further down).
+            tensors = [(p, fact) for p, fact, _ in facts if fact.dtype is not None]
+            if not tensors:
+                return UNKNOWN
+            widest = _widest([fact for _, fact in tensors])
+            p = next(p for p, fact in tensors if fact.dtype == widest.dtype)
+            caller = p.model.ctx.enclosing_function(p.call)  # named, not positioned: positions cost a pass
+            where = f"`{caller.name.value}`" if caller is not None else "module code"
+            return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} "
+                                                   f"by {where} in {p.path}")
         return None
 
     def not_a_tensor(self, expr: cst.BaseExpression) -> bool:
