@@ -14,7 +14,7 @@ import libcst as cst
 
 from .context.file_context import FileContext
 from .findings import SYNTAX_ERROR, TOO_COMPLEX, Finding, Location, Violation, severity_of
-from .noqa import is_suppressed, suppressions
+from .noqa import is_suppressed, suppressed_at_uses, suppressions
 from .notebook import NotebookError, is_notebook
 from .notebook import from_bytes as read_notebook
 from .overlay import OverlayProject
@@ -130,7 +130,7 @@ def reportable(ctx: FileContext, violations: Iterable[Violation]) -> List[Tuple[
         line = pos[0]
         if table:
             stmt_line = ctx.line_of(ctx.statement_of(v.node))
-            if is_suppressed(v.code, (line, stmt_line), table):
+            if is_suppressed(v.code, (line, stmt_line), table) or suppressed_at_uses(v.code, v.use_lines, table):
                 continue
         key = (v.code, line, pos[1], v.message)
         if key in seen:

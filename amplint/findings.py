@@ -93,6 +93,10 @@ class Violation:
     help: str = ""
     evidence: List = field(default_factory=list)
     related: List = field(default_factory=list)
+    # Lines of this file where a value reported at its definition is used (``EPS = 1e-8`` reported
+    # where it is written): a suppression on every one of them suppresses the finding too, so a
+    # ``# noqa`` written where the value used to be reported keeps working.
+    use_lines: List[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

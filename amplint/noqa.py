@@ -66,6 +66,12 @@ def suppressions(source: bytes) -> Dict[int, Set[str]]:
     return out
 
 
+def suppressed_at_uses(code: str, use_lines, table: Dict[int, Set[str]]) -> bool:
+    """A finding reported at a constant's definition (``EPS = 1e-8``) is suppressed too by a comment
+    on every line that uses the constant, where such a finding used to be reported."""
+    return bool(use_lines) and all(is_suppressed(code, (line,), table) for line in use_lines)
+
+
 def is_suppressed(code: str, lines, table: Dict[int, Set[str]]) -> bool:
     for line in (FILE_LEVEL, *lines):
         codes = table.get(line)

@@ -380,3 +380,16 @@ def test_no_fix_when_configured_value_is_not_fp16_normal():
     src = "import torch\ndef inverse(x):\n    return 1 / (x + 1e-6)\n"
     out = fixed(src, extra_files={"train.py": HALF_TRAINING}, settings=Settings(select=["AMP102"], safe_eps=1e-5))
     assert out == src
+
+
+@pytest.mark.parametrize("comments, reported", [
+    (("", ""), True),
+    (("  # noqa: AMP102", "  # noqa: AMP102"), False),  # every use suppressed: as before the finding moved
+    (("  # noqa: AMP102", ""), True),  # one use left unsuppressed
+    (("  # noqa: AMP501", "  # noqa"), True),  # another code on one of them
+])
+def test_noqa_on_every_use_of_a_constant_suppresses_the_finding_at_its_definition(comments, reported):
+    first, second = comments
+    src = ("import torch\nEPS = 1e-8\ndef f(x):\n    with torch.autocast('cuda'):\n        s = x @ x.T\n"
+           f"        d = x / (s + EPS){first}\n        return d, torch.log(s + EPS){second}\n")
+    assert [f.line for f in findings(src)] == ([2] if reported else [])

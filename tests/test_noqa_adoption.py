@@ -103,3 +103,11 @@ def test_add_noqa_writes_as_fix_does_refusing_a_read_only_file_and_keeping_hard_
     assert (root / "ro.py").read_text() == OLD
     assert "# noqa: AMP501" in (root / "rw.py").read_text()
     assert (tmp_path / "other-name.py").read_text() == (root / "rw.py").read_text()  # link not split
+
+
+def test_a_suppression_on_the_uses_of_a_constant_reported_at_its_definition_is_used(tmp_path):
+    root = write_project(tmp_path / "p", {"a.py": (
+        "import torch\nEPS = 1e-8\ndef f(x):\n    with torch.autocast('cuda'):\n        s = x @ x.T\n"
+        "        return x / (s + EPS)  # noqa: AMP102, AMP203\n")})
+    r = run(["check", "--output-format", "concise", "--extend-select", "AMP100"], root)
+    assert [line for line in r.out.splitlines() if ": AMP" in line] == []

@@ -6,7 +6,7 @@ from typing import Iterable, List, Set
 import libcst as cst
 
 from ..findings import Confidence, Violation
-from ..noqa import line_codes
+from ..noqa import line_codes, suppressed_at_uses, suppressions
 from .base import Rule
 
 
@@ -27,12 +27,15 @@ class UnusedNoqa(Rule):
         comments = line_codes(ctx.source)
         if not comments:
             return
+        table = suppressions(ctx.source)
         known = set(all_rules())
         used = set()
         for v in violations:
             line = ctx.line_of(v.node)
             used.add((v.code, line))
             used.add((v.code, ctx.line_of(ctx.statement_of(v.node))))
+            if suppressed_at_uses(v.code, v.use_lines, table):
+                used.update((v.code, use) for use in v.use_lines)
         anchors = _line_anchors(ctx)
         for line, codes in comments:
             node = anchors.get(line)

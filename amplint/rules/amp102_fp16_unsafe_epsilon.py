@@ -220,11 +220,13 @@ class Fp16UnsafeEpsilon(Rule):
             first = at_definition.get(definition)
             if first is not None:
                 first.related.append(use)
+                first.use_lines.append(use.line)
                 continue
             value = ctx.number(definition)
             fix = _fix(ctx, definition, value) if value is not None else None
             at_definition[definition] = Violation(definition, v.message, v.confidence, fix, help=v.help,
-                                                  evidence=v.evidence, related=[use, *v.related])
+                                                  evidence=v.evidence, related=[use, *v.related],
+                                                  use_lines=[use.line])
         yield from at_definition.values()
 
     # ---- x + eps ------------------------------------------------------------------------------
