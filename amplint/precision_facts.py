@@ -163,10 +163,11 @@ def _dtype_alternatives(node: ast.AST, imports: ImportTable) -> List[str]:
 
 
 def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Optional[ast.Module] = None,
-               limits: Limits = DEFAULT_LIMITS) -> Dict[str, Any]:
+               limits: Limits = DEFAULT_LIMITS, parents: Optional["_Parents"] = None) -> Dict[str, Any]:
     """The precision facts of one file (see the module docstring). ``path`` is the file's path
     relative to its project root (it decides script-name roles); ``module`` its dotted name;
-    ``tree`` its ``ast`` when the caller has parsed it already."""
+    ``tree`` its ``ast`` when the caller has parsed it already (``parents``: that tree's
+    ``_Parents``, when the caller has walked it already)."""
     facts: Dict[str, Any] = {"module": module, "imports": [], "entry_points": [], "signals": []}
     if tree is None:
         try:
@@ -174,7 +175,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         except (SyntaxError, ValueError, TooComplex):
             return facts
     is_package = path.endswith("__init__.py")
-    parents = _Parents(tree)
+    parents = parents if parents is not None else _Parents(tree)
     nodes = parents.nodes
     facts["imports"] = _imported_modules(nodes, module, is_package)
     functions = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]

@@ -22,6 +22,7 @@ from .context.evidence import Signal
 from .context.file_context import Evidence
 from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
+from .project_index import CallSite, ProjectIndex, Symbol
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 from .summary import FileSummary, summarise
 
@@ -303,11 +304,13 @@ class Project:
         self._entry_points: Optional[List[EntryPoint]] = None
         self._regimes: Dict[Path, Regime] = {}
         self._anywhere: Optional[Regime] = None
+        self._index: Optional[ProjectIndex] = None
         self.display_base = display_base
 
     # The facts rules read of the project, recorded while a file is analysed so that its cached
     # result is reused only while they are the same (amplint.results): name -> kinds of the arguments.
-    RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",)}
+    RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",),
+                "callers": ("str",), "subclasses": ("str",)}
 
     def start_recording(self) -> None:
         self._recording = []
@@ -713,6 +716,31 @@ class Project:
                 if name:
                     self._modules[name] = f
         return self._modules
+
+    # ---- call graph and class hierarchy ------------------------------------------------------------
+    @property
+    def index(self) -> ProjectIndex:
+        """The project's call graph and class hierarchy (``amplint.project_index``), built from
+        the summaries on first use. Project-level facts (entry points, regimes) may read it
+        directly; a file's analysis asks the recorded accessors below (``callers``,
+        ``subclasses``), so that its cached result is reused only while their answers hold."""
+        if self._index is None:
+            files = {}
+            for f in self.files():
+                summary = self.summary(f)
+                files[self.resolved(f)] = (self.module_name(f), summary.graph, self.content_key(f) or "")
+            self._index = ProjectIndex(files)
+        return self._index
+
+    def callers(self, name: str) -> List[CallSite]:
+        """Every call of the project definition ``name`` (``pkg.losses.nll_loss``,
+        ``pkg.model.Net.forward``; a class: its instantiations) in the project's files, each with
+        its arguments (``ProjectIndex.callers``)."""
+        return self.index.callers(name)
+
+    def subclasses(self, name: str) -> List[Symbol]:
+        """The project classes deriving from ``name``, directly or not (``ProjectIndex.subclasses``)."""
+        return self.index.subclasses(name)
 
     def constant(self, qualname: str) -> Optional[float]:
         """Value of a numeric module-level constant of a project module, e.g. ``pkg.consts.NEAR_INF``."""

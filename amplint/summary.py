@@ -5,8 +5,9 @@ from, nor of the other files), small and plain, so it can be cached by content h
 large project re-reads nothing that did not change. Paths are attached at project level.
 
 It holds the file's precision facts (``precision_facts.file_facts``: evidence with roles, training
-entry points, imported project modules), its numeric module constants (for ``Project.constant``) and
-the lines the project-wide text questions look at (``project_text``). It is a function of the file's
+entry points, imported project modules), its functions, classes and calls (``file_graph``: the
+project index's call graph and class hierarchy), its numeric module constants (for
+``Project.constant``) and the lines the project-wide text questions look at (``project_text``). It is a function of the file's
 bytes, its path relative to the project root and its module name.
 Bump ``SCHEMA`` whenever what a summary holds, or how it is computed, changes: cached summaries of
 another schema are ignored.
@@ -19,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .constants import module_constants
+from .file_graph import check_graph, file_graph
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
-SCHEMA = 6  # 6: precision facts: the function holding each signal, one-of keyword values
+SCHEMA = 7  # 7: the file's functions, classes and calls (``graph``, amplint.file_graph)
 # A module-level line that may bind a number (``EPS = 1e-8``, ``NEG = -2 ** 30``, ``INF = float("inf")``,
 # ``BIG = math.inf``, ``B = A``): only files with one are parsed for their constants.
 CONSTANT_LINE = re.compile(rb"^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*[-+(\s]*(?:\.?\d|float\s*\(|[\w.]*\binf\b)", re.M)
@@ -35,6 +37,8 @@ class FileSummary:
     facts: Optional[Dict[str, Any]] = None  # precision_facts.file_facts (None: the file could not be read)
     constants: Dict[str, float] = field(default_factory=dict)
     lines: List[Tuple[int, str]] = field(default_factory=list)  # (1-based line, text) matching INDEXED_LINE
+    # functions, classes, import bindings and calls (amplint.file_graph); None: the file was not parsed
+    graph: Optional[Dict[str, Any]] = None
 
     # ---- plain data (JSON) ------------------------------------------------------------------------
     def to_data(self) -> dict:
@@ -42,6 +46,7 @@ class FileSummary:
             "facts": self.facts,
             "constants": {k: _float_data(v) for k, v in self.constants.items()},
             "lines": [[n, t] for n, t in self.lines],
+            "graph": self.graph,
         }
 
     @classmethod
@@ -64,7 +69,10 @@ class FileSummary:
             if not (_is_int(n) and isinstance(t, str)):
                 raise ValueError("bad line")
             lines.append((n, t))
-        return cls(facts, consts, lines)
+        graph = data.get("graph")
+        if graph is not None:
+            check_graph(graph)
+        return cls(facts, consts, lines, graph)
 
 
 # The shape of ``file_facts``' result, checked when it is read back from a cache file.
@@ -112,7 +120,7 @@ def summarise(source: bytes, path: str = "", module_name: Optional[str] = None,
               limits: Limits = DEFAULT_LIMITS) -> FileSummary:
     """The summary of one file (``path`` relative to the project root): a single stdlib ``ast``
     parse, shared by the precision facts and the constants."""
-    from .precision_facts import file_facts  # noqa: PLC0415 (precision_facts imports project, which imports this)
+    from .precision_facts import _Parents, file_facts  # noqa: PLC0415 (precision_facts imports project, which imports this)
 
     summary = FileSummary()
     if INDEXED_LINE.search(source):
@@ -124,7 +132,10 @@ def summarise(source: bytes, path: str = "", module_name: Optional[str] = None,
         return summary
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
-    summary.facts = file_facts(source, path, module_name, tree=tree)
+    parents = _Parents(tree) if tree is not None else None  # one walk, for the facts and the graph
+    summary.facts = file_facts(source, path, module_name, tree=tree, parents=parents)
+    if tree is not None:
+        summary.graph = file_graph(tree, module_name, source, parents, path.endswith("__init__.py"))
     if tree is not None and CONSTANT_LINE.search(source):
         summary.constants = module_constants(tree.body)
     # The facts go to JSON and back; let the live summary be exactly what a cached one would be.

@@ -121,3 +121,25 @@ def test_a_float16_argument_passed_on_through_a_method_is_float16():
     # near miss: the same chain with a Linear's output (float16 under autocast) is reported
     source = diffusion("self.fc(x).sigmoid().squeeze(-1)")
     assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == [4]
+
+
+@pytest.mark.parametrize("arg, expected", [
+    ("self.fc(x).sigmoid()", [4]),
+    ("self.fc(x).float().sigmoid()", []),
+])
+def test_a_caller_that_imports_the_helper_under_another_name(arg, expected):
+    # the project index names the caller (a line grep for `nll_loss(` could not: it is called as `nl(`)
+    helper_file = "import torch\n" + textwrap.dedent(HELPER)
+    caller = textwrap.dedent(f"""
+        import torch
+        from torch import nn
+        from losses import nll_loss as nl
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+            def forward(self, x):
+                return nl({arg})
+        """)
+    assert lines("AMP102", helper_file, filename="losses.py",
+                 extra_files={"train.py": TRAIN, "model.py": caller}) == expected

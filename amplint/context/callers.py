@@ -3,13 +3,12 @@
 A helper's parameter is float16 because a caller in float16 code passes it a float16 value, not
 because of the helper's name (``normalize``, ``loss``) or a ``Tensor`` annotation. The calls are
 those of the helper's own file (``f(x)``, ``self.f(x)``) and, for a module-level function, the
-calls in other files of the project that import it (found by a line grep for its name, then read
+calls in other files of the project (named by the project index, ``Project.callers``, then read
 with their own precision model; at most ``MAX_FILES`` files, so that a helper called everywhere
 costs a bounded amount).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -76,25 +75,28 @@ def passed_values(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
 
 
 def _project_calls(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
-    from .precision import precision_model
-    from .project_text import grep
+    """The calls of module-level ``fn`` in other project files: the project index names the files
+    and the callees as each file writes them (through its imports, aliases included); only those
+    files are parsed, for the dtype of what they pass."""
     ctx = pm.ctx
     project = ctx.project
-    name = fn.name.value
-    qualified = f"{ctx.imports.module_name}.{name}"
-    here = str(Path(ctx.path).resolve())
-    files = []
-    for path, _, _ in grep(ctx, rf"\b{re.escape(name)}\s*\("):
-        if path != here and path not in files:
-            files.append(path)
+    if not hasattr(project, "callers"):
+        return []
+    from .precision import precision_model
+    qualified = f"{ctx.imports.module_name}.{fn.name.value}"
+    here = Path(ctx.path).resolve()
+    callees: Dict[Path, set] = {}
+    for site in project.callers(qualified):
+        if site.path != here:
+            callees.setdefault(site.path, set()).add(site.callee)
     out: List[Passed] = []
-    for path in files[:MAX_FILES]:
-        other = _context(project, Path(path))
+    for path in list(callees)[:MAX_FILES]:
+        other = _context(project, path)
         if other is None:
             continue
         other_pm = precision_model(other)
         for call in other.nodes(cst.Call):
-            if other.call_name(call) != qualified:
+            if other.call_name(call) not in callees[path]:
                 continue
             known, value = argument_for(call, fn, param, False)
             if known:

@@ -135,6 +135,16 @@ class FileContext:
             return self.project.regime_for(self.file)
         return self.project.regime
 
+    @property
+    def project_index(self):
+        """The project's call graph and class hierarchy (``amplint.project_index.ProjectIndex``),
+        None for a lone snippet. Read-only questions across files: ``resolve(dotted, module)``,
+        ``callers(name)``, ``calls_from(name)``, ``callees(name)``, ``instantiates(name)``,
+        ``subclasses(name)``, ``bases(name)``, ``reachable(names)``. A rule's answer that depends
+        on other files should go through ``ctx.project.callers`` / ``ctx.project.subclasses``
+        (recorded for the results cache)."""
+        return getattr(self.project, "index", None) if self.project is not None else None
+
     # ---- structure ------------------------------------------------------------------------------
     def nodes(self, kind: Type[N]) -> List[N]:
         """Every node of this type in the file, in source order."""

@@ -1,0 +1,214 @@
+"""One file's part of the project's call graph and class hierarchy, as small plain data.
+
+Extracted from the stdlib ``ast`` of the file (the tree ``summary.summarise`` parses once) and kept
+in the file's summary, so the project index (``amplint.project_index``) is built from the cache
+without reading any file. Names are resolved through the file's imports the way ``FileContext``
+resolves them (``ImportTable``): a call ``nll_loss(x)`` after ``from losses import nll_loss`` has
+the callee ``losses.nll_loss``; which project module that is, is the index's question.
+
+``file_graph(tree, module, source)`` returns::
+
+    {"functions": [[qualname, line, params, kwonly, vararg, kwarg], ...],  # every def, methods too
+     "classes":   [[qualname, line, [base, ...]], ...],                    # bases resolved
+     "names":     {local: dotted, ...},             # what the file's imports bind (re-exports)
+     "calls":     [[caller, callee, line, col, [[how, text, kind], ...], on_self], ...]}
+
+``qualname`` is the dotted path inside the module (``Net.forward``; a nested ``def`` is
+``outer.inner``); ``caller`` is the qualname of the innermost enclosing def ("" at module level;
+lambdas and comprehensions belong to the def around them). A call is kept when its callee is a
+name or attribute chain whose head is an imported name, a module-level definition of the file, or
+``self`` / ``cls`` in a method (``self.m`` is ``<module>.<Class>.m``); calls on local values
+(``x.view(...)``) and builtins are left out. Each argument is ``[how, text, kind]``: ``how`` is
+"" (positional), the keyword, ``"*"`` or ``"**"``; ``text`` its source (at most 60 characters);
+``kind`` one of "number", "string", "constant" (True / None / ...), "name", "attribute", "call",
+"other". ``on_self`` is True for ``self.m(...)`` / ``cls.m(...)`` (``self`` is not among the
+arguments).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any, Dict, List, Optional
+
+from .context.evidence import ast_dotted
+from .context.imports import ImportTable
+
+TEXT = 60  # characters of an argument's source kept
+
+
+def _kind(node: ast.AST) -> str:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        v = node.value
+        if isinstance(v, bool) or v is None or v is Ellipsis:
+            return "constant"
+        if isinstance(v, (int, float, complex)):
+            return "number"
+        return "string"
+    if isinstance(node, ast.Name):
+        return "name"
+    if isinstance(node, ast.Attribute):
+        return "attribute"
+    if isinstance(node, ast.Call):
+        return "call"
+    return "other"
+
+
+class _Source:
+    """Source text of a node from its positions (``ast`` columns are UTF-8 byte offsets)."""
+
+    def __init__(self, source: bytes) -> None:
+        self.lines = source.splitlines()
+
+    def text(self, node: ast.AST) -> str:
+        first, last = node.lineno - 1, (getattr(node, "end_lineno", None) or node.lineno) - 1
+        end_col = getattr(node, "end_col_offset", None)
+        if not 0 <= first <= last < len(self.lines) or end_col is None:
+            return ""
+        if first == last:
+            raw = self.lines[first][node.col_offset:end_col]
+        else:
+            parts = [self.lines[first][node.col_offset:], *self.lines[first + 1:last], self.lines[last][:end_col]]
+            raw = b" ".join(p.strip() for p in parts)
+        text = " ".join(raw.decode("utf-8", "replace").split())
+        return text if len(text) <= TEXT else text[:TEXT - 3] + "..."
+
+
+def _params(fn) -> List[Any]:
+    a = fn.args
+    return [[p.arg for p in (*a.posonlyargs, *a.args)], [p.arg for p in a.kwonlyargs],
+            a.vararg is not None, a.kwarg is not None]
+
+
+def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=None,
+               is_package: bool = False) -> Dict[str, Any]:
+    """The functions, classes, import bindings and calls of one file (see the module docstring).
+    ``parents`` is the tree's node list and parent map when the caller has them already
+    (``precision_facts._Parents``: one walk of the tree serves both); ``is_package`` for an
+    ``__init__.py`` (its relative imports are relative to the package itself)."""
+    if parents is None:
+        from .precision_facts import _Parents  # noqa: PLC0415 (precision_facts imports project -> summary -> this)
+        parents = _Parents(tree)
+    parent = parents.parent
+    imports = ImportTable(f"{module}.__init__" if is_package and module else module)
+    prefix = f"{module}." if module else ""
+    top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    src = _Source(source)
+    defs: Dict[int, str] = {}  # id(def or class) -> its qualname
+
+    def qualname(node: ast.AST) -> str:
+        q = defs.get(id(node))
+        if q is None:
+            outer = _owner(node, parent, _SCOPES)
+            q = defs[id(node)] = (qualname(outer) + "." if outer is not None else "") + node.name
+        return q
+
+    def resolve(dotted: str, cls: Optional[str]) -> Optional[str]:
+        head, _, rest = dotted.partition(".")
+        if head in ("self", "cls") and cls is not None and rest:
+            return f"{prefix}{cls}.{rest}"
+        if imports.binds(head):
+            return imports.resolve(dotted)
+        if head in top:
+            return prefix + dotted
+        return None
+
+    functions, classes, calls = [], [], []
+    for node in parents.nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append([qualname(node), node.lineno, *_params(node)])
+        elif isinstance(node, ast.ClassDef):
+            classes.append([qualname(node), node.lineno, [d for d in map(ast_dotted, node.bases) if d is not None]])
+        elif isinstance(node, ast.Call):
+            d = ast_dotted(node.func)
+            if d is not None:
+                calls.append((node, d))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                imports.add_import(a.name, a.asname)
+        elif isinstance(node, ast.ImportFrom):
+            imports.add_from_import(node.module or "", [(a.name, a.asname) for a in node.names], node.level)
+    # Resolved once every import is known (an import inside a function binds for the whole file,
+    # as in FileContext's table).
+    for c in classes:
+        c[2] = [resolve(d, None) or d for d in c[2]]
+    out_calls = []
+    for call, d in calls:
+        fn = _owner(call, parent, _FUNCTIONS)
+        cls = None
+        if d.partition(".")[0] in ("self", "cls") and fn is not None:
+            # in a method (or a def nested in one), ``self`` is an instance of the method's class
+            c = _owner(fn, parent, (ast.ClassDef,))
+            cls = qualname(c) if c is not None else None
+        callee = resolve(d, cls)
+        if callee is None:
+            continue
+        args = []
+        for a in call.args:
+            if isinstance(a, ast.Starred):
+                args.append(["*", src.text(a.value), _kind(a.value)])
+            else:
+                args.append(["", src.text(a), _kind(a)])
+        for k in call.keywords:
+            args.append([k.arg or "**", src.text(k.value), _kind(k.value)])
+        out_calls.append([qualname(fn) if fn is not None else "", callee, call.lineno, call.col_offset, args,
+                          cls is not None])
+    functions.sort(key=lambda f: (f[1], f[0]))
+    classes.sort(key=lambda c: (c[1], c[0]))
+    out_calls.sort(key=lambda c: (c[2], c[3]))
+    return {"functions": functions, "classes": classes, "names": dict(sorted(imports.items())), "calls": out_calls}
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _owner(node: ast.AST, parent: Dict[int, ast.AST], kinds) -> Optional[ast.AST]:
+    """The innermost ``kinds`` node whose body holds ``node`` (a def's decorators and defaults are
+    evaluated where the def is, so they belong to the scope around it)."""
+    child, p = node, parent.get(id(node))
+    while p is not None:
+        if isinstance(p, kinds) and _in_body(p, child):
+            return p
+        child, p = p, parent.get(id(p))
+    return None
+
+
+def _in_body(scope: ast.AST, child: ast.AST) -> bool:
+    if isinstance(scope, ast.ClassDef):
+        return child not in scope.bases and child not in scope.decorator_list and \
+            all(child is not k for k in scope.keywords)
+    return child is not scope.args and child not in scope.decorator_list and child is not scope.returns
+
+
+def check_graph(data) -> None:
+    """ValueError when ``data`` is not what ``file_graph`` returns (a cache entry from elsewhere)."""
+    def strings(v) -> bool:
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+    def number(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if not isinstance(data, dict):
+        raise ValueError("bad graph")
+    names = data.get("names")
+    if not (isinstance(names, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in names.items())):
+        raise ValueError("bad graph names")
+    for f in _items(data.get("functions")):
+        if not (isinstance(f, list) and len(f) == 6 and isinstance(f[0], str) and number(f[1]) and strings(f[2])
+                and strings(f[3]) and isinstance(f[4], bool) and isinstance(f[5], bool)):
+            raise ValueError("bad graph function")
+    for c in _items(data.get("classes")):
+        if not (isinstance(c, list) and len(c) == 3 and isinstance(c[0], str) and number(c[1]) and strings(c[2])):
+            raise ValueError("bad graph class")
+    for c in _items(data.get("calls")):
+        if not (isinstance(c, list) and len(c) == 6 and isinstance(c[0], str) and isinstance(c[1], str)
+                and number(c[2]) and number(c[3]) and isinstance(c[4], list) and isinstance(c[5], bool)
+                and all(isinstance(a, list) and len(a) == 3 and all(isinstance(x, str) for x in a) for a in c[4])):
+            raise ValueError("bad graph call")
+
+
+def _items(v) -> list:
+    if not isinstance(v, list):
+        raise ValueError("bad graph list")
+    return v

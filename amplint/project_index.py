@@ -1,0 +1,329 @@
+"""The project's call graph and class hierarchy, built from the files' summaries (``file_graph``).
+
+Who calls a function (across files) and with what arguments, which classes subclass a class,
+which functions a function calls and which classes it builds, what an entry point reaches: the
+answers come from the cached summaries, never from reading other files.
+
+Names are full dotted names of project definitions: ``pkg.model.Net``, ``pkg.model.Net.forward``,
+``losses.nll_loss`` (module name as ``Project.module_name`` gives it, then the qualname inside the
+module). A callee written in a file (``nll_loss`` after ``from .losses import nll_loss``, resolved
+through that file's imports) is matched to a definition by ``resolve``: the module as written or
+relative to the calling file's package (scripts that put their own directory on ``sys.path``),
+names re-exported by a package's ``__init__`` followed, and a method looked up through the bases
+of its class (``self.helper()`` in a subclass calls the base's ``helper`` when it does not define
+its own). Calls on local values (``model.fit()``, ``x.view()``) are not resolved: their receiver's
+class is not known here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A function, method or class defined in a project module."""
+    name: str  # full dotted name: module + "." + qualname
+    module: str
+    qualname: str  # inside the module: "Net.forward"
+    kind: str  # "function" | "class"
+    path: Path  # the defining file (resolved)
+    line: int
+    params: Tuple[str, ...] = ()  # positional parameters in order (functions; ``self`` included)
+    kwonly: Tuple[str, ...] = ()
+    varargs: bool = False  # takes ``*args``
+    varkw: bool = False  # takes ``**kwargs``
+    bases: Tuple[str, ...] = ()  # classes: base names as resolved in the defining file
+
+    @property
+    def is_method(self) -> bool:
+        return "." in self.qualname
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a call: ``how`` is "" (positional), a keyword, "*" or "**"; ``text`` its
+    source (shortened to 60 characters); ``kind`` "number" | "string" | "constant" | "name" |
+    "attribute" | "call" | "other"."""
+    how: str
+    text: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call in a project file: where, from which function, of what, with which arguments."""
+    path: Path  # the calling file (resolved)
+    caller: str  # full dotted name of the enclosing function; the module's name at module level
+    callee: str  # the callee as the calling file resolves it through its imports ("losses.nll_loss")
+    line: int
+    col: int  # 0-based column of the call's start (``ast``'s UTF-8 offset)
+    args: Tuple[Argument, ...]
+    on_self: bool = False  # ``self.m(...)`` / ``cls.m(...)``
+    content: str = ""  # the calling file's content key: a result that read this site depends on it
+
+    def argument_for(self, fn: Symbol, param: str) -> Tuple[bool, Optional[Argument]]:
+        """(known, argument): what this call passes for ``param`` of ``fn``; known is False when
+        ``*args`` / ``**kwargs`` may carry it, argument None when the default is used. A call of a
+        method through ``self.m`` / an instance does not pass ``self``."""
+        for a in self.args:
+            if a.how == param:
+                return True, a
+        names = list(fn.params)
+        if fn.is_method and names and (names[0] == "cls" or (names[0] == "self" and self._bound(fn))):
+            names = names[1:]
+        positional = [a for a in self.args if a.how in ("", "*")]
+        for i, a in enumerate(positional):
+            if a.how == "*":
+                return False, None
+            if i < len(names) and names[i] == param:
+                return True, a
+        if any(a.how == "**" for a in self.args):
+            return False, None
+        return True, None
+
+    def _bound(self, fn: Symbol) -> bool:
+        # ``self.method(...)`` and ``Class(...)`` (its ``__init__``) pass self implicitly;
+        # ``Class.method(obj, ...)`` passes it as the first argument
+        return self.on_self or (fn.qualname.endswith(".__init__") and not self.callee.endswith(".__init__"))
+
+
+class ProjectIndex:
+    """The call graph and class hierarchy of one project (see the module docstring).
+
+    ``files`` maps each project file (resolved path) to (module name, summary graph, content key);
+    files without a module name (outside the root) or without a graph (unparsable) are left out.
+    """
+
+    def __init__(self, files: Dict[Path, Tuple[Optional[str], Optional[dict], str]]) -> None:
+        self._modules: Dict[str, Path] = {}
+        self._graphs: Dict[Path, dict] = {}
+        self._module_of: Dict[Path, str] = {}
+        self._content: Dict[Path, str] = {}
+        self._symbols: Dict[str, Symbol] = {}
+        self._by_last: Optional[Dict[str, List[CallSite]]] = None
+        self._aliases: Optional[Dict[str, Set[str]]] = None
+        self._resolved: Dict[Tuple[str, str], Optional[Symbol]] = {}
+        self._subclasses: Optional[Dict[str, List[str]]] = None
+        for path, (module, graph, content) in files.items():
+            if not module or graph is None:
+                continue
+            self._modules[module] = path
+            self._graphs[path] = graph
+            self._module_of[path] = module
+            self._content[path] = content
+            for q, line, params, kwonly, varargs, varkw in graph["functions"]:
+                self._symbols.setdefault(f"{module}.{q}", Symbol(f"{module}.{q}", module, q, "function", path, line,
+                                                                 tuple(params), tuple(kwonly), varargs, varkw))
+            for q, line, bases in graph["classes"]:
+                self._symbols[f"{module}.{q}"] = Symbol(f"{module}.{q}", module, q, "class", path, line,
+                                                        bases=tuple(bases))
+
+    # ---- definitions ------------------------------------------------------------------------------
+    def symbol(self, name: str) -> Optional[Symbol]:
+        """The project definition with the full dotted name ``name`` exactly (no resolution)."""
+        return self._symbols.get(name)
+
+    def symbols_in(self, path: Path) -> List[Symbol]:
+        """The functions and classes a file defines, in source order."""
+        return sorted((s for s in self._symbols.values() if s.path == path), key=lambda s: (s.line, s.qualname))
+
+    def resolve(self, dotted: str, from_module: str = "") -> Optional[Symbol]:
+        """The project definition a dotted name (as a file of module ``from_module`` resolves it
+        through its imports) refers to, or None (not a project definition)."""
+        key = (dotted, from_module)
+        if key not in self._resolved:
+            self._resolved[key] = None  # a cycle of re-exports ends here
+            found = None
+            package = from_module.rpartition(".")[0]
+            for candidate in _candidates(dotted, package):
+                found = self._lookup(candidate, 0)
+                if found is not None:
+                    break
+            self._resolved[key] = found
+        return self._resolved[key]
+
+    def _lookup(self, dotted: str, depth: int) -> Optional[Symbol]:
+        if depth > 8:
+            return None
+        found = self._symbols.get(dotted)
+        if found is not None:
+            return found
+        parts = dotted.split(".")
+        for i in range(len(parts) - 1, 0, -1):  # the longest module prefix
+            module = ".".join(parts[:i])
+            path = self._modules.get(module)
+            if path is None:
+                continue
+            rest = parts[i:]
+            target = self._graphs[path]["names"].get(rest[0])
+            if target is not None and target != dotted:  # re-exported: ``from .losses import nll_loss``
+                return self._lookup(".".join([target, *rest[1:]]), depth + 1)
+            if len(rest) >= 2:  # Class.method not defined on the class: its bases'
+                cls = self._symbols.get(f"{module}.{'.'.join(rest[:-1])}")
+                if cls is not None and cls.kind == "class":
+                    return self._inherited(cls, rest[-1], depth + 1)
+            return None
+        return None
+
+    def _inherited(self, cls: Symbol, attr: str, depth: int) -> Optional[Symbol]:
+        for base in self.bases(cls.name):
+            own = self._symbols.get(f"{base.name}.{attr}")
+            if own is not None:
+                return own
+            found = self._inherited(base, attr, depth + 1) if depth < 8 else None
+            if found is not None:
+                return found
+        return None
+
+    # ---- class hierarchy ----------------------------------------------------------------------------
+    def bases(self, cls: str) -> List[Symbol]:
+        """The project classes ``cls`` derives from directly (bases outside the project are left
+        out; ``Symbol.bases`` has every base's name)."""
+        sym = self._symbols.get(cls)
+        if sym is None or sym.kind != "class":
+            return []
+        out = []
+        for b in sym.bases:
+            found = self.resolve(b, sym.module)
+            if found is not None and found.kind == "class" and found.name != cls:
+                out.append(found)
+        return out
+
+    def subclasses(self, cls: str, transitive: bool = True) -> List[Symbol]:
+        """The project classes deriving from ``cls`` (a project class, or an outside one such as
+        ``torch.nn.Module`` named as files resolve it), directly or through other project classes."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for sym in self._symbols.values():
+                if sym.kind != "class":
+                    continue
+                for b in sym.bases:
+                    found = self.resolve(b, sym.module)
+                    key = found.name if found is not None else b
+                    self._subclasses.setdefault(key, []).append(sym.name)
+        out: List[Symbol] = []
+        seen = {cls}
+        todo = [cls]
+        while todo:
+            for name in self._subclasses.get(todo.pop(0), ()):
+                if name not in seen:
+                    seen.add(name)
+                    out.append(self._symbols[name])
+                    if transitive:
+                        todo.append(name)
+        return out
+
+    # ---- call graph -------------------------------------------------------------------------------
+    def callers(self, name: str) -> List[CallSite]:
+        """Every call in the project whose callee resolves to the definition ``name`` (a function,
+        a method, or a class: its instantiations), in file and source order."""
+        target = self._symbols.get(name)
+        if target is None:
+            return []
+        by_last = self._sites_by_last()
+        sites = [s for last in self._spellings(target.qualname.rsplit(".", 1)[-1]) for s in by_last.get(last, ())]
+        out = [s for s in sites if self.resolve(s.callee, self._module_of[s.path]) == target]
+        if target.kind == "function" and target.qualname.endswith(".__init__"):
+            cls = self._symbols.get(target.name.rsplit(".", 1)[0])
+            if cls is not None:
+                out.extend(self.callers(cls.name))
+        return sorted(out, key=lambda s: (str(s.path), s.line, s.col))
+
+    def calls_from(self, name: str) -> List[CallSite]:
+        """The calls written in the body of the function ``name`` (lambdas and comprehensions in
+        it included, nested defs not), resolved to the project or not (``torch.optim.AdamW``)."""
+        sym = self._symbols.get(name)
+        if sym is None:
+            return []
+        return [s for s in self._sites_of(sym.path) if s.caller == name]
+
+    def callees(self, name: str) -> List[Symbol]:
+        """The project functions, methods and classes the function ``name`` calls or builds (each
+        once, in source order)."""
+        sym = self._symbols.get(name)
+        out: List[Symbol] = []
+        for s in self.calls_from(name):
+            found = self.resolve(s.callee, sym.module) if sym is not None else None
+            if found is not None and found not in out:
+                out.append(found)
+        return out
+
+    def instantiates(self, name: str) -> List[Symbol]:
+        """The project classes the function ``name`` builds (``Net(...)``)."""
+        return [s for s in self.callees(name) if s.kind == "class"]
+
+    def methods(self, cls: str) -> List[Symbol]:
+        """The methods a project class defines itself (not inherited)."""
+        prefix = cls + "."
+        return [s for s in self._symbols.values()
+                if s.kind == "function" and s.name.startswith(prefix) and "." not in s.name[len(prefix):]]
+
+    def reachable(self, names: Iterable[str]) -> Set[str]:
+        """Every project definition reached from ``names`` through calls: a called function, a
+        built class and then all its methods and those of its project bases (an instance's
+        methods are called through names the index does not follow: ``model(x)`` runs
+        ``forward``). ``names`` themselves are included."""
+        seen: Set[str] = set()
+        todo = [n for n in names if n in self._symbols]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            sym = self._symbols[name]
+            if sym.kind == "class":
+                todo.extend(m.name for m in self.methods(name))
+                todo.extend(b.name for b in self.bases(name))
+            else:
+                todo.extend(s.name for s in self.callees(name))
+        return seen
+
+    def module_level(self, path: Path) -> str:
+        """The name standing for a file's module-level code in ``CallSite.caller`` (its module)."""
+        return self._module_of.get(path, "")
+
+    # ---- sites ------------------------------------------------------------------------------------
+    def _sites_of(self, path: Path) -> List[CallSite]:
+        module = self._module_of[path]
+        content = self._content[path]
+        return [CallSite(path, f"{module}.{caller}" if caller else module, callee, line, col,
+                         tuple(Argument(*a) for a in args), on_self, content)
+                for caller, callee, line, col, args, on_self in self._graphs[path]["calls"]]
+
+    def _spellings(self, last: str) -> Set[str]:
+        """The last names a call of a definition named ``last`` may be written with: its own and
+        the names it is imported as (``from .losses import nll_loss as nl``), transitively."""
+        if self._aliases is None:
+            self._aliases = {}
+            for graph in self._graphs.values():
+                for local, target in graph["names"].items():
+                    original = target.rsplit(".", 1)[-1]
+                    if local != original:
+                        self._aliases.setdefault(original, set()).add(local)
+        out, todo = {last}, [last]
+        while todo:
+            for alias in self._aliases.get(todo.pop(), ()):
+                if alias not in out:
+                    out.add(alias)
+                    todo.append(alias)
+        return out
+
+    def _sites_by_last(self) -> Dict[str, List[CallSite]]:
+        if self._by_last is None:
+            self._by_last = {}
+            for path in self._graphs:
+                for site in self._sites_of(path):
+                    self._by_last.setdefault(site.callee.rsplit(".", 1)[-1], []).append(site)
+        return self._by_last
+
+
+def _candidates(name: str, package: str):
+    """Where a dotted name may live: as written, then relative to the importing module's package
+    and its parents (scripts that put their own directory on sys.path)."""
+    yield name
+    parts = package.split(".") if package else []
+    while parts:
+        yield ".".join(parts) + "." + name
+        parts.pop()
