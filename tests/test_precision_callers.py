@@ -143,3 +143,54 @@ def test_a_caller_that_imports_the_helper_under_another_name(arg, expected):
         """)
     assert lines("AMP102", helper_file, filename="losses.py",
                  extra_files={"train.py": TRAIN, "model.py": caller}) == expected
+
+
+def vq(calls, init="pass", decorator="", helper=""):
+    """A helper's default guard, and callers that pass (or leave out) an eps of their own."""
+    return textwrap.dedent(f"""
+    import torch
+    from torch import nn
+    def log(t, eps=1e-20):
+        return torch.log(t.clamp(min=eps))
+    def entropy(prob, eps=1e-5):
+        return (-prob * log(prob, eps=eps)).sum(dim=-1)
+    {helper}
+    class VQ(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+            {init}
+        {decorator}
+        def forward(self, x):
+            h = self.proj(x)
+            return {calls}
+    """)
+
+
+def test_a_default_guard_every_float16_caller_overrides_is_not_reported():
+    source = vq("log(h, eps=1e-3).mean() + entropy(h.sigmoid()).mean()")
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == []
+
+
+def test_a_default_guard_a_float16_caller_relies_on_is_reported():
+    # near miss: one float16 caller leaves eps out
+    source = vq("log(h, eps=1e-3).mean() + log(h.sigmoid()).mean()")
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == [4]
+
+
+def test_a_default_guard_relied_on_only_by_a_float32_caller_is_not_reported():
+    # near miss: the caller that uses the default passes float32; the float16 one passes its own eps
+    source = vq("log(h, eps=1e-3).mean() + log(h.float().sigmoid()).mean()")
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == []
+
+
+GUMBEL = "def gumbel_noise(t): return -log(-log(torch.zeros_like(t).uniform_(0, 1)))"
+
+
+def test_a_function_held_in_an_attribute_is_called_through_it():
+    # ``self.sample = gumbel_noise`` then ``self.sample(h)`` from a region with autocast off: the helper
+    # runs in float32, its default guard is fine; called under autocast (near miss), it is float16
+    off = vq("self.sample(h)", init="self.sample = gumbel_noise", helper=GUMBEL, decorator="@torch.autocast('cuda', enabled=False)")
+    on = vq("self.sample(h)", init="self.sample = gumbel_noise", helper=GUMBEL)
+    assert lines("AMP102", off, filename="model.py", extra_files={"train.py": TRAIN}) == []
+    assert lines("AMP102", on, filename="model.py", extra_files={"train.py": TRAIN}) == [4]

@@ -190,9 +190,7 @@ class PrecisionModel:
             return True
         if self._scopes_autocast(fn) or _LOOP_FUNCTION.search(fn.name.value):
             return False  # a training / evaluation loop: it runs the model, it is not the model
-        owner = ctx.parent(ctx.parent(fn))
-        kind = "method" if isinstance(owner, cst.ClassDef) else "function"
-        callers = self._calls_by_callee().get((kind, fn.name.value), ())
+        callers = self.calls_of(fn)
         for call in callers:
             region = ctx.region_of(call)
             if region is not None:
@@ -265,11 +263,9 @@ class PrecisionModel:
         cache = self.ctx._cache
         if key not in cache:
             ctx = self.ctx
-            owner = ctx.parent(ctx.parent(fn))
-            kind = "method" if isinstance(owner, cst.ClassDef) else "function"
             off: Optional[Evidence] = None
             on = False
-            for call in self._calls_by_callee().get((kind, fn.name.value), ()):
+            for call in self.calls_of(fn):
                 region = ctx.region_of(call)
                 if region is None:
                     continue
@@ -284,8 +280,32 @@ class PrecisionModel:
         """The calls of this file that call ``fn``: ``f(...)`` for a function, ``self.f(...)`` /
         ``cls.f(...)`` for a method (by name, within the file)."""
         owner = self.ctx.parent(self.ctx.parent(fn))
-        kind = "method" if isinstance(owner, cst.ClassDef) else "function"
-        return list(self._calls_by_callee().get((kind, fn.name.value), ()))
+        if isinstance(owner, cst.ClassDef):
+            return list(self._calls_by_callee().get(("method", fn.name.value), ()))
+        calls = list(self._calls_by_callee().get(("function", fn.name.value), ()))
+        # ``self.sample = gumbel_sample`` in ``__init__``, then ``self.sample(logits)``: a call of
+        # the function (an instance attribute is not bound: no ``self`` is passed).
+        for attr in self._function_attributes().get(fn.name.value, ()):
+            calls.extend(self._calls_by_callee().get(("method", attr), ()))
+        return calls
+
+    def _function_attributes(self) -> Dict[str, List[str]]:
+        """Module-level function name -> the ``self.<attr>`` names ``__init__`` binds it to."""
+        index = self.ctx._cache.get("function_attributes")
+        if index is None:
+            index = {}
+            for fn in self.ctx.nodes(cst.FunctionDef):
+                if fn.name.value != "__init__":
+                    continue
+                for assign in self.assigns_in(fn):
+                    if not isinstance(assign.value, cst.Name):
+                        continue
+                    for t in assign.targets:
+                        tgt = t.target
+                        if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
+                            index.setdefault(assign.value.value, []).append(tgt.attr.value)
+            self.ctx._cache["function_attributes"] = index
+        return index  # type: ignore[return-value]
 
     def _calls_by_callee(self) -> Dict[Tuple[str, str], List[cst.Call]]:
         """Calls of this file by what they call: ("method", m) for ``self.m(...)`` / ``cls.m(...)``,

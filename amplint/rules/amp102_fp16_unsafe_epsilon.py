@@ -7,6 +7,7 @@ from typing import Iterable, List, Optional, Set
 import libcst as cst
 
 from ..context.imports import dotted_name
+from ..context.callers import argument_for, passed_values
 from ..context.conditions import known_positive
 from ..context.precision import precision_model
 from ..context.probability import clamp_min, in_handwritten_bce, method_of
@@ -301,6 +302,8 @@ class Fp16UnsafeEpsilon(Rule):
         plain = _without(ctx, guarded, const) if base is guarded else base
         if found and all(known_positive(ctx, u.node, plain) is not None for u in found):
             return None  # ``if norm > eps: x / (norm + 1e-12)``: the guard is never needed
+        if not _default_used_in_half(ctx, const, base):
+            return None  # ``def log(t, eps=1e-20)`` whose float16 callers all pass an eps of their own
         kind = FLOAT16.classify(value)
         base_text = _short(ctx, base if base is not guarded else _without(ctx, guarded, const))
         if kind is Representation.ZERO:
@@ -350,6 +353,8 @@ class Fp16UnsafeEpsilon(Rule):
             value = default if arg is None else ctx.number(arg.value)
             if value is None or FLOAT16.classify(value) is not Representation.ZERO:
                 continue  # a subnormal eps still keeps x / max(|x|, eps) bounded by 1
+            if arg is not None and call.args and not _default_used_in_half(ctx, arg.value, call.args[0].value):
+                continue
             fact = pm.dtype_of(call)
             if not fact.is_half:
                 continue  # under autocast normalize / cosine_similarity run in float32
@@ -361,6 +366,47 @@ class Fp16UnsafeEpsilon(Rule):
             yield Violation(arg.value if arg is not None else call.func, message, Confidence.of(fact), fix,
                             help=f"pass eps >= {fmt(FLOAT16.smallest_normal)} (e.g. {_safe(ctx)}) or normalise in float32",
                             evidence=because(fact, ctx, call))
+
+
+def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode) -> bool:
+    """For a guard that is a parameter's default (``def log(t, eps=1e-20)``): does a caller that
+    reaches the helper in float16 rely on that default? The calls seen (this file, and the files
+    importing a module-level helper) that leave ``eps`` out are asked what they pass for the
+    parameters the guarded value is computed from: a float16 value, or a value of unknown dtype at
+    a call that itself runs in float16, relies on the default there. With no call in sight (a
+    library's helper, a forward) the default is what every use gets: True. Any other guard: True."""
+    if not isinstance(const, cst.Name):
+        return True
+    fn = ctx.enclosing_function(const)
+    if fn is None:
+        return True
+    params = fn.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    if const.value not in names or ctx.constant_definition(const) is None:
+        return True
+    pm = precision_model(ctx)
+    passed = passed_values(pm, fn, const.value)
+    if not passed:
+        return True
+    method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
+    tensors = [n for n in roots(ctx, base) if n in names and n != const.value]
+    for p in passed:
+        if p.value is not None:
+            continue  # this caller passes its own eps (judged, if at all, where it is written)
+        if not tensors:
+            return True
+        for name in tensors:
+            known, value = argument_for(p.call, fn, name, method)
+            if not known or value is None:
+                return True
+            fact = p.model.dtype_of(value)
+            if fact.is_half:
+                return True
+            if fact.dtype is None and not p.model.not_a_tensor(value):
+                state = p.model.ctx.fp16_status(p.call)
+                if state.fp16:
+                    return True
+    return False
 
 
 def _safe(ctx) -> str:
