@@ -55,6 +55,11 @@ _DTYPE_FLAG = re.compile(r"(?i)fp16|float16|half|bf16|bfloat16|precision|dtype|\
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
             "torch.autograd.grad_mode.inference_mode"}
 _STEP_RECEIVER = re.compile(r"(?i)optim|opt\b|^opt|scaler|engine|accelerator|fabric")
+# An optimizer class that keeps float32 master weights of a half model: fairseq's FP16Optimizer
+# (``fp32_params``), Megatron's Float16OptimizerWithFloat16Params (``fp32_from_float16_groups``),
+# apex's FP16_Optimizer (``fp32_from_fp16_groups``), a MixedPrecisionOptimizer (``master_params``).
+_MASTER_OPTIMIZER = re.compile(r"(?i)(fp16|float16|half|mixed_?precision)\w*optimi[sz]er|optimi[sz]er\w*(fp16|float16)")
+_MASTER_COPY = re.compile(rb"fp32_params|master_param|fp32_from_f(?:p|loat)16|master_weight|fp32_groups")
 
 
 def _imports(nodes: List[ast.AST], module: Optional[str]) -> ImportTable:
@@ -123,7 +128,7 @@ def _is_training_call(call: ast.Call) -> Optional[str]:
             return "optimizer step"
         if f.attr == "fit" and re.search(r"(?i)trainer|fabric", receiver):
             return f"{receiver}.fit"
-        if f.attr == "train" and re.search(r"(?i)trainer$", receiver):
+        if f.attr in ("train", "train_step") and re.search(r"(?i)trainer$", receiver):
             return f"{receiver}.train"
         if f.attr == "initialize" and receiver.endswith("deepspeed"):
             return "deepspeed.initialize"
@@ -168,7 +173,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     relative to its project root (it decides script-name roles); ``module`` its dotted name;
     ``tree`` its ``ast`` when the caller has parsed it already (``parents``: that tree's
     ``_Parents``, when the caller has walked it already)."""
-    facts: Dict[str, Any] = {"module": module, "imports": [], "entry_points": [], "signals": []}
+    facts: Dict[str, Any] = {"module": module, "imports": [], "entry_points": [], "signals": [],
+                             "master_optimizers": []}
     if tree is None:
         try:
             tree = python_ast(source, limits)  # a file over the limits gives no facts (amplint.parsing)
@@ -206,6 +212,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             if why not in e["why"]:
                 e["why"].append(why)
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
+    facts["master_optimizers"] = sorted(
+        n.name for n in nodes if isinstance(n, ast.ClassDef) and _MASTER_OPTIMIZER.search(n.name)
+    ) if _MASTER_COPY.search(source) else []
 
     if not PRECISION_WORDS.search(source):
         return facts
@@ -213,6 +222,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     script = b"__main__" in source
     imports = _imports(nodes, module)
     dtype_vars = _value_dtype_vars(nodes, imports)
+    frozen = _frozen_objects(nodes)
     lines = source.decode("utf-8", "replace").splitlines()
     from .project import _saved_names  # the checkpoint analysis lives with the regime scan
     saved = _saved_names(nodes)
@@ -288,8 +298,50 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         if sig.kind == "half_params" and targets.get(id(node)) and not isinstance(
                 getattr(node.func, "value", None), (ast.Name, ast.Attribute)):
             record["model"] = targets[id(node)]  # ``model = Net().cuda().half()``: the model is what is assigned
+        if sig.kind == "half_params" and isinstance(node.func, ast.Attribute) and node.func.attr == "from_pretrained" \
+                and targets.get(id(node)):
+            record["model"] = targets[id(node)]  # ``text_encoder = T5EncoderModel.from_pretrained(..., torch_dtype=...)``
+        if sig.kind == "half_params" and sig.dtype == "float16" and record["model"] and (
+                record["model"] in frozen or _NOT_TRAINED.search(record["model"])):
+            # diffusers' training scripts: ``vae.requires_grad_(False)`` ... ``vae.to(dtype=weight_dtype)``
+            # with ``weight_dtype = torch.float16`` when accelerate's mixed precision is fp16. The frozen
+            # module is a float16 feature extractor; the model that trains (the UNet the optimizer gets)
+            # stays float32 under the accelerator's autocast: fp16 mixed precision, not a half model.
+            record.update(kind="flag", pure=False, master=False,
+                          note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
+                               f"fp16 mixed precision")
         facts["signals"].append(record)
     return facts
+
+
+# Objects whose half copy does not train: inference pipelines, EMA / teacher copies, frozen parts.
+_NOT_TRAINED = re.compile(r"(?i)pipe|(^|_)ema(_|$)|teacher|frozen")
+
+
+def _frozen_objects(nodes: List[ast.AST]) -> set:
+    """Names of modules whose parameters do not train: ``vae.requires_grad_(False)``,
+    ``for p in encoder.parameters(): p.requires_grad = False`` (the last part of a dotted name)."""
+    out = set()
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_" \
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+            name = _dotted(node.func.value)
+            if name:
+                out.add(name.rsplit(".", 1)[-1])
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call) \
+                and isinstance(node.iter.func, ast.Attribute) and node.iter.func.attr == "parameters" \
+                and isinstance(node.target, ast.Name):
+            var = node.target.id
+            for stmt in node.body:
+                frozen = (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is False
+                          and any(_dotted(t) == f"{var}.requires_grad" for t in stmt.targets)) or \
+                         (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                          and _dotted(stmt.value.func) == f"{var}.requires_grad_" and stmt.value.args
+                          and isinstance(stmt.value.args[0], ast.Constant) and stmt.value.args[0].value is False)
+                name = _dotted(node.iter.func.value)
+                if frozen and name:
+                    out.add(name.rsplit(".", 1)[-1])
+    return out
 
 
 def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -64,14 +65,21 @@ class Regime:
         """``s`` makes the parameters float16. A half cast taken only in some runs (``if precision ==
         "fp16": model.half()``, ``dtype = torch.float16 if ... else torch.bfloat16``) beside an fp16
         autocast or a GradScaler is one option of a script that trains in mixed precision (open_clip's
-        ``--precision fp16`` next to its default ``amp``): the mixed-precision path is the one judged."""
+        ``--precision fp16`` next to its default ``amp``): the mixed-precision path is the one judged.
+        A half option whose optimizer keeps float32 master weights is a training mode of its own, the
+        one such a project is built for (fairseq's ``--fp16`` with its FP16Optimizer beside a later
+        ``--amp``): it is judged, and its activations are float16 everywhere."""
         if not (s.pure and s.dtype == "float16" and s.enabled and s.note != "inference"):
             return False
-        return not (s.conditional and self._mixed_alternative())
+        if s.master:
+            return True
+        return not (s.conditional and self._mixed_alternative(s))
 
-    def _mixed_alternative(self) -> bool:
+    def _mixed_alternative(self, half: Signal) -> bool:
+        # (a frozen module's float16 copy, a flag naming its ``model``, follows the same dtype switch
+        # as the half cast: no alternative to it)
         return any(o.kind in ("autocast", "grad_scaler", "flag") and not o.pure and o.dtype == "float16"
-                   for o, _ in self.signals)
+                   and not _same_option(half, o) and not (o.kind == "flag" and o.model) for o, _ in self.signals)
 
     @property
     def half_optimizer(self) -> Optional[Evidence]:
@@ -138,6 +146,24 @@ class Regime:
         return "fp32"
 
 
+_HALF_OPTION = {"fp16", "half", "float16"}
+_MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
+
+
+def _words(text: str) -> set:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _same_option(half: Signal, flag: Signal) -> bool:
+    """``flag`` is the switch of the half cast ``half`` itself, not a mixed-precision alternative:
+    a command-line or configuration flag named like the condition of the cast (``--fp16`` on the
+    command line, ``fp16: true`` in a config, and ``if args.fp16: model.half()``)."""
+    if flag.kind != "flag" or not half.condition:
+        return False
+    named = _words(flag.note)
+    return bool(named & _HALF_OPTION & _words(half.condition)) and not named & _MIXED_OPTION
+
+
 def module_name_for(path: Path, root: Path) -> Optional[str]:
     try:
         rel = path.resolve().relative_to(root.resolve())
@@ -189,15 +215,18 @@ def _saved_names(nodes) -> Dict[int, set]:
     return out
 
 
-def signals_of(facts: dict, display_path: str, roles=(TRAINING,)) -> List[Tuple[Signal, Evidence]]:
+def signals_of(facts: dict, display_path: str, roles=(TRAINING,),
+               master_weights: bool = False) -> List[Tuple[Signal, Evidence]]:
     """The evidence of one file's facts (``precision_facts.file_facts``) with the given roles, as
-    (Signal, Evidence) pairs."""
+    (Signal, Evidence) pairs. ``master_weights``: the project ships an optimizer that keeps float32
+    master weights of a half model (``Project.master_optimizers``), so its half casts are of that kind."""
     out = []
     for s in facts["signals"]:
         if s["role"] not in roles:
             continue
-        sig = Signal(s["kind"], s["dtype"], s["enabled"], s["pure"], s["note"], s["master"], s.get("model", ""),
-                     bool(s.get("one_of")))
+        master = s["master"] or (master_weights and s["kind"] == "half_params" and s["dtype"] == "float16")
+        sig = Signal(s["kind"], s["dtype"], s["enabled"], s["pure"], s["note"], master, s.get("model", ""),
+                     bool(s.get("one_of")), s.get("one_of") or "")
         out.append((sig, Evidence(f"`{s['text']}`", display_path, s["line"])))
     return out
 
@@ -244,7 +273,8 @@ class EntryPoint:
 
 
 def regime_data(regime: Regime) -> dict:
-    return {"signals": [[sig.kind, sig.dtype, sig.enabled, sig.pure, sig.note, sig.master, ev.what, ev.path, ev.line, sig.model]
+    return {"signals": [[sig.kind, sig.dtype, sig.enabled, sig.pure, sig.note, sig.master, ev.what, ev.path, ev.line, sig.model,
+                         sig.conditional, sig.condition]
                         for sig, ev in regime.signals],
             "override": regime.override, "scope": regime.scope, "entry_points": list(regime.entry_points)}
 
@@ -253,11 +283,12 @@ def regime_from(data) -> Optional[Regime]:
     """The regime in ``data`` (from the cache), or None when it is not one."""
     try:
         signals = []
-        for kind, dtype, enabled, pure, note, master, what, path, line, model in data["signals"]:
-            if not (all(isinstance(x, str) for x in (kind, dtype, note, what, path, model))
-                    and all(isinstance(x, bool) for x in (enabled, pure, master)) and isinstance(line, int)):
+        for kind, dtype, enabled, pure, note, master, what, path, line, model, conditional, condition in data["signals"]:
+            if not (all(isinstance(x, str) for x in (kind, dtype, note, what, path, model, condition))
+                    and all(isinstance(x, bool) for x in (enabled, pure, master, conditional)) and isinstance(line, int)):
                 return None
-            signals.append((Signal(kind, dtype, enabled, pure, note, master, model), Evidence(what, path, line)))
+            signals.append((Signal(kind, dtype, enabled, pure, note, master, model, conditional, condition),
+                            Evidence(what, path, line)))
         override, scope, eps = data["override"], data["scope"], data["entry_points"]
         if not (isinstance(override, (str, type(None))) and isinstance(scope, str)
                 and all(isinstance(e, str) for e in eps)):
@@ -502,6 +533,7 @@ class Project:
             facts = self.facts()
             graph = self._import_graph()
             configs = self._config_signals()
+            master = bool(self.master_optimizers())
             eps = []
             for path, f in facts.items():
                 if not f["entry_points"] or self.is_test(path):
@@ -514,7 +546,7 @@ class Project:
                     if pf is None or self.is_test(p):
                         continue
                     pf = _seen_from(pf, p == path)
-                    signals.extend(signals_of(pf, self.display(p)))
+                    signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     for s in pf["signals"]:
                         roles.append((s["role"], f"`{s['text']}` at {self.display(p)}:{s['line']}",
                                       s["why"] or (s["one_of"] or "")))
@@ -533,6 +565,13 @@ class Project:
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
+
+    def master_optimizers(self) -> List[str]:
+        """The optimizer classes of the project that keep float32 master weights of a half model
+        (``file:Class``): a project that ships one trains its half models through it (fairseq's
+        ``--fp16``), so its half casts are "half model with fp32 master weights"."""
+        return [f"{self.display(p)}:{c}" for p, f in self.facts().items() if not self.is_test(p)
+                for c in f.get("master_optimizers", ())]
 
     def _import_graph(self) -> Dict[Path, set]:
         modules = {name: self.resolved(p) for name, p in self._module_paths().items()}
@@ -583,7 +622,7 @@ class Project:
             signals: List[Tuple[Signal, Evidence]] = []
             for path, f in self.facts().items():
                 if not self.is_test(path):
-                    signals.extend(signals_of(f, self.display(path)))
+                    signals.extend(signals_of(f, self.display(path), master_weights=bool(self.master_optimizers())))
             signals.extend((sig, ev) for _, sig, ev in self._config_signals())
             self._anywhere = Regime(signals, self._override, "project: all training evidence")
         return self._anywhere

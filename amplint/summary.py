@@ -23,7 +23,8 @@ from .constants import module_constants
 from .file_graph import check_graph, file_graph
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
-SCHEMA = 7  # 7: the file's functions, classes and calls (``graph``, amplint.file_graph)
+SCHEMA = 8  # 8: precision facts: master-weights optimizer classes, frozen half casts; 7: the file's functions,
+#    classes and calls (``graph``, amplint.file_graph)
 # A module-level line that may bind a number (``EPS = 1e-8``, ``NEG = -2 ** 30``, ``INF = float("inf")``,
 # ``BIG = math.inf``, ``B = A``): only files with one are parsed for their constants.
 CONSTANT_LINE = re.compile(rb"^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*[-+(\s]*(?:\.?\d|float\s*\(|[\w.]*\binf\b)", re.M)
@@ -82,7 +83,8 @@ _SIGNAL_FIELDS = {"kind": str, "dtype": str, "enabled": bool, "pure": bool, "mas
 
 def _check_facts(facts) -> None:
     if not (isinstance(facts, dict) and isinstance(facts.get("module"), (str, type(None)))
-            and all(isinstance(i, str) for i in _list(facts.get("imports")))):
+            and all(isinstance(i, str) for i in _list(facts.get("imports")))
+            and all(isinstance(c, str) for c in _list(facts.get("master_optimizers")))):
         raise ValueError("bad facts")
     for s in _list(facts.get("signals")):
         if not isinstance(s, dict) or any(not isinstance(s.get(k), t) for k, t in _SIGNAL_FIELDS.items()):

@@ -75,6 +75,7 @@ class Signal:
     model: str = ""  # the object cast (``vae`` in ``vae.to(dtype=weight_dtype)``), when known
     # taken only in some runs: an ``if`` on a dtype flag, a dtype variable that is one of several
     conditional: bool = False
+    condition: str = ""  # the text of that condition (``if cfg.common.fp16``), when there is one
 
 
 def dtype_of_value(value: Any) -> Optional[str]:

@@ -1,0 +1,155 @@
+"""Which of a project's precision options is judged (issue 8): a half option with float32 master
+weights, a flag that is the half cast's own switch, a frozen module cast to half beside the model
+that trains. Each case is a small project named after the real code it stands for."""
+import textwrap
+
+from amplint.context.evidence import Signal
+from amplint.context.file_context import Evidence
+from amplint.precision_facts import file_facts
+from amplint.project import Project, Regime, regime_data, regime_from
+
+from cliutil import run, write_project
+
+
+def project(tmp_path, files):
+    return Project(write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()}))
+
+
+# fairseq: `--fp16` (model.half() + FP16Optimizer keeping fp32 master weights) beside a later `--amp`
+_FAIRSEQ = {
+    "trainer.py": """
+        import torch
+        from optim import FP16Optimizer, AMPOptimizer
+        class Trainer:
+            def __init__(self, cfg, model):
+                if cfg.common.fp16:
+                    assert not cfg.common.amp
+                    model = model.half()
+                self.model = model
+                self.opt = AMPOptimizer(model) if cfg.common.amp else FP16Optimizer(model)
+            def train_step(self, x):
+                with torch.autocast("cuda", enabled=self.cfg.common.amp):
+                    loss = self.model(x).sum()
+                self.opt.backward(loss)
+                self.opt.step()
+    """,
+    "optim.py": """
+        import torch
+        class FP16Optimizer:
+            def __init__(self, model):
+                self.fp32_params = [p.detach().float() for p in model.parameters()]
+                self.inner = torch.optim.Adam(self.fp32_params)
+        class AMPOptimizer:
+            def __init__(self, model):
+                self.scaler = torch.amp.GradScaler("cuda")
+    """,
+    "modules/kmeans.py": """
+        import torch.nn.functional as F
+        from torch import nn
+        class Kmeans(nn.Module):
+            def forward(self, x):
+                return F.normalize(x, 2, dim=-1)
+    """,
+}
+
+
+def test_a_half_option_with_master_weights_is_judged_beside_an_amp_option(tmp_path):
+    p = project(tmp_path, _FAIRSEQ)
+    assert [m.rsplit("/", 1)[-1] for m in p.master_optimizers()] == ["optim.py:FP16Optimizer"]
+    r = p.regime_for(p.root / "modules/kmeans.py")
+    assert r.mode == "fp16-master" and r.half_params is not None and r.half_optimizer is None
+    out = run(["check", "--select", "AMP102", "--output-format", "concise", "."], p.root).out
+    assert "modules/kmeans.py:6" in out and "normalize" in out
+
+
+def test_without_master_weights_the_amp_option_is_judged(tmp_path):
+    # near miss: the same script with a plain optimizer (open_clip's `--precision pure_fp16` beside amp)
+    files = dict(_FAIRSEQ, **{"optim.py": _FAIRSEQ["optim.py"].replace("FP16Optimizer", "PlainOptimizer")
+                              .replace("fp32_params", "params")})
+    files["trainer.py"] = files["trainer.py"].replace("FP16Optimizer", "PlainOptimizer")
+    p = project(tmp_path, files)
+    assert p.master_optimizers() == []
+    assert p.regime_for(p.root / "modules/kmeans.py").mode == "fp16-mixed"
+
+
+def test_the_half_cast_s_own_command_line_flag_is_not_a_mixed_alternative(tmp_path):
+    train = """
+        import argparse, torch
+        p = argparse.ArgumentParser()
+        p.add_argument("--fp16", action="store_true")
+        def main(args, model, loader):
+            if args.fp16:
+                model = model.half()
+            opt = torch.optim.AdamW(model.parameters())
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+    """
+    p = project(tmp_path, {"train.py": train})
+    assert p.regime_for(p.root / "train.py").mode == "fp16"
+    # near miss: an `--amp` flag is another option, and the mixed one is judged
+    p = project(tmp_path / "amp", {"train.py": train.replace('"--fp16"', '"--amp"')})
+    assert p.regime_for(p.root / "train.py").mode == "fp16-mixed"
+
+
+def test_a_cached_regime_keeps_which_casts_are_conditional():
+    sig = Signal("half_params", "float16", pure=True, conditional=True, condition="if args.fp16")
+    r = Regime([(sig, Evidence("`model.half()`", "train.py", 3))])
+    back = regime_from(regime_data(r))
+    assert back.signals[0][0] == sig
+
+
+# diffusers' train_dreambooth.py: frozen vae / text encoder cast to weight_dtype, AdamW over the unet
+_DREAMBOOTH = """
+    import torch
+    from accelerate import Accelerator
+    def main(args, unet, vae, text_encoder, loader):
+        accelerator = Accelerator(mixed_precision=args.mixed_precision)
+        vae.requires_grad_(False)
+        if not args.train_text_encoder:
+            text_encoder.requires_grad_(False)
+        opt = torch.optim.AdamW(unet.parameters(), eps=1e-8)
+        unet, opt = accelerator.prepare(unet, opt)
+        weight_dtype = torch.float32
+        if accelerator.mixed_precision == "fp16":
+            weight_dtype = torch.float16
+        vae.to(accelerator.device, dtype=weight_dtype)
+        if not args.train_text_encoder:
+            text_encoder.to(accelerator.device, dtype=weight_dtype)
+        for x in loader:
+            latents = vae.encode(x.to(weight_dtype))
+            loss = unet(latents).float().pow(2).mean()
+            accelerator.backward(loss)
+            opt.step()
+"""
+
+
+def test_a_frozen_module_cast_to_half_means_mixed_precision_for_the_trained_model(tmp_path):
+    p = project(tmp_path, {"train.py": _DREAMBOOTH})
+    r = p.regime_for(p.root / "train.py")
+    assert r.mode == "fp16-mixed" and r.half_params is None
+    assert run(["check", "--select", "AMP101", "-q", "."], p.root).rc == 0
+
+
+def test_frozen_through_its_parameters_and_loaded_frozen_from_pretrained():
+    src = textwrap.dedent("""
+        import torch
+        from transformers import T5EncoderModel
+        def main(model, encoder, loader, opt):
+            for q in encoder.parameters():
+                q.requires_grad = False
+            encoder.to(dtype=torch.float16)
+            text_pipeline = Pipeline.from_pretrained("x", torch_dtype=torch.float16)
+            for x in loader:
+                model(encoder(x)).sum().backward()
+                opt.step()
+    """)
+    kinds = [(s["kind"], s["pure"]) for s in file_facts(src.encode(), "train.py", None)["signals"]]
+    assert kinds == [("flag", False), ("flag", False)]
+
+
+def test_the_trained_model_cast_to_half_stays_a_half_model(tmp_path):
+    # near miss: the unet itself cast to float16 (nothing frozen) is pure half, AMP101 fires
+    src = _DREAMBOOTH.replace("vae.to(accelerator.device", "unet.to(accelerator.device")
+    p = project(tmp_path, {"train.py": src})
+    assert p.regime_for(p.root / "train.py").mode == "fp16"
