@@ -233,19 +233,22 @@ class ProjectIndex:
 
     def calls_from(self, name: str) -> List[CallSite]:
         """The calls written in the body of the function ``name`` (lambdas and comprehensions in
-        it included, nested defs not), resolved to the project or not (``torch.optim.AdamW``)."""
+        it included, nested defs not), resolved to the project or not (``torch.optim.AdamW``).
+        ``name`` may be a module's name: the calls of its module-level code."""
         sym = self._symbols.get(name)
-        if sym is None:
+        path = sym.path if sym is not None else self._modules.get(name)
+        if path is None:
             return []
-        return [s for s in self._sites_of(sym.path) if s.caller == name]
+        return [s for s in self._sites_of(path) if s.caller == name]
 
     def callees(self, name: str) -> List[Symbol]:
-        """The project functions, methods and classes the function ``name`` calls or builds (each
-        once, in source order)."""
+        """The project functions, methods and classes the function (or module-level code of the
+        module) ``name`` calls or builds (each once, in source order)."""
         sym = self._symbols.get(name)
+        module = sym.module if sym is not None else name
         out: List[Symbol] = []
         for s in self.calls_from(name):
-            found = self.resolve(s.callee, sym.module) if sym is not None else None
+            found = self.resolve(s.callee, module)
             if found is not None and found not in out:
                 out.append(found)
         return out
@@ -264,16 +267,17 @@ class ProjectIndex:
         """Every project definition reached from ``names`` through calls: a called function, a
         built class and then all its methods and those of its project bases (an instance's
         methods are called through names the index does not follow: ``model(x)`` runs
-        ``forward``). ``names`` themselves are included."""
+        ``forward``). ``names`` (definitions, or modules for their module-level code) are
+        included."""
         seen: Set[str] = set()
-        todo = [n for n in names if n in self._symbols]
+        todo = [n for n in names if n in self._symbols or n in self._modules]
         while todo:
             name = todo.pop()
             if name in seen:
                 continue
             seen.add(name)
-            sym = self._symbols[name]
-            if sym.kind == "class":
+            sym = self._symbols.get(name)
+            if sym is not None and sym.kind == "class":
                 todo.extend(m.name for m in self.methods(name))
                 todo.extend(b.name for b in self.bases(name))
             else:

@@ -49,6 +49,8 @@ FILES = {
             nll_loss(loss, 1e-5)
             nll_loss(*loss)
             loss.backward()
+        if __name__ == "__main__":
+            main()
         """,
 }
 
@@ -112,6 +114,8 @@ def test_instantiations_calls_and_what_an_entry_point_reaches(project):
     assert {"train.build", "pkg.model.Net", "pkg.model.Net.forward", "pkg.base.Base.helper",
             "pkg.losses.nll_loss"} <= reached
     assert "pkg.model.Deeper" not in reached
+    assert [s.name for s in index.callees("train")] == ["train.main"]  # the script's module-level code
+    assert "pkg.model.Net.forward" in index.reachable(["train"])
 
 
 def test_the_graph_survives_the_cache_round_trip():
