@@ -194,3 +194,35 @@ def test_a_function_held_in_an_attribute_is_called_through_it():
     on = vq("self.sample(h)", init="self.sample = gumbel_noise", helper=GUMBEL)
     assert lines("AMP102", off, filename="model.py", extra_files={"train.py": TRAIN}) == []
     assert lines("AMP102", on, filename="model.py", extra_files={"train.py": TRAIN}) == [4]
+
+
+def schedule(draw):
+    """A value drawn by a method, passed on through a call with ``*args`` to a helper's guard."""
+    return textwrap.dedent(f"""
+    import torch
+    from torch import nn
+    def log(t, eps=1e-20):
+        return torch.log(t.clamp(min=eps))
+    class Diffusion(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 1)
+        def random_times(self, x):
+            return {draw}
+        def p_losses(self, x, times, noise=None):
+            return log(times).mean()
+        def forward(self, x, *args, **kwargs):
+            times = self.random_times(x)
+            return self.p_losses(x, times, *args, **kwargs)
+    """)
+
+
+def test_a_method_that_returns_float32_gives_float32_through_starred_calls():
+    source = schedule("torch.zeros(x.shape[0], device=x.device).float().uniform_(0, 1)")
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == []
+
+
+def test_a_method_that_returns_a_float16_value_keeps_the_regime():
+    # near miss: the drawn value is a Linear's output under autocast
+    source = schedule("self.fc(x).sigmoid().squeeze(-1)")
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == [4]

@@ -42,17 +42,21 @@ def argument_for(call: cst.Call, fn: cst.FunctionDef, param: str, method: bool) 
             return True, a.value
     names = _positional_names(fn, method)
     positional = []
+    starred = False
     for a in call.args:
         if a.keyword is not None:
             continue
+        if a.star == "*":
+            starred = True
+            break  # ``f(img, times, *args)``: the positions before ``*args`` are still known
         if a.star:
-            return False, None
+            continue
         positional.append(a)
     if param in names:
         i = names.index(param)
         if i < len(positional):
             return True, positional[i].value
-    if any(a.star == "**" for a in call.args):
+    if starred or any(a.star == "**" for a in call.args):
         return False, None
     return True, None  # the default
 

@@ -721,7 +721,9 @@ class PrecisionModel:
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             # self.fc(x): a submodule built in __init__, not a tensor method
             cls = self._module_class(func)
-            return self._module_call(cls, call, args) if cls is not None else UNKNOWN
+            if cls is not None:
+                return self._module_call(cls, call, args)
+            return self._returned(self._callee(call))
         # explicit casts
         if method in _CASTS and not args:
             d = _CASTS[method]
@@ -779,7 +781,55 @@ class PrecisionModel:
             return self._module_call(cls, call, args)
         if isinstance(func, cst.Name) and _looks_like_model(func.value) and not ctx.imports.binds(func.value):
             return self._module_call(func.value, call, args)  # model(x): an nn.Module call
-        return UNKNOWN
+        return self._returned(self._callee(call))
+
+    def _callee(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The function of this file a call runs: ``f(...)`` for a module-level ``def f`` (not
+        rebound locally), ``self.m(...)`` for a method of the enclosing class, or for a function
+        ``__init__`` stored as ``self.m = f``."""
+        func = call.func
+        defs = self.ctx._cache.get("module_functions")
+        if defs is None:
+            defs = {s.name.value: s for s in self.ctx.module.body if isinstance(s, cst.FunctionDef)}
+            self.ctx._cache["module_functions"] = defs
+        if isinstance(func, cst.Name):
+            if self.ctx.imports.binds(func.value) or self._binding(func) is not None:
+                return None
+            return defs.get(func.value)  # type: ignore[union-attr]
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            cls = self.ctx.enclosing_class(call)
+            if cls is None:
+                return None
+            for stmt in cls.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.attr.value:
+                    return stmt
+            alias = self.init_attribute(call, func.attr.value)
+            if isinstance(alias, cst.Name):
+                return defs.get(alias.value)  # type: ignore[union-attr]
+        return None
+
+    def _returned(self, fn: Optional[cst.FunctionDef]) -> DTypeFact:
+        """What a project function returns, when every ``return`` says and none is float16: a
+        helper that returns ``torch.rand(...).float()`` gives float32 to its caller. (A float16
+        result is not taken from here: the returns are read once for all callers, and a helper that
+        passes its argument through would make every caller's value float16 for one float16 caller.)"""
+        if fn is None:
+            return UNKNOWN
+        key = ("returns", fn)
+        cache = self.ctx._cache
+        if key in cache:
+            return cache[key]  # type: ignore[return-value]
+        cache[key] = UNKNOWN  # recursion ends here
+        values = [r.value for r in self.ctx.nodes(cst.Return)
+                  if r.value is not None and self.ctx.enclosing_function(r) is fn]
+        facts = [self.dtype_of(v) for v in values]
+        fact = UNKNOWN
+        if facts and all(f.dtype is not None for f in facts):
+            widest = _widest(facts)
+            if widest.dtype != F16:
+                fact = DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype}", widest.evidence)
+        cache[key] = fact
+        return fact
 
     def _module_call(self, cls: str, call: cst.Call, args) -> DTypeFact:
         short = cls.rsplit(".", 1)[-1]
