@@ -7,10 +7,11 @@ finding is reported (PositionProvider costs ~2.6x the parse on real code).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Type, TypeVar
+from typing import Dict, Iterator, List, Optional, Tuple, Type, TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -80,27 +81,103 @@ class Fp16Status:
     evidence: Optional[Evidence]
 
 
-class _Walker(cst.CSTVisitor):
-    """The single walk. Overrides on_visit/on_leave directly: no per-type dispatch."""
+class _FieldOrder(cst.CSTVisitor):
+    """Records the attributes libcst's own traversal visits of one node, in its order (children
+    are not entered: ``on_visit`` says no)."""
 
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.ctx = ctx
-        self.stack: List[cst.CSTNode] = []
+        self.fields: List[str] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        ctx = self.ctx
-        if self.stack:
-            ctx._parents[node] = self.stack[-1]
-        self.stack.append(node)
-        ctx._by_type.setdefault(type(node), []).append(node)
-        ctx._order[node] = len(ctx._order)
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            record_import(ctx.imports, node)
-        return True
+        return False
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.fields.append(attribute)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+
+# node type -> the attributes holding its children, in libcst's traversal order (learnt from libcst
+# itself the first time a type is met, so the walk below visits exactly what ``Module.visit`` does)
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_IMPORTS = (cst.Import, cst.ImportFrom)
+_SENTINEL = cst.MaybeSentinel.DEFAULT
+
+
+def _child_fields(node_type: type, node: cst.CSTNode) -> Tuple[str, ...]:
+    recorder = _FieldOrder()
+    node._visit_and_replace_children(recorder)
+    found = tuple(dict.fromkeys(recorder.fields))
+    # A few types visit a field only when it is set (FormattedStringExpression.format_spec): when
+    # this node leaves out a field that could hold a node, read the order from libcst's source.
+    if any(f.name not in found and _may_hold_node(getattr(node, f.name)) for f in dataclasses.fields(node)):
+        found = _fields_in_source(node_type)
+    _CHILD_FIELDS[node_type] = found
+    return found
+
+
+def _may_hold_node(value) -> bool:
+    return value is None or value is _SENTINEL or isinstance(value, (cst.CSTNode, tuple, list))
+
+
+def _fields_in_source(node_type: type) -> Tuple[str, ...]:
+    """The attributes named by the ``visit_*(self, "name", ...)`` calls of ``node_type``'s
+    ``_visit_and_replace_children``, in source order."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(node_type._visit_and_replace_children)))
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+             and c.func.id.startswith("visit_") and len(c.args) >= 2
+             and isinstance(c.args[1], ast.Constant) and isinstance(c.args[1].value, str)]
+    calls.sort(key=lambda c: (c.lineno, c.col_offset))
+    return tuple(dict.fromkeys(c.args[1].value for c in calls))
+
+
+def _walk(ctx: "FileContext", module: cst.Module) -> None:
+    """The single walk: every node in the order of libcst's ``visit`` (preorder, source order),
+    without the node copies libcst's traversal makes (it rebuilds every node it visits; that
+    doubled the cost of a parse). Records each node's parent, its type and its preorder index
+    (by ``id``: node hashing is a Python-level call), and the imports."""
+    parents = ctx._parents
+    by_type = ctx._by_type
+    order = ctx._order
+    fields_of = _CHILD_FIELDS
+    stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(module, None)]
+    pop, push = stack.pop, stack.append
+    n = 0
+    while stack:
+        node, parent = pop()
+        key = id(node)
+        if parent is not None:
+            parents[key] = parent
+        order[key] = n
+        n += 1
+        t = type(node)
+        found = by_type.get(t)
+        if found is None:
+            by_type[t] = [node]
+        else:
+            found.append(node)
+        if t in _IMPORTS:
+            record_import(ctx.imports, node)
+        names = fields_of.get(t)
+        if names is None:
+            names = _child_fields(t, node)
+        children = []
+        for name in names:
+            value = getattr(node, name)
+            if value is None or value is _SENTINEL:
+                continue
+            if type(value) is tuple or type(value) is list:
+                children.extend(value)
+            else:
+                children.append(value)
+        for child in reversed(children):
+            push((child, node))
 
 
 class FileContext:
@@ -116,14 +193,14 @@ class FileContext:
         self.project = project  # amplint.project.Project, or None when linting a lone snippet
         self.file: Optional[Path] = None  # the file on disk (set by engine.build_context)
         self.imports = ImportTable(module_name)
-        self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+        self._parents: Dict[int, cst.CSTNode] = {}  # id(node) -> its parent
         self._by_type: Dict[type, List[cst.CSTNode]] = {}
-        self._order: Dict[cst.CSTNode, int] = {}  # preorder index: source order of nodes
+        self._order: Dict[int, int] = {}  # id(node) -> preorder index: source order of nodes
         self._positions = None
         self._regions: Optional[Dict[cst.CSTNode, PrecisionRegion]] = None
         self._constants: Optional[Dict[str, cst.BaseExpression]] = None
         self._cache: Dict[str, object] = {}  # per-file memo for rules and models (e.g. dtype flow)
-        module.visit(_Walker(self))
+        _walk(self, module)
 
     @property
     def regime(self):
@@ -151,17 +228,18 @@ class FileContext:
         return self._by_type.get(kind, [])  # type: ignore[return-value]
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        return self._parents.get(node)
+        return self._parents.get(id(node))
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        p = self._parents.get(node)
+        parents = self._parents
+        p = parents.get(id(node))
         while p is not None:
             yield p
-            p = self._parents.get(p)
+            p = parents.get(id(p))
 
     def order(self, node: cst.CSTNode) -> int:
         """Preorder index of ``node``: a node comes after every node that precedes it in source."""
-        return self._order.get(node, -1)
+        return self._order.get(id(node), -1)
 
     def is_ancestor(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
         return any(a is ancestor for a in self.ancestors(node))
@@ -179,7 +257,7 @@ class FileContext:
         """The statement line holding ``node`` (a SimpleStatementLine or a compound statement)."""
         cur = node
         while cur is not None and not isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            cur = self._parents.get(cur)
+            cur = self._parents.get(id(cur))
         return cur if cur is not None else node
 
     def enclosing(self, node: cst.CSTNode, kind: Type[N]) -> Optional[N]:
