@@ -49,6 +49,8 @@ _INFERENCE_FILE = re.compile(
     r"(?i)(^|/)(infer\w*|inference\w*|demo\w*|predict\w*|sample\w*|sampling\w*|generate\w*|generation\w*|eval\w*|"
     r"evaluate\w*|serve\w*|server|app|gradio\w*|streamlit\w*|web_?ui\w*|chat\w*|interactive\w*|visuali[sz]\w*|"
     r"run_inference\w*|text_generation\w*|pipeline\w*)\.py$")
+# A directory of inference scripts (litgpt's generate/, a project's inference/ or serving/)
+_INFERENCE_DIR = re.compile(r"(?i)(^|/)(generate|generation|inference|infer|serve|serving|deploy|demos?|chat)/")
 _BENCHMARK_FILE = re.compile(r"(?i)(^|/)(\w*bench\w*|\w*profil\w*|\w*throughput\w*|\w*latency\w*|\w*memory\w*|speed\w*)(/|\.py$)")
 _EXPORT_FILE = re.compile(r"(?i)(^|/)(export\w*|convert\w*|\w*onnx\w*|quantiz\w*|\w*to_fp16\w*|\w*_trt\w*)\.py$")
 _DTYPE_FLAG = re.compile(r"(?i)fp16|float16|half|bf16|bfloat16|precision|dtype|\bamp\b|use_amp|mixed")
@@ -174,7 +176,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     ``tree`` its ``ast`` when the caller has parsed it already (``parents``: that tree's
     ``_Parents``, when the caller has walked it already)."""
     facts: Dict[str, Any] = {"module": module, "imports": [], "entry_points": [], "signals": [],
-                             "master_optimizers": []}
+                             "master_optimizers": [], "precision_functions": {}, "precision_calls": []}
     if tree is None:
         try:
             tree = python_ast(source, limits)  # a file over the limits gives no facts (amplint.parsing)
@@ -207,11 +209,14 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             name = getattr(fn, "name", "")
             if _BENCHMARK.search(name) or name.startswith("test") or _BENCHMARK_FILE.search(path):
                 continue  # a profiler or a test runs backward without training anything
+            if why.endswith((".prepare", ".setup")) and (_INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path)):
+                continue  # ``fabric.setup(model)`` in a generation script: it runs the model, it does not train it
             e = entry.setdefault(key, {"function": getattr(fn, "name", "<module>"),
                                        "line": getattr(fn, "lineno", node.lineno), "why": []})
             if why not in e["why"]:
                 e["why"].append(why)
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
+    facts["precision_functions"] = _precision_functions(functions)
     facts["master_optimizers"] = sorted(
         n.name for n in nodes if isinstance(n, ast.ClassDef) and _MASTER_OPTIMIZER.search(n.name)
     ) if _MASTER_COPY.search(source) else []
@@ -284,6 +289,13 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             sig, branch = _conditional_signal(node, call_facts, imports)
             one_of = one_of or branch
         if sig is None:
+            call = _precision_call(node, owner, parents)
+            if call is not None:  # ``Fabric(precision=precision)`` with ``precision = p or default_precision()``
+                role, why = _role(node, Signal("flag", "float16"), parents, owner, path, trains, training_lines, imports,
+                                  script)
+                fn = owner(node)
+                facts["precision_calls"].append({**call, "role": role, "why": why, "text": _text(lines, node),
+                                                 "line": node.lineno, "function": getattr(fn, "name", None)})
             continue
         is_cast = isinstance(node.func, ast.Attribute) and node.func.attr in ("half", "to", "bfloat16")
         if sig.kind == "half_params" and is_cast and id(node) not in standalone and wrapper is None:
@@ -342,6 +354,93 @@ def _frozen_objects(nodes: List[ast.AST]) -> set:
                 if frozen and name:
                     out.add(name.rsplit(".", 1)[-1])
     return out
+
+
+def _string_returns(node: ast.AST, param: Optional[str] = None, branch: Optional[bool] = None):
+    """The strings an expression evaluates to, each as [value, parameter tested, branch] (``"bf16-mixed" if
+    training else "bf16-true"`` -> [["bf16-mixed", "training", True], ["bf16-true", "training", False]]);
+    None when it is not made of string literals."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [[node.value, param, branch]]
+    if isinstance(node, ast.IfExp):
+        test = node.test.id if isinstance(node.test, ast.Name) else None
+        body = _string_returns(node.body, test or param, True if test else branch)
+        orelse = _string_returns(node.orelse, test or param, False if test else branch)
+        return body + orelse if body is not None and orelse is not None else None
+    return None
+
+
+def _precision_functions(functions) -> Dict[str, List[list]]:
+    """Functions that return a Lightning precision string (litgpt's ``get_default_supported_precision``:
+    ``"bf16-mixed"`` or ``"16-mixed"`` by the hardware): name -> the [value, parameter, branch] they return."""
+    out: Dict[str, List[list]] = {}
+    for fn in functions:
+        values: List[list] = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Return):
+                found = _string_returns(node.value) if node.value is not None else None
+                if found is None:
+                    values = []
+                    break
+                values.extend(found)
+        if values and any(v[0].lower() in _LIGHTNING for v in values):
+            out[fn.name] = values
+    return out
+
+
+def _precision_call(node: ast.Call, owner, parents: "_Parents") -> Optional[Dict[str, Any]]:
+    """A trainer's ``precision=`` set by a call of a function (``Fabric(precision=default_precision())``,
+    or through a name: ``precision = precision or default_precision(training=True)``): the callee's name
+    and its literal keyword arguments, for the project to resolve (``Project`` knows the callee's returns)."""
+    f = node.func
+    last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if last not in ("Trainer", "Fabric"):
+        return None
+    value = next((k.value for k in node.keywords if k.arg == "precision"), None)
+    if isinstance(value, ast.Name):
+        fn = owner(node)
+        scope = ast.walk(fn) if fn is not None else parents.nodes
+        assigned = [a.value for a in scope if isinstance(a, ast.Assign) and a.lineno < node.lineno
+                    and any(isinstance(t, ast.Name) and t.id == value.id for t in a.targets)]
+    else:
+        assigned = [value]
+    candidates = []  # every value the name may hold (``precision = None`` in a quantisation branch too)
+    for value in assigned:
+        candidates.extend(value.values if isinstance(value, ast.BoolOp) else
+                          [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value])
+    for c in candidates:
+        if isinstance(c, ast.Call):
+            name = c.func.attr if isinstance(c.func, ast.Attribute) else c.func.id if isinstance(c.func, ast.Name) else None
+            if name:
+                kwargs = {k.arg: k.value.value for k in c.keywords
+                          if k.arg and isinstance(k.value, ast.Constant) and isinstance(k.value.value, (bool, int, str))}
+                return {"callee": name, "kwargs": kwargs}
+    return None
+
+
+def precision_call_values(call: Dict[str, Any], returns: List[list]) -> List[str]:
+    """The precision strings a resolved ``precision_calls`` entry may give: the callee's returns on the
+    branches its literal keyword arguments select."""
+    out = []
+    for value, param, branch in returns:
+        if param is not None and param in call["kwargs"] and bool(call["kwargs"][param]) != branch:
+            continue
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def precision_call_signal(call: Dict[str, Any], values: List[str]) -> Optional[Signal]:
+    """The evidence of a resolved precision call: float16 first when it is one of several."""
+    found = [(v, _LIGHTNING[v.lower()]) for v in values if v.lower() in _LIGHTNING]
+    if not found:
+        return None
+    found.sort(key=lambda x: x[1][0] != "float16")
+    value, (dtype, pure) = found[0]
+    others = ", ".join(v for v in values if v != value)
+    note = f"precision={value!r} from `{call['callee']}()`" + (f" (one of {value}, {others})" if others else "")
+    return Signal("flag", dtype, pure=pure, note=note, conditional=bool(others),
+                  condition=f"`{call['callee']}()` returns one of {', '.join(values)}" if others else "")
 
 
 def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):
@@ -551,7 +650,7 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
         return BENCHMARK, "in a benchmark script"
     if _EXPORT_FILE.search(path) and sig.kind == "half_params":
         return EXPORT, "in an export / conversion script"
-    if _INFERENCE_FILE.search(path):
+    if _INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path):
         return INFERENCE, "in an inference / evaluation script"
     if sig.kind == "half_params" and not trains and (fn is None or script) and "wrapper" not in sig.note:
         # a script that casts a model to half and never trains it; a function of a module that

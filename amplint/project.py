@@ -25,6 +25,7 @@ from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import CallSite, ProjectIndex, Symbol
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
+from .precision_facts import precision_call_signal, precision_call_values
 from .summary import FileSummary, summarise
 
 REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
@@ -248,7 +249,8 @@ def _seen_from(facts: dict, own: bool) -> dict:
     mains = {e["function"] for e in facts.get("entry_points", ()) if _hands_off([e])}
     if not mains:
         return facts
-    return {**facts, "signals": [s for s in facts["signals"] if s.get("function") not in mains]}
+    return {**facts, "signals": [s for s in facts["signals"] if s.get("function") not in mains],
+            "precision_calls": [c for c in facts.get("precision_calls", ()) if c.get("function") not in mains]}
 
 
 def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
@@ -539,6 +541,7 @@ class Project:
                 if not f["entry_points"] or self.is_test(path):
                     continue
                 reach = _closure(path, graph)
+                reached = _Reached(self, path, f["entry_points"])
                 signals: List[Tuple[Signal, Evidence]] = []
                 roles = []
                 for p in sorted(reach):
@@ -547,6 +550,7 @@ class Project:
                         continue
                     pf = _seen_from(pf, p == path)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
+                    signals.extend(self._call_signals(p, pf, None if p == path else reached))
                     for s in pf["signals"]:
                         roles.append((s["role"], f"`{s['text']}` at {self.display(p)}:{s['line']}",
                                       s["why"] or (s["one_of"] or "")))
@@ -565,6 +569,40 @@ class Project:
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
+
+    def _call_signals(self, path: Path, facts: dict, reached: Optional["_Reached"] = None) -> List[Tuple[Signal, Evidence]]:
+        """The training evidence of ``facts``' trainer precisions set by a call of a project function
+        (litgpt's ``precision or get_default_supported_precision(training=True)``, returning "16-mixed"
+        or "bf16-mixed" by the hardware): what the function returns on the branches the call selects.
+        ``reached``: only calls in functions an entry point's code calls (litgpt's ``LLM.distribute``
+        builds an inference Fabric in a module every script imports)."""
+        out = []
+        for call in facts.get("precision_calls", ()):
+            if call.get("role") != TRAINING:
+                continue
+            if reached is not None and call.get("function") and not reached.holds(path, call["function"]):
+                continue
+            returns = self._precision_function(facts, call["callee"])
+            sig = precision_call_signal(call, precision_call_values(call, returns)) if returns else None
+            if sig is not None:
+                out.append((sig, Evidence(f"`{call['text']}`", self.display(path), call["line"])))
+        return out
+
+    def _precision_function(self, facts: dict, name: str) -> Optional[list]:
+        """What the function ``name`` called in the file of ``facts`` returns, when it is a precision
+        function (``precision_facts._precision_functions``) of that file or of a module it imports."""
+        own = facts.get("precision_functions", {}).get(name)
+        if own:
+            return own
+        modules = self._module_paths()
+        for imported in facts.get("imports", ()):
+            module, _, last = imported.rpartition(".")
+            target = modules.get(module) if last == name else None
+            if target is not None:
+                found = self.facts().get(self.resolved(target), {}).get("precision_functions", {}).get(name)
+                if found:
+                    return found
+        return None
 
     def master_optimizers(self) -> List[str]:
         """The optimizer classes of the project that keep float32 master weights of a half model
@@ -623,6 +661,7 @@ class Project:
             for path, f in self.facts().items():
                 if not self.is_test(path):
                     signals.extend(signals_of(f, self.display(path), master_weights=bool(self.master_optimizers())))
+                    signals.extend(self._call_signals(path, f))
             signals.extend((sig, ev) for _, sig, ev in self._config_signals())
             self._anywhere = Regime(signals, self._override, "project: all training evidence")
         return self._anywhere
@@ -786,6 +825,28 @@ class Project:
         module, _, name = qualname.rpartition(".")
         path = self._module_paths().get(module)
         return self.summary(path).constants.get(name) if path is not None else None
+
+
+class _Reached:
+    """The project functions an entry point's code reaches through calls (the project index's call
+    graph: a built class reaches its methods), computed on first use."""
+    def __init__(self, project: "Project", path: Path, functions: List[dict]) -> None:
+        self.project, self.path, self.functions = project, path, functions
+        self._names: Optional[set] = None
+
+    def holds(self, path: Path, function: str) -> bool:
+        if self._names is None:
+            index = self.project.index
+            own = index.symbols_in(self.path)
+            start = []
+            for f in self.functions:
+                if f["function"] == "<module>":
+                    start.extend(s.name for s in own)  # a script's module-level code calls its functions
+                else:
+                    start.extend(s.name for s in own if s.line == f["line"] and s.qualname.rsplit(".", 1)[-1] == f["function"])
+            self._names = index.reachable(start)
+        return any(s.name in self._names for s in self.project.index.symbols_in(path)
+                   if s.qualname.rsplit(".", 1)[-1] == function)
 
 
 def _candidates(name: str, package: str):

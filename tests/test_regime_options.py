@@ -153,3 +153,65 @@ def test_the_trained_model_cast_to_half_stays_a_half_model(tmp_path):
     src = _DREAMBOOTH.replace("vae.to(accelerator.device", "unet.to(accelerator.device")
     p = project(tmp_path, {"train.py": src})
     assert p.regime_for(p.root / "train.py").mode == "fp16"
+
+
+# litgpt: `precision = precision or get_default_supported_precision(training=True)` -> L.Fabric(precision=...)
+_LITGPT = {
+    "pkg/__init__.py": "from pkg.api import LLM\n",
+    "pkg/utils.py": """
+        import torch
+        def get_default_supported_precision(training: bool) -> str:
+            if torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
+                return "16-mixed" if training else "16-true"
+            return "bf16-mixed" if training else "bf16-true"
+    """,
+    "pkg/api.py": """
+        import lightning as L
+        from pkg.utils import get_default_supported_precision
+        class LLM:
+            def distribute(self):
+                fabric = L.Fabric(precision=get_default_supported_precision(training=False))
+                self.model = fabric.setup(self.model)
+    """,
+    "pkg/finetune.py": """
+        import lightning as L
+        import pkg
+        from pkg.utils import get_default_supported_precision
+        def setup(model, precision=None, quantize=None):
+            precision = precision or get_default_supported_precision(training=True)
+            if quantize:
+                precision = None
+            fabric = L.Fabric(precision=precision)
+            fit(fabric, model)
+        def fit(fabric, model):
+            model, opt = fabric.setup(model, model.make_optimizer())
+            fabric.backward(model(1).sum())
+            opt.step()
+    """,
+    "pkg/generate/base.py": """
+        import lightning as L
+        from pkg.utils import get_default_supported_precision
+        def main(model, precision=None):
+            precision = precision or get_default_supported_precision(training=False)
+            fabric = L.Fabric(precision=precision)
+            model = fabric.setup(model)
+            return model(1)
+    """,
+}
+
+
+def test_a_precision_returned_by_a_project_function_is_one_of_its_returns(tmp_path):
+    p = project(tmp_path, _LITGPT)
+    assert "base.py" not in [e.path.name for e in p.entry_points()]  # fabric.setup in generate/: inference
+    r = p.regime_for(p.root / "pkg/finetune.py")
+    # the training branch gives "16-mixed" or "bf16-mixed": float16 first; the inference Fabric of
+    # LLM.distribute (training=False: "16-true"), imported but not called by the script, is not evidence
+    assert r.mode == "fp16-mixed" and r.half_params is None
+    assert "16-mixed" in r.fp16.what or "finetune.py" in r.fp16.path
+
+
+def test_a_precision_function_with_no_float16_return_is_no_float16_evidence(tmp_path):
+    files = dict(_LITGPT)
+    files["pkg/utils.py"] = "def get_default_supported_precision(training):\n    return 'bf16-mixed' if training else 'bf16-true'\n"
+    p = project(tmp_path, files)
+    assert p.regime_for(p.root / "pkg/finetune.py").mode == "bf16"
