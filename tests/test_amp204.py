@@ -109,3 +109,45 @@ def test_an_attention_scale_that_evaluates_to_a_number_is_still_amp205():
 def test_einsum_operands_given_as_a_tuple_are_seen():
     source = in_autocast('return torch.einsum("nm,hnm->h", (x, a.softmax(-1))) / x.size(0)')
     assert only(source) == []  # a softmax operand bounds the sum
+
+
+def adapter(body, method="unmerge"):
+    """A LoRA/BOFT-style layer of an fp16-mixed project, with a method over its base weight."""
+    return textwrap.dedent(f"""
+    import torch
+    from torch import nn
+    class Adapter(nn.Module):
+        def __init__(self, base):
+            super().__init__()
+            self.base = base
+        def forward(self, x):
+            return self.base(x)
+        def {method}(self, R, s, tokens, n):
+    """) + textwrap.indent(textwrap.dedent(body), "        ")
+
+
+SURGERY = """
+W = self.base.weight.data.clone()
+W = torch.mm(R.t(), W)
+W = W / n
+self.base.weight.data = W
+"""
+
+
+def test_weight_surgery_on_data_is_not_under_autocast():
+    # merging / unmerging an adapter into .weight.data runs between steps, not in the forward
+    assert only(adapter(SURGERY), filename="layer.py", extra_files={"train.py": MIXED}) == []
+
+
+def test_one_over_an_unknown_scale_is_no_down_scale():
+    # ``* (1 / s)``: nothing says s counts the terms of the sum (peft's per-channel boft_s ≈ 1)
+    body = "h = torch.mm(R.t(), tokens)\nreturn h * (1 / s)\n"
+    assert only(adapter(body, "mix"), filename="layer.py", extra_files={"train.py": MIXED}) == []
+
+
+@pytest.mark.parametrize("name, body", [
+    ("the same product in a method that does not write .data", "h = torch.mm(R.t(), tokens)\nreturn h / tokens.size(0)\n"),
+    ("one over a count", "h = torch.mm(R.t(), tokens)\nreturn h * (1 / tokens.shape[0])\n"),
+])
+def test_weight_surgery_near_misses(name, body):
+    assert only(adapter(body, "mix"), filename="layer.py", extra_files={"train.py": MIXED}) == ["AMP204"], name

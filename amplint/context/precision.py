@@ -186,6 +186,8 @@ class PrecisionModel:
         if not self._uses_torch() or is_test_file(ctx):
             return False
         cls = ctx.enclosing_class(fn)
+        if fn.name.value != "forward" and self._writes_parameter_data(fn):
+            return False  # weight surgery (merge / unmerge an adapter into .weight.data): not the forward
         if cls is not None and self._module_like(cls):
             return True
         if self._scopes_autocast(fn) or _LOOP_FUNCTION.search(fn.name.value):
@@ -211,6 +213,32 @@ class PrecisionModel:
         if _DATA_PATH.search(ctx.path) or self._uses_numpy(fn):
             return False  # data pipelines and preprocessing work on numpy arrays / fp32 tensors
         return True  # a module-level helper whose callers are elsewhere
+
+    def _writes_parameter_data(self, fn: cst.FunctionDef) -> bool:
+        """Does ``fn`` overwrite a tensor's ``.data`` (``layer.weight.data = w``,
+        ``p.data.copy_(w)``, ``w.data[...] = v``)? Such code edits parameters outside autograd:
+        merging an adapter, re-initialising, loading; it is called between steps, not inside
+        the autocast region of a forward."""
+        index = self.ctx._cache.get("data_writers")
+        if index is None:
+            index = set()
+            ctx = self.ctx
+
+            def is_data(expr) -> bool:
+                while isinstance(expr, cst.Subscript):
+                    expr = expr.value
+                return isinstance(expr, cst.Attribute) and expr.attr.value == "data"
+
+            targets = [t.target for a in ctx.nodes(cst.Assign) for t in a.targets]
+            writes = [t for t in targets if is_data(t)]
+            writes += [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute)
+                       and c.func.attr.value in ("copy_", "set_") and is_data(c.func.value)]
+            for w in writes:
+                f = ctx.enclosing_function(w)
+                if f is not None:
+                    index.add(f)
+            ctx._cache["data_writers"] = index
+        return fn in index  # type: ignore[operator]
 
     def _uses_numpy(self, fn: cst.FunctionDef) -> bool:
         index = self.ctx._cache.get("numpy_functions")

@@ -161,7 +161,13 @@ class ScaledProducts:
             if isinstance(op, cst.Divide) and not divide:
                 n = ctx.number(expr.left)
                 if n is not None and 0 < abs(n) <= 1:
-                    kind = "sqrt" if re.search(r"sqrt|\*\*\s*0?\.5", ctx.code(expr.right)) else "count"
+                    # ``* (1 / math.sqrt(d))`` is ``/ math.sqrt(d)``: a down-scale when the divisor
+                    # is one by what it is (a sqrt, a count), not for any ``1 / s`` (peft's
+                    # ``weight * (1 / boft_s)`` undoes a per-channel scale near 1)
+                    inner = self._downscale(ctx, pm, expr.right, True, depth + 1)
+                    if inner is None or inner is _NOT:
+                        return inner
+                    kind = "sqrt" if re.search(r"sqrt|\*\*\s*0?\.5", ctx.code(expr.right)) else inner.kind
                     return Scale(None, f"`{P.short_code(ctx, expr)}`", kind)  # 1 / math.sqrt(d)
                 return None
             if isinstance(op, cst.Multiply):
