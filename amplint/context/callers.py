@@ -108,6 +108,63 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
     return out
 
 
+def _may_call(project, path: Path, qualified: str) -> bool:
+    """Whether a call in the file at ``path`` may resolve to ``qualified``, asked of the stdlib
+    ``ast`` (a fraction of the cost of a libcst parse and walk): the file's import table is built
+    as the walk builds it (the same statements in source order) and every call's dotted name is
+    resolved through it, as ``FileContext.call_name`` does. True when the file does not parse
+    there: its context decides. A line grep for a helper's name finds many files defining a
+    helper of the same name (transformers copies ``rotate_half`` into each model)."""
+    memo: Dict[str, Optional[frozenset]] = project.__dict__.setdefault("_amplint_called_names", {})
+    key = str(path)
+    if key not in memo:
+        memo[key] = _called_names(project, path)
+    names = memo[key]
+    return names is None or qualified in names
+
+
+def _called_names(project, path: Path) -> Optional[frozenset]:
+    import ast
+
+    from ..parsing import DEFAULT_LIMITS, python_ast
+    from .imports import ImportTable
+    try:
+        source = project.read(path)
+        tree = python_ast(source, DEFAULT_LIMITS)  # as build_context parses it
+        module_name = project.module_name(path) if hasattr(project, "module_name") else None
+    except Exception:  # the context decides (and finds no calls in a file that does not parse)
+        return None
+    nodes = list(ast.walk(tree))
+    table = ImportTable(module_name)
+    imports = [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
+    for node in sorted(imports, key=lambda n: (n.lineno, n.col_offset)):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                table.add_import(a.name, a.asname)
+        elif not any(a.name == "*" for a in node.names):
+            table.add_from_import(node.module or "", [(a.name, a.asname) for a in node.names], node.level)
+    names = set()
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            dotted = _ast_dotted(node.func)
+            if dotted is not None:
+                names.add(table.resolve(dotted))
+    return frozenset(names)
+
+
+def _ast_dotted(node) -> Optional[str]:
+    import ast
+
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
 def _context(project, path: Path):
     """Another project file's FileContext (parsed once per project and worker, a few kept)."""
     cache: Dict[str, object] = project.__dict__.setdefault("_amplint_caller_contexts", {})
