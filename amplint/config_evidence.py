@@ -21,7 +21,13 @@ CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".sh")
 MAX_CONFIG_BYTES = 256 * 1024  # bigger files are data (vocabularies, annotations), not settings
 _SKIP_NAMES = {"package.json", "package-lock.json", "tsconfig.json", ".pre-commit-config.yaml",
                "tokenizer.json", "vocab.json", "tokenizer_config.json", "special_tokens_map.json"}
-_WORDS = re.compile(rb"fp16|bf16|precision|mixed_precision|param_dtype|opt_level|\bamp\b")
+_WORDS = re.compile(rb"fp16|bf16|float16|precision|mixed_precision|param_dtype|opt_level|\bamp\b")
+# Top-level keys of a training run's config (torchtune's recipe YAML: ``dtype: bf16`` beside
+# ``optimizer:``, ``epochs:``, ``batch_size:``): its ``dtype`` is the dtype the model trains in.
+_TRAINING_KEYS = {"optimizer", "optim", "epochs", "num_epochs", "max_epochs", "max_steps", "max_steps_per_epoch",
+                  "lr", "learning_rate", "batch_size", "train_batch_size", "loss", "gradient_accumulation_steps"}
+# A config of an inference / generation / evaluation / quantisation run (torchtune's generation.yaml)
+_INFERENCE_CONFIG = re.compile(r"(?i)generat|infer|eval|quantiz|chat|serve|predict|export")
 
 Found = Tuple[Signal, int, str]  # (signal, line, what)
 
@@ -40,7 +46,23 @@ def config_signals(text: bytes, name: str) -> List[Found]:
     if data is None:
         return []
     lines = decoded.splitlines()
-    return [(sig, _line_of(lines, key), what) for sig, key, what in _walk(data, ())]
+    found = [(sig, _line_of(lines, key), what) for sig, key, what in _walk(data, ())]
+    dtype = _training_dtype(data, name)
+    if dtype is not None:
+        found.append((dtype, _line_of(lines, "dtype"), f"`dtype: {data['dtype']}`"))
+    return found
+
+
+def _training_dtype(data: Any, name: str) -> Optional[Signal]:
+    """``dtype: fp16`` at the top of a training config (torchtune: the recipe builds the model in
+    ``training.get_dtype(cfg.dtype)``, no autocast): the parameters are of that dtype."""
+    if not isinstance(data, dict) or _INFERENCE_CONFIG.search(name) or not _TRAINING_KEYS & set(data):
+        return None
+    value = data.get("dtype")
+    dtype = _HALF_NAMES.get(value.lower()) if isinstance(value, str) else None
+    if dtype is None:
+        return None
+    return Signal("half_params", dtype, pure=True, note=f"dtype: {value} in a training config")
 
 
 def _load(text: str, name: str) -> Any:

@@ -215,3 +215,29 @@ def test_a_precision_function_with_no_float16_return_is_no_float16_evidence(tmp_
     files["pkg/utils.py"] = "def get_default_supported_precision(training):\n    return 'bf16-mixed' if training else 'bf16-true'\n"
     p = project(tmp_path, files)
     assert p.regime_for(p.root / "pkg/finetune.py").mode == "bf16"
+
+
+# torchtune: recipe YAML `dtype: bf16` (195 configs), read through training.get_dtype(cfg.dtype)
+def test_a_training_config_s_dtype_is_the_model_s_dtype(tmp_path):
+    p = project(tmp_path, {
+        "configs/run.yaml": "dtype: fp16\nbatch_size: 4\noptimizer:\n  _component_: torch.optim.AdamW\n",
+        "recipe.py": """
+            import torch
+            DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+            def train(cfg, model):
+                model = model.to(dtype=DTYPES[cfg.dtype])
+                opt = torch.optim.AdamW(model.parameters(), eps=1e-8)
+                model(1).backward()
+                opt.step()
+        """})
+    assert p.regime_for(p.root / "recipe.py").mode == "fp16"
+    assert "AMP101" in run(["check", "--select", "AMP101", "--output-format", "concise", "."], p.root).out
+
+
+def test_config_dtype_near_misses():
+    from amplint.config_evidence import config_signals
+    [(sig, line, _)] = config_signals(b"epochs: 1\ndtype: bf16\n", "7B_full.yaml")
+    assert (sig.kind, sig.dtype, sig.pure, line) == ("half_params", "bfloat16", True, 2)
+    assert config_signals(b"max_new_tokens: 300\ndtype: fp16\nbatch_size: 1\n", "generation.yaml") == []
+    assert config_signals(b"data:\n  dtype: float16\n  batch_size: 4\n", "data.yaml") == []  # not top level
+    assert config_signals(b"dtype: float16\npath: x.bin\n", "storage.yaml") == []  # no training keys
