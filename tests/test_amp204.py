@@ -151,3 +151,33 @@ def test_one_over_an_unknown_scale_is_no_down_scale():
 ])
 def test_weight_surgery_near_misses(name, body):
     assert only(adapter(body, "mix"), filename="layer.py", extra_files={"train.py": MIXED}) == ["AMP204"], name
+
+
+NCE = """
+import torch
+from torch import nn
+class NCELoss(nn.Module):
+    def forward(self, r_src, r_trg):
+        emb_dim = r_src.size(1)
+        raw_scores = {product}
+        raw_scores = raw_scores / emb_dim ** 0.5
+        return raw_scores.mean()
+"""
+
+
+def test_a_product_cast_up_after_it_was_computed_is_still_a_float16_product():
+    # bolts' AMDIM NCE loss: the .float() comes after the float16 mm has summed 2560 terms
+    source = NCE.format(product="torch.mm(r_src, r_trg).float()")
+    [f] = findings(source, filename="loss.py", extra_files={"train.py": MIXED})
+    assert "comes too late" in f.message and "cast the operands" in f.help
+    assert "torch.mm(r_src / emb_dim ** 0.5, r_trg).float()" in fixed(source, extra_files={"train.py": MIXED}, unsafe=False)
+
+
+def test_upcast_near_misses():
+    # the same product without the cast: the textbook shape, AMP205's (off by default)
+    source = NCE.format(product="torch.mm(r_src, r_trg)")
+    assert only(source, filename="loss.py", extra_files={"train.py": MIXED}, select=["ALL", "AMP205"]) == ["AMP205"]
+    # the operands cast up, with autocast off: a float32 product
+    source = NCE.format(product="torch.mm(r_src.float(), r_trg.float())").replace(
+        "    def forward", "    @torch.autocast('cuda', enabled=False)\n    def forward")
+    assert only(source, filename="loss.py", extra_files={"train.py": MIXED}, select=["ALL", "AMP205"]) == []

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Optional, Tuple
 
 import libcst as cst
 
-from ..context.precision import precision_model
+from ..context.precision import F32, precision_model
 from ..findings import Applicability, Fix
 from ..fp16 import FLOAT16, fmt
 from . import _fp16_products as P
@@ -47,6 +47,7 @@ class Candidate:
     fact: object  # the product's DTypeFact
     fix: Optional[Fix]
     textbook_attention: bool  # q·kᵀ over the head dimension scaled by 1/sqrt(d) (AMP205)
+    upcast: Optional[cst.Call] = None  # ``torch.mm(a, b).float()``: a cast up written after the product
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class ScaledProducts:
             found = self._product(ctx, pm, product_side)
             if found is None:
                 continue
-            product, named = found
+            product, named, upcast = found
             fact = pm.dtype_of(product)
             if not fact.is_half:
                 continue
@@ -98,8 +99,12 @@ class ScaledProducts:
                 fix = self._fix(ctx, pm, node, product, scale_side, scale_first)
             elif named is not None:
                 fix = self._fix_named(ctx, pm, node, named, product, scale_side, scale_first)
+            # A product cast up to float32 right after it was computed (bolts' AMDIM NCE loss:
+            # ``torch.mm(r_src, r_trg).float() / emb_dim ** 0.5``) says its author wanted float32
+            # range for it, which the float16 product never had: not the textbook attention shape
+            # whatever its scale, AMP204's.
             yield Candidate(node, product, named, scale_side, scale, fact, fix,
-                            textbook_attention(ctx, pm, product, scale))
+                            upcast is None and textbook_attention(ctx, pm, product, scale), upcast)
 
     # ---- where products are scaled ------------------------------------------------------------
     @staticmethod
@@ -116,16 +121,21 @@ class ScaledProducts:
                 yield a, a.target, a.value, False
 
     @staticmethod
-    def _product(ctx, pm, expr: cst.BaseExpression) -> Optional[Tuple[cst.CSTNode, Optional[cst.Name]]]:
-        """The matrix product ``expr`` is, directly or through a local name bound to it."""
+    def _product(ctx, pm, expr: cst.BaseExpression) -> Optional[Tuple[cst.CSTNode, Optional[cst.Name], Optional[cst.Call]]]:
+        """The matrix product ``expr`` is, directly or through a local name bound to it, and the
+        cast up to float32 written right after it (``torch.mm(a, b).float()``), if any."""
         named = None
         if isinstance(expr, cst.Name):
             bound = P.single_binding(ctx, pm, expr)
             if bound is None:
                 return None
             named, expr = expr, bound[0]
+        upcast = None
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and pm.dtype_of(expr).dtype == F32 \
+                and expr.func.attr.value in ("float", "double", "to", "type"):
+            upcast, expr = expr, expr.func.value
         if P.op_of(ctx, pm, expr) in P.PRODUCTS:
-            return expr, named
+            return expr, named, upcast
         return None
 
     # ---- is the scale a down-scale? ---------------------------------------------------------------

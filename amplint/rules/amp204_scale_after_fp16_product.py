@@ -37,9 +37,16 @@ class ScaleAfterFp16Product(Rule):
             if c.scale.value is not None:
                 after += f" (×{fmt(c.scale.value)})"
             per_term = (FLOAT16.max / _EXAMPLE_N) ** 0.5
-            message = (f"{what} is summed in float16 and only then {after}: {_EXAMPLE_N} products of entries "
+            summed = "is summed in float16"
+            if c.upcast is not None:
+                cast = P.short_code(ctx, c.upcast.func.attr) if isinstance(c.upcast.func, cst.Attribute) else "float"
+                summed += f" (the `.{cast}()` after it comes too late: the sum overflows in the float16 product)"
+            message = (f"{what} {summed} and only then {after}: {_EXAMPLE_N} products of entries "
                        f"≈ {per_term:.0f} along the contracted axis already reach float16's {fmt(FLOAT16.max)} (inf)")
-            yield Violation(c.node, message, Confidence.LIKELY, fix=c.fix,
-                            help=("normalise an operand first (`einsum(eq, a / n, b)`), or contract in float32 "
-                                  "(`.float()` operands under `torch.autocast(..., enabled=False)`)"),
+            help = ("normalise an operand first (`einsum(eq, a / n, b)`), or contract in float32 "
+                    "(`.float()` operands under `torch.autocast(..., enabled=False)`)")
+            if c.upcast is not None:
+                help = "cast the operands, not the product (`torch.mm(a.float(), b.float())` with autocast off), or " \
+                       "normalise an operand first"
+            yield Violation(c.node, message, Confidence.LIKELY, fix=c.fix, help=help,
                             evidence=because(c.fact, ctx, c.node))
