@@ -116,6 +116,33 @@ def build_context(path: Path, display: str, source: bytes, project, settings=Non
     module_name = project.module_name(path) if project is not None else None
     ctx = FileContext(display, module, source, project, module_name, settings)
     ctx.file = path
+    if project is not None:
+        ctx.open_other = lambda other: project_context(project, other)
+    return ctx
+
+
+_CONTEXTS = 24  # other files' contexts kept per project (least recently used dropped)
+
+
+def project_context(project, path: Path) -> Optional[FileContext]:
+    """Another project file's FileContext, for a question one file's analysis asks of another
+    (what a caller passes, the autocast a helper opens): parsed once per project and worker, a
+    few kept; None for a file that does not read or parse."""
+    cache = project.__dict__.setdefault("_amplint_caller_contexts", {})
+    key = str(path)
+    if key in cache:
+        ctx = cache.pop(key)
+        cache[key] = ctx  # most recently used last
+        return ctx
+    try:
+        source = project.read(path)
+        display = project.display(path) if hasattr(project, "display") else str(path)
+        ctx = build_context(path, display, source, project)
+    except Exception:  # a file that does not parse (or read) has nothing to offer
+        ctx = None
+    cache[key] = ctx
+    while len(cache) > _CONTEXTS:
+        cache.pop(next(iter(cache)))
     return ctx
 
 

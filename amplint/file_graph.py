@@ -87,8 +87,7 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
     (``precision_facts._Parents``: one walk of the tree serves both); ``is_package`` for an
     ``__init__.py`` (its relative imports are relative to the package itself)."""
     if parents is None:
-        from .precision_facts import _Parents  # noqa: PLC0415 (precision_facts imports project -> summary -> this)
-        parents = _Parents(tree)
+        parents = _Tree(tree)
     parent = parents.parent
     imports = ImportTable(f"{module}.__init__" if is_package and module else module)
     prefix = f"{module}." if module else ""
@@ -157,6 +156,18 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
     classes.sort(key=lambda c: (c[1], c[0]))
     out_calls.sort(key=lambda c: (c[2], c[3]))
     return {"functions": functions, "classes": classes, "names": dict(sorted(imports.items())), "calls": out_calls}
+
+
+class _Tree:
+    """Every node of a tree and each one's parent (``precision_facts._Parents`` has the same
+    shape; ``summarise`` passes that one)."""
+    def __init__(self, tree: ast.AST) -> None:
+        self.parent: Dict[int, ast.AST] = {}
+        self.nodes: List[ast.AST] = [tree]
+        for node in self.nodes:  # grows while it is read: breadth first
+            for child in ast.iter_child_nodes(node):
+                self.parent[id(child)] = node
+                self.nodes.append(child)
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -7,6 +7,7 @@ import re
 import libcst as cst
 import pytest
 
+from amplint.context.precision import precision_model
 from amplint.engine import build_context
 from amplint.project import Project, scan_source
 
@@ -236,7 +237,7 @@ def test_lexical_regions(tmp_path, name):
     source, fp16, line = REGION_CASES[name]
     ctx = context(tmp_path, source)
     probe = call_named(ctx, "probe")
-    status = ctx.fp16_status(probe)
+    status = precision_model(ctx).fp16_status(probe)
     assert (status.fp16, status.confidence) == (fp16, "certain"), name
     assert (status.evidence.path, status.evidence.line) == ("m.py", line)
 
@@ -245,7 +246,7 @@ def test_outside_regions_the_project_regime_decides(tmp_path):
     ctx = context(tmp_path, 'import torch\nwith torch.autocast("cuda"):\n    pass\ny = x.probe()\n')
     assert ctx.region_of(call_named(ctx, "probe")) is None
     ctx = context(tmp_path, "y = x.probe()\n", **{"train.py": "import torch\nmodel = Net().half()\n" + TRAINS})
-    status = ctx.fp16_status(call_named(ctx, "probe"))
+    status = precision_model(ctx).fp16_status(call_named(ctx, "probe"))
     assert (status.fp16, status.confidence) == (True, "likely")
     assert status.evidence.path.endswith("train.py") and status.evidence.line == 2
 

@@ -46,8 +46,7 @@ def _definition(ctx, call: cst.Call):
     path = project._module_paths().get(module)
     if path is None:
         return None
-    from .callers import _context  # noqa: PLC0415 (shares the per-project cache of parsed files)
-    other = _context(project, path)
+    other = ctx.other_file(path)
     if other is None:
         return None
     for node in (*other.nodes(cst.FunctionDef), *other.nodes(cst.ClassDef)):

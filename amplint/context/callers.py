@@ -16,7 +16,6 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 MAX_FILES = 8
-_CONTEXTS = 24  # other files' contexts kept per project (least recently used dropped)
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,6 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
     project = ctx.project
     if not hasattr(project, "callers"):
         return []
-    from .precision import precision_model
     qualified = f"{ctx.imports.module_name}.{fn.name.value}"
     here = Path(ctx.path).resolve()
     callees: Dict[Path, set] = {}
@@ -95,10 +93,10 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
             callees.setdefault(site.path, set()).add(site.callee)
     out: List[Passed] = []
     for path in list(callees)[:MAX_FILES]:
-        other = _context(project, path)
+        other = ctx.other_file(path)
         if other is None:
             continue
-        other_pm = precision_model(other)
+        other_pm = pm.model_for(other)
         for call in other.nodes(cst.Call):
             if other.call_name(call) not in callees[path]:
                 continue
@@ -163,24 +161,3 @@ def _ast_dotted(node) -> Optional[str]:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
-
-
-def _context(project, path: Path):
-    """Another project file's FileContext (parsed once per project and worker, a few kept)."""
-    cache: Dict[str, object] = project.__dict__.setdefault("_amplint_caller_contexts", {})
-    key = str(path)
-    if key in cache:
-        ctx = cache.pop(key)
-        cache[key] = ctx  # most recently used last
-        return ctx
-    from ..engine import build_context  # noqa: PLC0415 (the engine imports this package)
-    try:
-        source = project.read(path)
-        display = project.display(path) if hasattr(project, "display") else str(path)
-        ctx = build_context(path, display, source, project)
-    except Exception:  # a file that does not parse (or read) has no calls to offer
-        ctx = None
-    cache[key] = ctx
-    while len(cache) > _CONTEXTS:
-        cache.pop(next(iter(cache)))
-    return ctx

@@ -1,7 +1,8 @@
 """The per-file context every rule asks: one parse, one walk, shared facts.
 
 The walk records, for every node, its parent and its type (so rules iterate the nodes they care
-about without walking the tree again), the import table, the precision regions opened by autocast
+about without walking the tree again), the import table, the scopes, bindings and references
+(``ctx.semantic``: what a name is bound to at a node), the precision regions opened by autocast
 ``with`` blocks and decorators, and module-level constants. Positions are computed only when a
 finding is reported (PositionProvider costs ~2.6x the parse on real code).
 """
@@ -11,7 +12,7 @@ import dataclasses
 import math
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple, Type, TypeVar
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -19,6 +20,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from ..constants import binary, unary
 from .evidence import Signal, autocast_signal, cst_call_facts, CallFacts
 from .imports import ImportTable, dotted_name, record_import
+from .semantic import SemanticModel
 
 N = TypeVar("N", bound=cst.CSTNode)
 
@@ -71,14 +73,6 @@ class PrecisionRegion:
     dtype: str  # "float16" | "bfloat16" | "float32"
     enabled: bool
     evidence: Evidence
-
-
-@dataclass(frozen=True)
-class Fp16Status:
-    """Whether code at a node runs with float16 activations, how sure we are, and why."""
-    fp16: bool
-    confidence: str  # "certain" | "likely"
-    evidence: Optional[Evidence]
 
 
 class _FieldOrder(cst.CSTVisitor):
@@ -146,11 +140,13 @@ def _walk(ctx: "FileContext", module: cst.Module) -> None:
     by_type = ctx._by_type
     order = ctx._order
     fields_of = _CHILD_FIELDS
-    stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(module, None)]
+    semantic = ctx.semantic
+    enter, scope_changes, child_scope = semantic.enter, semantic.SCOPE_CHANGES, semantic.child_scope
+    stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], object]] = [(module, None, None)]
     pop, push = stack.pop, stack.append
     n = 0
     while stack:
-        node, parent = pop()
+        node, parent, scope = pop()
         key = id(node)
         if parent is not None:
             parents[key] = parent
@@ -164,6 +160,7 @@ def _walk(ctx: "FileContext", module: cst.Module) -> None:
             found.append(node)
         if t in _IMPORTS:
             record_import(ctx.imports, node)
+        scope = enter(node, parent, scope)  # bindings, references (the module's scope for the root)
         names = fields_of.get(t)
         if names is None:
             names = _child_fields(t, node)
@@ -176,8 +173,12 @@ def _walk(ctx: "FileContext", module: cst.Module) -> None:
                 children.extend(value)
             else:
                 children.append(value)
-        for child in reversed(children):
-            push((child, node))
+        if t in scope_changes:  # a def's body runs in its scope, its defaults around it, ...
+            for child in reversed(children):
+                push((child, node, child_scope(node, child, scope)))
+        else:
+            for child in reversed(children):
+                push((child, node, scope))
 
 
 class FileContext:
@@ -192,6 +193,8 @@ class FileContext:
         self.source = source
         self.project = project  # amplint.project.Project, or None when linting a lone snippet
         self.file: Optional[Path] = None  # the file on disk (set by engine.build_context)
+        # path -> another project file's FileContext (engine.project_context, set by build_context)
+        self.open_other: Optional[Callable[[Path], Optional["FileContext"]]] = None
         self.imports = ImportTable(module_name)
         self._parents: Dict[int, cst.CSTNode] = {}  # id(node) -> its parent
         self._by_type: Dict[type, List[cst.CSTNode]] = {}
@@ -200,6 +203,8 @@ class FileContext:
         self._regions: Optional[Dict[cst.CSTNode, PrecisionRegion]] = None
         self._constants: Optional[Dict[str, cst.BaseExpression]] = None
         self._cache: Dict[str, object] = {}  # per-file memo for rules and models (e.g. dtype flow)
+        # scopes, bindings and references (amplint.context.semantic), recorded by the walk
+        self.semantic = SemanticModel(self)
         _walk(self, module)
 
     @property
@@ -211,6 +216,11 @@ class FileContext:
         if self.file is not None and hasattr(self.project, "regime_for"):
             return self.project.regime_for(self.file)
         return self.project.regime
+
+    def other_file(self, path: Path) -> Optional["FileContext"]:
+        """The context of another file of the project (parsed once per project and worker), for
+        questions one file asks of another; None for a lone snippet or a file that does not parse."""
+        return self.open_other(path) if self.open_other is not None else None
 
     @property
     def project_index(self):
@@ -243,15 +253,6 @@ class FileContext:
 
     def is_ancestor(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
         return any(a is ancestor for a in self.ancestors(node))
-
-    def dtype(self, expr: cst.BaseExpression):
-        """The precision model's DTypeFact for ``expr`` (see amplint.context.precision)."""
-        from .precision import precision_model
-        return precision_model(self).dtype_of(expr)
-
-    def autocast_at(self, node: cst.CSTNode):
-        from .precision import precision_model
-        return precision_model(self).autocast_at(node)
 
     def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
         """The statement line holding ``node`` (a SimpleStatementLine or a compound statement)."""
@@ -378,9 +379,7 @@ class FileContext:
         p = fn.params
         for param in (*p.posonly_params, *p.params, *p.kwonly_params):
             if param.name.value == name and param.default is not None:
-                from .precision import precision_model
-                if any(isinstance(t.target, cst.Name) and t.target.value == name
-                       for a in precision_model(self).assigns_in(fn) for t in a.targets):
+                if self.semantic.rebound_in(name, fn):
                     return None
                 return self.number(param.default, depth + 1)
         return None
@@ -388,11 +387,20 @@ class FileContext:
     def _init_constant(self, attr: cst.Attribute, depth: int) -> Optional[float]:
         """``self.eps`` set in ``__init__`` to a constant, or to an ``__init__`` parameter with a
         constant default (``def __init__(self, eps=1e-6): self.eps = eps``)."""
-        from .precision import precision_model
-        value = precision_model(self).init_attribute(attr, attr.attr.value)
+        value = self.init_attribute(attr, attr.attr.value)
         if value is None:
             return None
         return self.number(value, depth + 1)
+
+    def init_attribute(self, node: cst.CSTNode, attr: str) -> Optional[cst.BaseExpression]:
+        """The expression assigned to ``self.<attr>`` in the ``__init__`` of the class holding
+        ``node`` (the last assignment wins; ``semantic.init_attribute``); None when it is not
+        assigned there, or only as a part of an unpacked value."""
+        cls = self.enclosing_class(node)
+        if cls is None:
+            return None
+        b = self.semantic.init_attribute(cls, attr)
+        return b.value if b is not None and not b.part else None  # type: ignore[return-value]
 
     def constant_definition(self, expr: cst.BaseExpression, _depth: int = 0) -> Optional[cst.BaseExpression]:
         """Where the constant a name stands for is written, in this file: the number literal of
@@ -406,8 +414,7 @@ class FileContext:
                 isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float))):
             return expr if _depth > 0 else None
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            from .precision import precision_model
-            value = precision_model(self).init_attribute(expr, expr.attr.value)
+            value = self.init_attribute(expr, expr.attr.value)
             return self.constant_definition(value, _depth + 1) if value is not None else None
         if not isinstance(expr, cst.Name):
             return None
@@ -483,21 +490,3 @@ class FileContext:
                 # A with-item's own call is not inside its block.
                 return r
         return None
-
-    def fp16_status(self, node: cst.CSTNode) -> Fp16Status:
-        """Does code at ``node`` run with float16 activations? Lexical autocast regions decide
-        first (certain); otherwise the project's regime (likely)."""
-        region = self.region_of(node)
-        if region is not None:
-            if region.enabled and region.dtype == "float16":
-                return Fp16Status(True, "certain", region.evidence)
-            return Fp16Status(False, "certain", region.evidence)
-        regime = self.regime
-        if regime is None:
-            return Fp16Status(False, "likely", None)
-        if regime.half_params is not None:
-            return Fp16Status(True, "likely", regime.half_params)
-        state = self.autocast_at(node)
-        if state.active and state.dtype == "float16":
-            return Fp16Status(True, state.confidence, state.evidence)
-        return Fp16Status(False, "likely", None)

@@ -11,8 +11,9 @@ say. Where values come from when nothing local says so:
 - outputs of nn layers and of nn.Module calls are the autocast dtype under autocast;
 - ``self.x`` attributes are resolved from ``__init__``.
 
-Rules ask ``precision_model(ctx).dtype_of(expr)`` (or ``ctx.dtype(expr)``) and
-``autocast_at(node)``; they never re-derive dtypes themselves.
+Rules ask ``precision_model(ctx).dtype_of(expr)``, ``autocast_at(node)`` and ``fp16_status(node)``;
+they never re-derive dtypes themselves. Names are resolved by the file's semantic model
+(``ctx.semantic``).
 """
 from __future__ import annotations
 
@@ -69,6 +70,14 @@ class AutocastState:
 
 
 NOT_AUTOCAST = AutocastState(False)
+
+
+@dataclass(frozen=True)
+class Fp16Status:
+    """Whether code at a node runs with float16 activations, how sure we are, and why."""
+    fp16: bool
+    confidence: str  # "certain" | "likely"
+    evidence: Optional[Evidence]
 
 _CASTS = {"float": F32, "double": F32, "half": F16, "bfloat16": BF16}
 _SCALAR_METHODS = {"item", "tolist", "size", "numel", "dim", "nelement", "element_size", "__len__",
@@ -127,11 +136,32 @@ class PrecisionModel:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._memo: Dict[cst.CSTNode, DTypeFact] = {}
-        self._assignments: Optional[Dict[Optional[cst.FunctionDef], Dict[str, List[Tuple[cst.CSTNode, object]]]]] = None
-        self._init_attrs: Dict[cst.ClassDef, Dict[str, cst.BaseExpression]] = {}
         self._depth = 0
 
+    def model_for(self, ctx: FileContext) -> "PrecisionModel":
+        """The precision model of another file's context (what a caller in that file passes)."""
+        return precision_model(ctx)
+
     # ---- autocast ---------------------------------------------------------------------------
+    def fp16_status(self, node: cst.CSTNode) -> Fp16Status:
+        """Does code at ``node`` run with float16 activations? Lexical autocast regions decide
+        first (certain); otherwise the project's regime (likely)."""
+        ctx = self.ctx
+        region = ctx.region_of(node)
+        if region is not None:
+            if region.enabled and region.dtype == F16:
+                return Fp16Status(True, CERTAIN, region.evidence)
+            return Fp16Status(False, CERTAIN, region.evidence)
+        regime = ctx.regime
+        if regime is None:
+            return Fp16Status(False, LIKELY, None)
+        if regime.half_params is not None:
+            return Fp16Status(True, LIKELY, regime.half_params)
+        state = self.autocast_at(node)
+        if state.active and state.dtype == F16:
+            return Fp16Status(True, state.confidence, state.evidence)
+        return Fp16Status(False, LIKELY, None)
+
     def autocast_at(self, node: cst.CSTNode) -> AutocastState:
         """Is autocast active at ``node``, with what dtype, and how sure are we?
 
@@ -322,16 +352,10 @@ class PrecisionModel:
         index = self.ctx._cache.get("function_attributes")
         if index is None:
             index = {}
-            for fn in self.ctx.nodes(cst.FunctionDef):
-                if fn.name.value != "__init__":
-                    continue
-                for assign in self.assigns_in(fn):
-                    if not isinstance(assign.value, cst.Name):
-                        continue
-                    for t in assign.targets:
-                        tgt = t.target
-                        if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
-                            index.setdefault(assign.value.value, []).append(tgt.attr.value)
+            for cls in self.ctx.nodes(cst.ClassDef):
+                for b in self.ctx.semantic.attributes_of(cls):
+                    if b.scope.node.name.value == "__init__" and isinstance(b.value, cst.Name) and not b.part:
+                        index.setdefault(b.value.value, []).append(b.name)
             self.ctx._cache["function_attributes"] = index
         return index  # type: ignore[return-value]
 
@@ -364,66 +388,26 @@ class PrecisionModel:
         return cache[key]  # type: ignore[return-value]
 
     # ---- names -------------------------------------------------------------------------------
-    def _assignment_table(self):
-        if self._assignments is None:
-            table: Dict[Optional[cst.FunctionDef], Dict[str, List[Tuple[cst.CSTNode, object]]]] = {}
-            ctx = self.ctx
-            for node in (*ctx.nodes(cst.Assign), *ctx.nodes(cst.AnnAssign), *ctx.nodes(cst.AugAssign)):
-                fn = ctx.enclosing_function(node)
-                names = table.setdefault(fn, {})
-                if isinstance(node, cst.Assign):
-                    for t in node.targets:
-                        self._bind_target(names, t.target, node, node.value)
-                elif isinstance(node, cst.AnnAssign):
-                    if node.value is not None:
-                        self._bind_target(names, node.target, node, node.value)
-                else:
-                    if isinstance(node.target, cst.Name):
-                        names.setdefault(node.target.value, []).append((node, ("aug", node)))
-            for names in table.values():
-                for lst in names.values():
-                    lst.sort(key=lambda item: self.ctx.order(item[0]))
-            self._assignments = table
-        return self._assignments
-
-    def _bind_target(self, names, target, stmt, value) -> None:
-        if isinstance(target, cst.Name):
-            names.setdefault(target.value, []).append((stmt, value))
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            elements = [e.value for e in target.elements]
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
-                for t, v in zip(elements, value.elements):
-                    self._bind_target(names, t, stmt, v.value)
-            else:
-                # q, k, v = qkv.unbind(0) / x.chunk(3): every part has the dtype of the whole.
-                for t in elements:
-                    self._bind_target(names, t, stmt, ("part", value))
-
     def _binding(self, name: cst.Name) -> Optional[object]:
         return self.binding_at(name.value, name)
 
     def binding_at(self, name: str, at: cst.CSTNode) -> Optional[object]:
-        """What the local (or module-level) name ``name`` is bound to as seen from node ``at``: the
-        value expression of the last assignment before it, ``("part", value)`` for an unpacked
-        target, ``("param", fn, param)`` for a parameter, ``("aug", stmt)`` for an augmented
-        assignment, or None. Two nodes see the same value of a name when this returns the same
-        object for both."""
-        ctx = self.ctx
-        fn = ctx.enclosing_function(at)
-        order = ctx.order(at)
-        for scope in (fn, None) if fn is not None else (None,):
-            candidates = self._assignment_table().get(scope, {}).get(name, [])
-            best = None
-            for stmt, value in candidates:
-                if ctx.order(stmt) < order and not ctx.is_ancestor(stmt, at):
-                    best = value
-            if best is not None:
-                return best
-            if scope is fn and fn is not None:
-                param = self._param(fn, name)
-                if param is not None:
-                    return ("param", fn, param)
-        return None
+        """What the name ``name`` is bound to as seen from node ``at`` (``ctx.semantic.lookup``),
+        as the dtype flow uses it: the value expression of an assignment (or walrus),
+        ``("part", value)`` for an unpacked target, ``("param", fn, param)`` for a parameter of a
+        def, ``("aug", stmt)`` for an augmented assignment, ``(kind, binding)`` for any other
+        binding (a loop or ``with`` target, an import, a def: no dtype from here), or None. Two
+        nodes see the same value of a name when this returns the same (or an equal) object."""
+        b = self.ctx.semantic.lookup(name, at)
+        if b is None:
+            return None
+        if b.kind in ("assign", "walrus"):
+            return ("part", b.value) if b.part else b.value
+        if b.kind == "augassign":
+            return ("aug", b.value)
+        if b.kind == "param" and isinstance(b.scope.node, cst.FunctionDef):
+            return ("param", b.scope.node, b.value)
+        return (b.kind, b)
 
     def value_of(self, name: cst.Name) -> Optional[cst.BaseExpression]:
         """The expression last assigned to ``name`` before its use (for ``a, b = t.chunk(2)``, the
@@ -432,14 +416,6 @@ class PrecisionModel:
         if isinstance(value, tuple):
             return value[1] if value[0] == "part" and isinstance(value[1], cst.BaseExpression) else None
         return value if isinstance(value, cst.BaseExpression) else None
-
-    @staticmethod
-    def _param(fn: cst.FunctionDef, name: str) -> Optional[cst.Param]:
-        p = fn.params
-        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
-            if param.name.value == name:
-                return param
-        return None
 
     def _param_dtype(self, fn: cst.FunctionDef, param: cst.Param) -> DTypeFact:
         """A parameter is float16 when a caller passes it a float16 value; when every caller seen
@@ -531,34 +507,11 @@ class PrecisionModel:
             return False
         return False
 
-    def assigns_in(self, fn: Optional[cst.FunctionDef]) -> List[cst.Assign]:
-        """``Assign`` statements whose innermost enclosing function is ``fn`` (None: module level)."""
-        by_fn = self.ctx._cache.get("assigns_by_fn")
-        if by_fn is None:
-            by_fn = {}
-            for a in self.ctx.nodes(cst.Assign):
-                by_fn.setdefault(self.ctx.enclosing_function(a), []).append(a)
-            self.ctx._cache["assigns_by_fn"] = by_fn
-        return by_fn.get(fn, [])  # type: ignore[union-attr]
-
     # ---- self.attributes ---------------------------------------------------------------------
     def init_attribute(self, node: cst.CSTNode, attr: str) -> Optional[cst.BaseExpression]:
         """The expression assigned to ``self.<attr>`` in the ``__init__`` of the class holding
-        ``node`` (the last assignment wins)."""
-        cls = self.ctx.enclosing_class(node)
-        if cls is None:
-            return None
-        if cls not in self._init_attrs:
-            attrs: Dict[str, cst.BaseExpression] = {}
-            for stmt in cls.body.body:
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
-                    for assign in self.assigns_in(stmt):
-                        for t in assign.targets:
-                            tgt = t.target
-                            if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
-                                attrs[tgt.attr.value] = assign.value
-            self._init_attrs[cls] = attrs
-        return self._init_attrs[cls].get(attr)
+        ``node`` (the last assignment wins; ``ctx.semantic.init_attribute``)."""
+        return self.ctx.init_attribute(node, attr)
 
     # ---- expressions -------------------------------------------------------------------------
     def dtype_of(self, expr) -> DTypeFact:

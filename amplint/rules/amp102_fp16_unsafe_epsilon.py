@@ -403,7 +403,7 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode) -> bool:
             if fact.is_half:
                 return True
             if fact.dtype is None and not p.model.not_a_tensor(value):
-                state = p.model.ctx.fp16_status(p.call)
+                state = p.model.fp16_status(p.call)
                 if state.fp16:
                     return True
     return False
