@@ -118,12 +118,32 @@ class _Parents:
             p = self.parent.get(id(p))
 
 
-def _is_training_call(call: ast.Call) -> Optional[str]:
+_TRAINER_CLASS = re.compile(r"Trainer$")
+
+
+def _trainer_names(nodes: List[ast.AST]) -> set:
+    """Names assigned a trainer object (``t = SFTTrainer(model, args)``): their ``.train()`` trains."""
+    out = set()
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
+            target, callee = _dotted(node.targets[0]), _dotted(node.value.func) or ""
+            if target and _TRAINER_CLASS.search(callee.rsplit(".", 1)[-1]):
+                out.add(target)
+    return out
+
+
+def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Optional[str]:
     """What makes ``call`` a training step: a backward, an optimizer step, a trainer taking the
-    model. None for anything else."""
+    model (a receiver named so, one of ``trainers``, or ``Trainer(...).train()`` itself). None for
+    anything else."""
     f = call.func
     if isinstance(f, ast.Attribute):
         receiver = _dotted(f.value) or ""
+        if isinstance(f.value, ast.Call):  # ``Trainer(model=model, args=args).train()``
+            built = (_dotted(f.value.func) or "").rsplit(".", 1)[-1]
+            receiver = built if _TRAINER_CLASS.search(built) or built == "Fabric" else receiver
+        elif receiver in trainers:
+            receiver = "trainer"
         if f.attr == "backward":
             return "backward"
         if f.attr == "step" and _STEP_RECEIVER.search(receiver.rsplit(".", 1)[-1]):
@@ -197,9 +217,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # Training calls per function (None: module level), for entry points and "after the last step".
     training_lines: Dict[int, List[int]] = {}
     entry: Dict[int, Dict[str, Any]] = {}
+    trainers = frozenset(_trainer_names(nodes))
     for node in nodes:
         if isinstance(node, ast.Call):
-            why = _is_training_call(node)
+            why = _is_training_call(node, trainers)
             if why is None:
                 continue
             fn = owner(node)
@@ -330,12 +351,20 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
 _NOT_TRAINED = re.compile(r"(?i)pipe|(^|_)ema(_|$)|teacher|frozen")
 
 
+_ADAPTER_WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
+
+
 def _frozen_objects(nodes: List[ast.AST]) -> set:
     """Names of modules whose parameters do not train: ``vae.requires_grad_(False)``,
-    ``for p in encoder.parameters(): p.requires_grad = False`` (the last part of a dotted name)."""
+    ``for p in encoder.parameters(): p.requires_grad = False``, ``get_peft_model(model, config)`` (the
+    last part of a dotted name)."""
     out = set()
     for node in nodes:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_" \
+        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in _ADAPTER_WRAPPERS \
+                and node.args and _dotted(node.args[0]):
+            # PEFT freezes the base model and trains adapters (float32 since peft 0.12's autocast_adapter_dtype)
+            out.add(_dotted(node.args[0]).rsplit(".", 1)[-1])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_" \
                 and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
             name = _dotted(node.func.value)
             if name:

@@ -241,3 +241,37 @@ def test_config_dtype_near_misses():
     assert config_signals(b"max_new_tokens: 300\ndtype: fp16\nbatch_size: 1\n", "generation.yaml") == []
     assert config_signals(b"data:\n  dtype: float16\n  batch_size: 4\n", "data.yaml") == []  # not top level
     assert config_signals(b"dtype: float16\npath: x.bin\n", "storage.yaml") == []  # no training keys
+
+
+# Hugging Face: a model loaded in float16 and handed to Trainer(args=TrainingArguments(fp16=True))
+_HF = """
+    import torch
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+    def main(ds):
+        model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.float16)
+        args = TrainingArguments(output_dir="out", fp16=True)
+        t = Trainer(model=model, args=args, train_dataset=ds)
+        t.train()
+"""
+
+
+def test_a_half_model_handed_to_the_hf_trainer_is_trained_in_half(tmp_path):
+    p = project(tmp_path, {"finetune.py": _HF})
+    assert [e.functions[0]["function"] for e in p.entry_points()] == ["main"]
+    assert p.regime_for(p.root / "finetune.py").mode == "fp16"
+    assert "AMP101" in run(["check", "--select", "AMP101", "--output-format", "concise", "."], p.root).out
+
+
+def test_a_chained_trainer_train_is_an_entry_point():
+    src = textwrap.dedent("""
+        from transformers import Trainer, TrainingArguments
+        Trainer(model=model, args=TrainingArguments("out", fp16=True)).train()
+    """)
+    assert file_facts(src.encode(), "finetune.py", None)["entry_points"][0]["why"] == ["Trainer.train"]
+
+
+def test_a_half_base_model_under_lora_adapters_is_mixed_precision(tmp_path):
+    # near miss: PEFT freezes the float16 base model and trains float32 adapters
+    src = _HF.replace("        args =", "        model = get_peft_model(model, LoraConfig(r=8))\n        args =")
+    p = project(tmp_path, {"finetune.py": "from peft import LoraConfig, get_peft_model\n" + textwrap.dedent(src)})
+    assert p.regime_for(p.root / "finetune.py").mode == "fp16-mixed"
