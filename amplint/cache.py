@@ -8,7 +8,8 @@ recomputed from, and results are the same with and without it (tested). Keys:
   when the stat is unchanged the file is not even read. A file modified less than ``RACY_SECONDS``
   before its stat was taken may change again within the clock's resolution without its stat
   changing, so its stat is not remembered (git's "racy clean" rule);
-- a *result key* adds amplint's version, the effective configuration and the selected rules; a
+- a *result key* adds amplint's build (its version; from a source checkout also a digest of
+  amplint's own source files, see ``build``), the effective configuration and the selected rules; a
   result also records the project facts its analysis read, and is reused only while they are the same.
 
 Everything of one project lives in one JSON file under a folder named by amplint's version and the
@@ -34,6 +35,34 @@ from .summary import SCHEMA, FileSummary
 CACHE_DIR_NAME = ".amplint_cache"
 FORMAT = "amplint-cache"
 RACY_SECONDS = 2.0
+
+
+def build() -> str:
+    """What made the cache's entries: amplint's version and, when amplint runs from a source
+    checkout rather than an installed distribution, a digest of its own source files (an edit to
+    amplint then invalidates what it cached, with no ``amplint clean``). Computed once per process."""
+    global _BUILD
+    if _BUILD is None:
+        _BUILD = __version__
+        package = Path(__file__).resolve().parent
+        if not any(part in ("site-packages", "dist-packages") for part in package.parts):
+            _BUILD = f"{__version__}+{source_digest(package)}"
+    return _BUILD
+
+
+_BUILD: Optional[str] = None
+
+
+def source_digest(package: Path) -> str:
+    """A digest of the Python files of the package at ``package`` (names and contents)."""
+    h = hashlib.blake2b(digest_size=8)
+    for f in sorted(package.rglob("*.py")):
+        try:
+            data = f.read_bytes()
+        except OSError:
+            data = b""
+        h.update(f.relative_to(package).as_posix().encode() + b"\0" + data + b"\0")
+    return h.hexdigest()
 
 
 def digest(*parts) -> str:
@@ -82,7 +111,7 @@ class ProjectCache:
             data = json.loads(self.path.read_bytes())
         except (OSError, ValueError, RecursionError, MemoryError):
             return
-        if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == __version__
+        if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == build()
                 and data.get("schema") == SCHEMA and data.get("root") == self.root):
             return
         for name, store in (("files", self._files), ("summaries", self._summaries), ("results", self._results),
@@ -159,7 +188,7 @@ class ProjectCache:
         # The project-wide facts of this run, and some earlier ones (another cwd, another precision).
         derived = dict(list(self._derived.items())[-4096:])
         derived.update(self._new_derived)
-        data = {"format": FORMAT, "version": __version__, "schema": SCHEMA, "root": self.root,
+        data = {"format": FORMAT, "version": build(), "schema": SCHEMA, "root": self.root,
                 "files": files, "summaries": summaries, "results": results, "derived": derived}
         try:
             prepare_dir(self.directory)

@@ -54,8 +54,8 @@ class Settings:
 def default_off_codes() -> frozenset:
     """Rules that run only when named by their exact code in ``select`` / ``extend-select`` (as
     ruff's explicitly selected preview rules): ``ALL`` and prefixes do not enable them."""
-    from .rules import all_rules  # the registry (libcst, never torch)
-    return frozenset(code for code, rule in all_rules().items() if not getattr(rule, "default_enabled", True))
+    from .rules import default_off  # the registry (read without importing the rules when it can)
+    return default_off()
 
 
 def _expand(selectors: Sequence[str], codes: Sequence[str], where: str, explicit_only: frozenset = frozenset()) -> set:

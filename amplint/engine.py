@@ -13,20 +13,13 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from .context.file_context import FileContext
-from .findings import SYNTAX_ERROR, TOO_COMPLEX, Finding, Location, Violation, severity_of
+from .findings import SYNTAX_ERROR, TOO_COMPLEX, FileResult, Finding, Location, Violation, severity_of  # noqa: F401
 from .noqa import is_suppressed, suppressed_at_uses, suppressions
 from .notebook import NotebookError, is_notebook
 from .notebook import from_bytes as read_notebook
 from .overlay import OverlayProject
 from .parsing import DEFAULT_LIMITS, TooComplex, parse_module, python_ast
 from .rules import all_rules
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: List[Finding] = field(default_factory=list)
-    errors: List[str] = field(default_factory=list)  # internal errors (rule crashes, unreadable files)
 
 
 @dataclass

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import List, Optional, Tuple
 
-import libcst as cst
+from ._lazy import cst
 
 
 class Confidence(str, Enum):
@@ -142,3 +142,11 @@ def severity_of(confidence: str) -> str:
 # The code of the finding the engine itself produces for a file it cannot parse.
 SYNTAX_ERROR = "E999"
 TOO_COMPLEX = "E998"  # a file over a limit of amplint.parsing: not parsed, not linted
+
+
+@dataclass
+class FileResult:
+    """What linting one file gave (``amplint.engine``), or its cached result."""
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)  # internal errors (rule crashes, unreadable files)

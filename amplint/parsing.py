@@ -24,7 +24,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 
-import libcst as cst
+from ._lazy import cst
 
 
 @dataclass(frozen=True)

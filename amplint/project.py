@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .cache import ProjectCache, content_key, digest
-from .context.evidence import Signal
-from .context.file_context import Evidence
+from .context.evidence import Evidence, Signal
 from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import CallSite, ProjectIndex, Symbol

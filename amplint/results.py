@@ -21,15 +21,14 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from . import __version__
-from .cache import digest
+from .cache import build, digest
 from .findings import Finding, FixSummary, Location
 
 _TYPES = {"FixSummary": FixSummary, "Location": Location}
 
 
 def result_key(content: str, display: str, settings, codes) -> str:
-    return digest("result", __version__, content, display, os.getcwd(), repr(settings), ",".join(sorted(codes)))
+    return digest("result", build(), content, display, os.getcwd(), repr(settings), ",".join(sorted(codes)))
 
 
 # ---- findings as data -----------------------------------------------------------------------------

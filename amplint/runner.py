@@ -15,8 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .cache import ProjectCache, default_dir
 from .config import RuleSelection, Settings
 from .discovery import Discovery, project_root
-from .engine import FileResult, lint_file
-from .findings import Finding
+from .findings import FileResult, Finding
 from .project import Project
 from .results import entry_findings, make_entry, result_key, still_valid
 
@@ -188,6 +187,14 @@ class Runner:
             raise  # KeyboardInterrupt
         executor.shutdown(wait=True)
         return results
+
+
+def lint_file(path: Path, display: str, project: Project, codes, settings=None) -> FileResult:
+    """``engine.lint_file``, imported when a file is linted: the engine imports libcst and the
+    rules, which a run answered from the cache never needs."""
+    from .engine import lint_file as lint
+
+    return lint(path, display, project, codes, settings)
 
 
 # ---- worker side ------------------------------------------------------------------------------------

@@ -192,3 +192,65 @@ def test_results_are_reused_only_while_what_they_read_is_the_same(tmp_path, monk
     out = run(["check", "opt.py"], root).out
     assert linted == ["opt.py"] and "AMP101" not in out
     assert out == run(["check", "--no-cache", "opt.py"], root).out
+
+
+PROBE_IMPORTS = """
+import io, json, sys
+from contextlib import redirect_stdout
+from amplint.cli import main
+with redirect_stdout(io.StringIO()) as out:
+    rc = main(sys.argv[1:])
+print(json.dumps({"rc": rc, "libcst": sorted(m for m in sys.modules if m == "libcst" or m.startswith("libcst.")),
+                  "out": out.getvalue()}))
+"""
+
+
+def test_a_run_answered_from_the_cache_never_imports_libcst(tmp_path):
+    """libcst (and the rules, which import it) are imported only when a file is linted: a second
+    run with nothing changed reads every result from the cache in a fresh interpreter without it."""
+    root = write_project(tmp_path / "p", {"train.py": "import torch\nx = torch.zeros(2).half()\ny = torch.log(x + 1e-8)\n"})
+    age(root)
+    env = subprocess_env()
+    env.pop("AMPLINT_NO_CACHE", None)
+    runs = []
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-c", PROBE_IMPORTS, "check", "--output-format", "concise", "."],
+                           cwd=root, env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        runs.append(json.loads(p.stdout))
+    assert runs[0]["libcst"] and runs[0]["rc"] == 1 and "AMP102" in runs[0]["out"]
+    assert runs[1]["libcst"] == [] and runs[1]["out"] == runs[0]["out"]
+
+
+def test_rule_codes_read_without_importing_the_rules_are_the_registry():
+    from amplint.rules import all_rules, declared_rules
+
+    assert declared_rules() == {code: rule.default_enabled for code, rule in all_rules().items()}
+
+
+def test_the_cache_of_another_amplint_build_is_ignored(tmp_path, monkeypatch):
+    """From a source checkout the cache is keyed by a digest of amplint's own files: after an edit
+    to amplint, nothing cached by the old code is reused (no `amplint clean` needed)."""
+    import amplint.cache as cache_module
+    import amplint.runner as runner_module
+    from amplint.cache import source_digest
+
+    package = tmp_path / "pkg"
+    (package / "rules").mkdir(parents=True)
+    (package / "rules" / "r.py").write_text("X = 1\n")
+    before = source_digest(package)
+    assert source_digest(package) == before
+    (package / "rules" / "r.py").write_text("X = 2\n")
+    assert source_digest(package) != before
+
+    root = write_project(tmp_path / "p", {"train.py": "import torch\nx = torch.zeros(2).half()\ny = torch.log(x + 1e-8)\n"})
+    age(root)
+    linted = []
+    original = runner_module.lint_file
+    monkeypatch.setattr(runner_module, "lint_file", lambda path, *a, **k: linted.append(Path(path).name) or original(path, *a, **k))
+    first = check(root)
+    check(root)
+    assert linted == ["train.py"]  # the second run: from the cache
+    monkeypatch.setattr(cache_module, "_BUILD", "0.0+edited")
+    assert check(root) == first
+    assert linted == ["train.py", "train.py"]

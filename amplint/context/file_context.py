@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..constants import binary, unary
-from .evidence import Signal, autocast_signal, cst_call_facts, CallFacts
+from .evidence import Evidence, Signal, autocast_signal, cst_call_facts, CallFacts  # noqa: F401 (Evidence re-exported)
 from .imports import ImportTable, dotted_name, record_import
 from .semantic import SemanticModel
 
@@ -28,41 +28,6 @@ N = TypeVar("N", bound=cst.CSTNode)
 _CST_BINARY = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.Power: "**",
                cst.FloorDivide: "//", cst.Modulo: "%"}
 _CST_UNARY = {cst.Minus: "-", cst.Plus: "+"}
-
-
-class Evidence:
-    """Why some code is taken to run in a precision: what, and where (path:line).
-
-    ``line`` may be given as a function: an autocast region's line is only needed when a finding
-    cites it, and computing it means resolving positions for the whole file (~2.6x the parse)."""
-
-    __slots__ = ("what", "path", "_line")
-
-    def __init__(self, what: str, path: str, line) -> None:
-        self.what = what
-        self.path = path
-        self._line = line
-
-    @property
-    def line(self) -> int:
-        if callable(self._line):
-            self._line = self._line()
-        return self._line
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Evidence) and (self.what, self.path, self.line) == (other.what, other.path, other.line)
-
-    def __hash__(self) -> int:
-        return hash((self.what, self.path))
-
-    def __repr__(self) -> str:
-        return f"Evidence({self.what!r}, {self.path!r}, {self.line})"
-
-    def __reduce__(self):
-        return (Evidence, (self.what, self.path, self.line))
-
-    def __str__(self) -> str:
-        return f"{self.what} at {self.path}:{self.line}"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Optional, Tuple
 
-import libcst as cst
+from .._lazy import cst
 
 
 class ImportTable:
