@@ -264,3 +264,27 @@ def test_amp501_still_reports_an_except_branch_without_the_new_api():
 ])
 def test_amp501_version_gates_either_way(name, source):
     assert only("AMP501", source) == [], name
+
+
+MOVED = """
+import torch
+def main(model, loader):
+    optimizer = torch.optim.Adam({params}, lr=1e-3)
+    for x in loader:
+        loss = model(x.cuda().half()).sum()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("params", ["model.cuda().half().parameters()", "model.to(device).half().parameters()"])
+def test_amp101_a_model_moved_then_cast_in_the_optimizer_call(params):
+    assert only("AMP101", MOVED.format(params=params), filename="train.py") == ["AMP101"]
+
+
+@pytest.mark.parametrize("name, params", [
+    ("a tensor moved and cast, not a model", "batch.cuda().half().requires_grad_()"),
+    ("a model moved, not cast", "model.cuda().parameters()"),
+])
+def test_amp101_moved_near_misses(name, params):
+    assert only("AMP101", MOVED.format(params=params), filename="train.py") == [], name

@@ -258,13 +258,20 @@ def _cst_value(node: cst.BaseExpression, imports: ImportTable) -> Any:
     return UNKNOWN
 
 
+# Calls that move a module or switch its mode and return it: seen through to find a cast's receiver.
+_MOVES = frozenset({"cuda", "cpu", "to", "eval", "train", "requires_grad_", "to_empty"})
+
+
 def cst_call_facts(call: cst.Call, imports: ImportTable, target: Optional[str] = None) -> CallFacts:
     func = call.func
     name = dotted_name(func)
     method = receiver = None
     if isinstance(func, cst.Attribute):
         method = func.attr.value
-        receiver = dotted_name(func.value)
+        value = func.value
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _MOVES:
+            value = value.func.value  # ``model.cuda().half()``: the receiver is the model
+        receiver = dotted_name(value)
     elif isinstance(func, cst.Name):
         method = func.value
     args = []
@@ -305,7 +312,10 @@ def ast_call_facts(call: ast.Call, imports: ImportTable, target: Optional[str] =
     method = receiver = None
     if isinstance(func, ast.Attribute):
         method = func.attr
-        receiver = ast_dotted(func.value)
+        value = func.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
+            value = value.func.value  # ``model.cuda().half()``: the receiver is the model
+        receiver = ast_dotted(value)
     elif isinstance(func, ast.Name):
         method = func.id
     args = tuple(ast_value(a, imports) for a in call.args if not isinstance(a, ast.Starred))
