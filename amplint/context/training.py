@@ -90,6 +90,9 @@ class Step:
     scope: cst.CSTNode  # FunctionDef or Module
     events: List[Event] = field(default_factory=list)
     states: Dict[int, Set[_State]] = field(default_factory=dict)  # event index -> states reaching it
+    # scaler -> (path, line) of a caller's scaled backward: gradients that arrive already scaled
+    # (a function that receives the GradScaler and steps it, see ``_scaled_on_entry``)
+    entry_scaled: Dict[str, Tuple[str, int]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -586,9 +589,81 @@ def training_steps(ctx) -> Dict[cst.CSTNode, Step]:
     for scope, step in steps.items():
         walk = _Walk(ctx, step, by_owner)
         body = scope.body if isinstance(scope, cst.FunctionDef) else scope
-        walk.block(body, {_State()})
+        start = {_State()}
+        step.entry_scaled = _scaled_on_entry(ctx, step)
+        if step.entry_scaled:
+            # The path where the scaler is in use (``if grad_scaler is not None:``) starts with its
+            # scaled gradients; the path without it starts plain.
+            held = frozenset(step.entry_scaled)
+            start.add(_State(held, held, frozenset(), frozenset({("<amp>", True)})))
+        walk.block(body, start)
     ctx._cache["training_steps"] = steps
     return steps
+
+
+# ---- gradients scaled by the caller ------------------------------------------------------------
+
+_NOT_A_STEP_RECEIVER = re.compile(r"scal|optim|^opt|sched|lr|ema|swa|warmup", re.I)
+
+
+def _scaled_on_entry(ctx, step: Step) -> Dict[str, Tuple[str, int]]:
+    """Scalers whose scaled gradients reach the function ``step`` is the scope of, from a caller.
+
+    A function that receives the GradScaler (a parameter ``grad_scaler``, or an attribute
+    ``self.scaler``) and steps, unscales or updates it without a backward of its own (returnn's ``Updater.step(self, *,
+    grad_scaler=None)``: clip, then ``grad_scaler.step(self.optimizer)``) sees the gradients its
+    caller left: scaled when a call of it (passing a scaler, for a parameter) follows a
+    ``S.scale(loss).backward()`` in the calling function with no ``unscale_`` between. The callers
+    are found by a line grep of the project (calls through an attribute, ``self._updater.step(...)``,
+    are not resolved by the call graph): the calling function is the nearest ``def`` above the call
+    indented less than it."""
+    fn = step.scope
+    if not isinstance(fn, cst.FunctionDef) or step.of_kind("backward") or not step.of_kind("clip", "opt_step"):
+        return {}
+    params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
+    wanted = {e.scaler for e in step.of_kind("scaler_step", "unscale", "update")
+              if e.scaler and (e.scaler in params or re.fullmatch(r"self\.\w+", e.scaler))}
+    if not wanted:
+        return {}
+    passes_scaler = any(s in params for s in wanted)
+    evidence = _caller_scaled_backward(ctx, fn.name.value, passes_scaler)
+    return {s: evidence for s in sorted(wanted)} if evidence is not None else {}
+
+
+def _caller_scaled_backward(ctx, name: str, passes_scaler: bool) -> Optional[Tuple[str, int]]:
+    """(path, line) of a scaled backward followed, in the same function, by a call of ``name``
+    with no ``unscale_`` between; None if there is none."""
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    call = re.compile(rf"(?:([\w.]+)\s*\.\s*)?\b{re.escape(name)}\s*\((.*)")
+    pattern = rf"^\s*(async\s+)?def\s|unscale|\.scale\s*\(|\b{re.escape(name)}\s*\("
+    by_file: Dict[str, List[Tuple[int, str]]] = {}
+    for path, line, text in grep(ctx, pattern):
+        by_file.setdefault(path, []).append((line, strip_comment(text)))
+    for path, rows in by_file.items():
+        rows.sort()
+        for i, (line, text) in enumerate(rows):
+            m = call.search(text)
+            if m is None or re.match(r"\s*(async\s+)?def\s", text):
+                continue
+            receiver, rest = m.group(1), m.group(2)
+            if receiver and _NOT_A_STEP_RECEIVER.search(_last(receiver)):
+                continue  # ``scaler.step(opt)``, ``optimizer.step()``: not a call of this function
+            if passes_scaler and not (re.search(r"scal", rest, re.I) or not rest.strip(" )")
+                                      or rest.rstrip().endswith(",")):
+                continue  # the call passes no scaler (a call over several lines may)
+            indent = len(text) - len(text.lstrip())
+            scaled = None
+            for before, btext in reversed(rows[:i]):
+                if re.match(r"\s*(async\s+)?def\s", btext) and len(btext) - len(btext.lstrip()) < indent:
+                    break
+                if "unscale" in btext:
+                    break
+                if re.search(r"\.scale\s*\(.*\)\s*\.\s*backward\s*\(", btext):
+                    scaled = before
+                    break
+            if scaled is not None:
+                return path, scaled
+    return None
 
 
 def in_training_loop(ctx, holder: cst.CSTNode) -> bool:

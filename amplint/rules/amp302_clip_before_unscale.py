@@ -1,6 +1,7 @@
 """AMP302 clip-before-unscale."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable, Optional
 
 import libcst as cst
@@ -16,9 +17,37 @@ def bf16_only(ctx, scope) -> bool:
     return bool(regions) and all(r.region.dtype == "bfloat16" and r.dtype_literal for r in regions)
 
 
-def unscale_statement(scaler: str, optimizer: cst.BaseExpression) -> cst.SimpleStatementLine:
+def unscale_statement(scaler: str, optimizer: cst.BaseExpression, guarded: bool = False) -> cst.BaseStatement:
     call = cst.Call(func=cst.parse_expression(f"{scaler}.unscale_"), args=[cst.Arg(value=optimizer.deep_clone())])
-    return cst.SimpleStatementLine(body=[cst.Expr(value=call)])
+    line = cst.SimpleStatementLine(body=[cst.Expr(value=call)])
+    if not guarded:
+        return line
+    return cst.If(test=cst.parse_expression(f"{scaler} is not None"), body=cst.IndentedBlock(body=[line]))
+
+
+def may_be_none(ctx, scope: cst.CSTNode, scaler: str) -> bool:
+    """``scaler`` may be None in ``scope``: a parameter defaulting to None, or tested against None
+    there (``if grad_scaler is not None:``); an unscale_ inserted for it is then guarded."""
+    if isinstance(scope, cst.FunctionDef):
+        for p in (*scope.params.params, *scope.params.kwonly_params):
+            if p.name.value == scaler and isinstance(p.default, cst.Name) and p.default.value == "None":
+                return True
+    for comp in ctx.nodes(cst.Comparison):
+        if ctx.is_ancestor(scope, comp) and ctx.code(comp.left) == scaler and any(
+                isinstance(c.comparator, cst.Name) and c.comparator.value == "None" for c in comp.comparisons):
+            return True
+    return False
+
+
+def entry_evidence(ctx, step: Step, scaler: str) -> Optional[Location]:
+    """The caller's scaled backward, when the gradients reach this scope already scaled."""
+    where = step.entry_scaled.get(scaler)
+    if where is None:
+        return None
+    path, line = where
+    shown = ctx.path if str(Path(ctx.path).resolve()) == path else (
+        ctx.project.display(Path(path)) if ctx.project is not None else path)
+    return Location(str(shown), line, "the caller's scaled backward")
 
 
 def _optimizer_of(step: Step, clip: Event, scaler: str) -> Optional[cst.BaseExpression]:
@@ -49,7 +78,12 @@ class ClipBeforeUnscale(Rule):
                     continue
                 scaler = scalers[0]
                 fn = ctx.code(clip.call.func)
-                message = (f"`{fn}(...)` clips gradients that `{scaler}.scale(loss).backward()` multiplied by "
+                caller = entry_evidence(ctx, step, scaler)
+                local = any(bw.how == "scaled" and bw.scaler == scaler for bw in step.of_kind("backward"))
+                scaled_by = (f"`{scaler}.scale(loss).backward()`" if caller is None or local else
+                             f"the caller's `.scale(loss).backward()` ({caller.path}:{caller.line}), scaled by "
+                             f"`{scaler}`,")
+                message = (f"`{fn}(...)` clips gradients that {scaled_by} multiplied by "
                            f"the loss scale ({GRAD_SCALER_INIT_SCALE:g} at the start): the threshold applies to scaled norms, so "
                            f"it clips almost every step or never")
                 help = f"call `{scaler}.unscale_(optimizer)` before clipping"
@@ -60,8 +94,10 @@ class ClipBeforeUnscale(Rule):
                     opt_text = ctx.code(optimizer)
                     help = help.replace("unscale_(optimizer)", f"unscale_({opt_text})")
                     fix = Fix(f"Insert `{scaler}.unscale_({opt_text})` before the clip", Applicability.SAFE,
-                              insert_before=[(stmt, [unscale_statement(scaler, optimizer)])])
+                              insert_before=[(stmt, [unscale_statement(scaler, optimizer,
+                                                                       may_be_none(ctx, scope, scaler))])])
                 related = [Location(ctx.path, ctx.line_of(bw.call), "the scaled backward")
                            for bw in step.of_kind("backward") if bw.how == "scaled" and bw.scaler == scaler
                            and bw.index < clip.index]
-                yield Violation(clip.call, message, Confidence.CERTAIN, fix=fix, help=help, related=related[-1:])
+                related = related[-1:] or ([caller] if caller is not None else [])
+                yield Violation(clip.call, message, Confidence.CERTAIN, fix=fix, help=help, related=related)
