@@ -10,6 +10,7 @@ from ..context.precision import precision_model
 from ..context.training import (fp16_region_before, in_training_loop, is_test_file, scope_of, scope_regions,
                                 training_steps)
 from ..findings import Confidence, Location, Violation
+from ..torch_api.trainers import LIGHTNING_FP16_SCALED, LIGHTNING_TRAINERS, TERMINATE_ON_NAN
 from .base import Rule
 
 NONFINITE_CHECKS = {
@@ -181,6 +182,42 @@ def _inside_guarded_step(ctx, node: cst.CSTNode) -> bool:
     return False
 
 
+def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def _scaled_fp16_precision(ctx, call: cst.Call) -> Optional[Location]:
+    """Evidence that the Lightning ``Trainer(...)`` call trains in float16 with a GradScaler: its
+    ``precision=`` written as 16 / "16" / "16-mixed" (or a module constant of 16), or, when
+    computed, the entry point's precision: float16 by a trainer flag, with no bf16 and no half
+    parameters among its evidence."""
+    arg = _keyword(call, "precision")
+    if arg is None:
+        return None
+    value = arg.value
+    if isinstance(value, cst.Integer):
+        text = value.value
+    elif isinstance(value, cst.SimpleString):
+        text = value.evaluated_value if isinstance(value.evaluated_value, str) else ""
+    else:
+        defined = ctx.constant_definition(value)
+        if isinstance(defined, cst.Integer):
+            text = defined.value
+        else:
+            # Not written here (``precision=args.precision``): the precision the entry point
+            # trains in, when it is float16 with a scaler by a flag and bf16 is not among them.
+            regime = ctx.regime
+            if regime is None or regime.bf16 is not None or regime.half_params is not None:
+                return None
+            for sig, ev in regime.signals:
+                if sig.kind == "flag" and sig.dtype == "float16" and sig.enabled and not sig.pure:
+                    return Location.of(ev, "float16 training flag")
+            return None
+    if text.lower() in LIGHTNING_FP16_SCALED:
+        return Location(ctx.path, ctx.line_of(arg), f"float16 mixed precision: `precision={ctx.code(value)}`")
+    return None
+
+
 class NanCheckRaises(Rule):
     code = "AMP304"
     name = "nan-check-raises"
@@ -191,6 +228,7 @@ class NanCheckRaises(Rule):
     def check(self, ctx) -> Iterable[Violation]:
         if is_test_file(ctx):
             return
+        yield from self._trainer_flag(ctx)
         reported = set()
         for call in ctx.nodes(cst.Call):
             value = nonfinite_check(ctx, call)
@@ -231,3 +269,23 @@ class NanCheckRaises(Rule):
                                       "state for analysis; amplint.runtime.AmpGuard does this and names the layers "
                                       "whose gradients overflow (see `amplint rule AMP304`)"), evidence=[evidence], related=related)
                 break
+
+    def _trainer_flag(self, ctx) -> Iterable[Violation]:
+        """Lightning ``Trainer(precision=16, terminate_on_nan=True)``: the trainer raises at the
+        first non-finite loss or parameter, the step its GradScaler would have skipped."""
+        for call in ctx.nodes(cst.Call):
+            if ctx.call_name(call) not in LIGHTNING_TRAINERS:
+                continue
+            flag = _keyword(call, TERMINATE_ON_NAN)
+            if flag is None or not (isinstance(flag.value, cst.Name) and flag.value.value == "True"):
+                continue
+            evidence = _scaled_fp16_precision(ctx, call)
+            if evidence is None:
+                continue
+            message = (f"`{TERMINATE_ON_NAN}=True` stops the run (ValueError) at the first non-finite loss, "
+                       f"which float16 training with loss scaling expects now and then (the trainer's "
+                       f"GradScaler skips such a step and lowers the scale)")
+            yield Violation(flag, message, Confidence.CERTAIN,
+                            help=(f"drop `{TERMINATE_ON_NAN}`: the GradScaler handles overflowed steps; to find "
+                                  f"where NaNs come from, `detect_anomaly=True` in a debugging run"),
+                            evidence=[evidence])

@@ -1,0 +1,22 @@
+"""Training-framework switches that change what an fp16 training run does at a non-finite step.
+
+Source: PyTorch Lightning's ``Trainer.__init__`` (pytorch_lightning/trainer/trainer.py, 1.x):
+``terminate_on_nan: bool = False`` ("If set to True, will terminate training (by raising a
+`ValueError`) at the end of each training batch, if any of the parameters or the loss are NaN or
++/-inf"; deprecated in 1.5, removed in 1.7), and ``precision`` (16 / "16" / "16-mixed": native AMP
+with a GradScaler, which skips a step whose gradients overflowed and lowers the scale; "16-true":
+half parameters, no scaler; "bf16*": no scaler).
+"""
+from __future__ import annotations
+
+from typing import FrozenSet
+
+LIGHTNING_TRAINERS: FrozenSet[str] = frozenset({
+    "pytorch_lightning.Trainer", "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
+    "lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
+    "lightning.pytorch.trainer.trainer.Trainer",
+})
+# ``precision=`` values that train with float16 autocast and a GradScaler (the int 16 is written as "16").
+LIGHTNING_FP16_SCALED: FrozenSet[str] = frozenset({"16", "16-mixed"})
+# The keyword that raises at the first non-finite loss or parameter.
+TERMINATE_ON_NAN = "terminate_on_nan"
