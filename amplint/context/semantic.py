@@ -288,6 +288,10 @@ class SemanticModel:
         fn = next(a for a in self.ctx.ancestors(param) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
         return fn, self.ctx.parent(fn)
 
+    def scopes(self) -> List[Scope]:
+        """Every scope of the file: the module's first, then in source order."""
+        return [self.module, *(s for s in self._scopes.values() if s is not self.module)]  # type: ignore[list-item]
+
     def scope_for(self, node: cst.CSTNode) -> Optional[Scope]:
         """The scope a def, class, lambda, comprehension or the module creates."""
         return self._scopes.get(id(node))

@@ -244,37 +244,36 @@ class _Bindings:
 
 
 def _bindings(ctx, known: Set[str]) -> Dict[cst.CSTNode, _Bindings]:
+    """Per function (and the module): how its names are bound, from the semantic model (any
+    binding in the scope counts, wherever it is: a loss scaled in one branch is scaled)."""
     out: Dict[cst.CSTNode, _Bindings] = {}
-    for fn in ctx.nodes(cst.FunctionDef):
-        b = out.setdefault(fn, _Bindings())
-        for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
-            b.params.add(p.name.value)
-    for assign in ctx.nodes(cst.Assign):
-        b = out.setdefault(scope_of(ctx, assign), _Bindings())
-        scaler = _scale_call_scaler(ctx, assign.value, known)
-        maybe = scaler is None and _mentions_scaling(ctx, assign.value)
-        for t in assign.targets:
-            if isinstance(t.target, cst.Name):
-                if scaler is not None:
-                    b.scaled[t.target.value] = scaler
-                elif maybe:
-                    b.maybe.add(t.target.value)
-                else:
-                    b.assigned.add(t.target.value)
-    for aug in ctx.nodes(cst.AugAssign):
-        if isinstance(aug.target, cst.Name):
-            b = out.setdefault(scope_of(ctx, aug), _Bindings())
-            if isinstance(aug.operator, (cst.MultiplyAssign, cst.DivideAssign)) \
-                    and _mentions_scale(ctx.code(aug.value)):
-                b.maybe.add(aug.target.value)
-            else:
-                b.assigned.add(aug.target.value)
-    for with_node in ctx.nodes(cst.With):
-        for item in with_node.items:
-            call = item.item
-            if isinstance(call, cst.Call) and _last(ctx.call_name(call)) == "scale_loss" \
-                    and item.asname is not None and isinstance(item.asname.name, cst.Name):
-                out.setdefault(scope_of(ctx, with_node), _Bindings()).apex.add(item.asname.name.value)
+    for scope in ctx.semantic.scopes():
+        if scope.kind not in ("function", "module"):
+            continue
+        b = out.setdefault(scope.node, _Bindings())
+        for name, bound in scope.bindings.items():
+            for binding in bound:
+                stmt = binding.statement
+                if binding.kind == "param":
+                    b.params.add(name)
+                elif binding.kind == "assign" and isinstance(stmt, cst.Assign) \
+                        and any(t.target is binding.node for t in stmt.targets):
+                    scaler = _scale_call_scaler(ctx, stmt.value, known)
+                    if scaler is not None:
+                        b.scaled[name] = scaler
+                    elif _mentions_scaling(ctx, stmt.value):
+                        b.maybe.add(name)
+                    else:
+                        b.assigned.add(name)
+                elif binding.kind == "augassign":
+                    if isinstance(stmt.operator, (cst.MultiplyAssign, cst.DivideAssign)) \
+                            and _mentions_scale(ctx.code(stmt.value)):
+                        b.maybe.add(name)
+                    else:
+                        b.assigned.add(name)
+                elif binding.kind == "with" and isinstance(binding.value, cst.Call) and not binding.part \
+                        and _last(ctx.call_name(binding.value)) == "scale_loss":
+                    b.apex.add(name)
     return out
 
 
