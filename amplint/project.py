@@ -252,6 +252,15 @@ def _seen_from(facts: dict, own: bool) -> dict:
             "precision_calls": [c for c in facts.get("precision_calls", ()) if c.get("function") not in mains]}
 
 
+def _called_from(facts: dict, path: Path, reached: "_Reached") -> dict:
+    """``facts`` of a file an entry point imports, less the evidence inside functions that the entry
+    point's code never calls (the project's call graph): a helper module's ``build_half_model()``
+    used by another script of a monorepo is not this script's precision. Module-level evidence runs
+    on import and stays; so does evidence in a function the call graph does not know."""
+    kept = [s for s in facts["signals"] if not s.get("function") or reached.holds(path, s["function"])]
+    return facts if len(kept) == len(facts["signals"]) else {**facts, "signals": kept}
+
+
 def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
     """Training precision evidence in one file's source."""
     return signals_of(file_facts(source, display_path, module_name), display_path)
@@ -540,7 +549,7 @@ class Project:
                 if not f["entry_points"] or self.is_test(path):
                     continue
                 reach = _closure(path, graph)
-                reached = _Reached(self, path, f["entry_points"])
+                reached = _Reached(self, path)
                 signals: List[Tuple[Signal, Evidence]] = []
                 roles = []
                 for p in sorted(reach):
@@ -548,6 +557,8 @@ class Project:
                     if pf is None or self.is_test(p):
                         continue
                     pf = _seen_from(pf, p == path)
+                    if p != path:
+                        pf = _called_from(pf, p, reached)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))
                     for s in pf["signals"]:
@@ -710,7 +721,11 @@ class Project:
             if harness is not None:
                 return harness
             return self._library("the project has no training entry point and no precision evidence")
-        if not eps or len({Regime(ep.signals).mode for ep in eps}) == 1:
+        # Entry points agree when those with evidence say one precision, or float16 in its forms
+        # (fairseq: its trainer's --fp16 with master weights, task scripts reaching only the amp
+        # path); an entry point with no evidence at all says nothing (an optimizer wrapper's step).
+        modes = {Regime(ep.signals).mode for ep in eps if ep.signals}
+        if not eps or len(modes) <= 1 or modes <= {"fp16-mixed", "fp16-master", "fp16"}:
             scope = "not reached by an entry point's imports; the project's precision" if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points)
         return self._library("no training entry point reaches it, and the entry points disagree")
@@ -827,25 +842,20 @@ class Project:
 
 
 class _Reached:
-    """The project functions an entry point's code reaches through calls (the project index's call
+    """The project functions an entry point's file reaches through calls (the project index's call
     graph: a built class reaches its methods), computed on first use."""
-    def __init__(self, project: "Project", path: Path, functions: List[dict]) -> None:
-        self.project, self.path, self.functions = project, path, functions
+    def __init__(self, project: "Project", path: Path) -> None:
+        self.project, self.path = project, path
         self._names: Optional[set] = None
 
     def holds(self, path: Path, function: str) -> bool:
         if self._names is None:
+            # everything the entry point's file defines: its training function is set up by the
+            # others (fairseq_cli/train.py's main builds the Trainer, then calls train())
             index = self.project.index
-            own = index.symbols_in(self.path)
-            start = []
-            for f in self.functions:
-                if f["function"] == "<module>":
-                    start.extend(s.name for s in own)  # a script's module-level code calls its functions
-                else:
-                    start.extend(s.name for s in own if s.line == f["line"] and s.qualname.rsplit(".", 1)[-1] == f["function"])
-            self._names = index.reachable(start)
-        return any(s.name in self._names for s in self.project.index.symbols_in(path)
-                   if s.qualname.rsplit(".", 1)[-1] == function)
+            self._names = index.reachable([s.name for s in index.symbols_in(self.path)])
+        named = [s for s in self.project.index.symbols_in(path) if s.qualname.rsplit(".", 1)[-1] == function]
+        return not named or any(s.name in self._names for s in named)
 
 
 def _candidates(name: str, package: str):

@@ -275,3 +275,62 @@ def test_a_half_base_model_under_lora_adapters_is_mixed_precision(tmp_path):
     src = _HF.replace("        args =", "        model = get_peft_model(model, LoraConfig(r=8))\n        args =")
     p = project(tmp_path, {"finetune.py": "from peft import LoraConfig, get_peft_model\n" + textwrap.dedent(src)})
     assert p.regime_for(p.root / "finetune.py").mode == "fp16-mixed"
+
+
+# ---- evidence an entry point's code calls, not every line of the modules it imports ----------------
+
+_MONOREPO = {
+    "common/__init__.py": "",
+    "common/build.py": """
+        import torch
+        def build_plain(model):
+            return model.cuda()
+        def build_half(model):
+            model = model.half()
+            return model
+    """,
+    "a/train.py": """
+        import torch
+        from common.build import build_plain
+        def main(model, x):
+            model = build_plain(model)
+            opt = torch.optim.AdamW(model.parameters())
+            model(x).sum().backward()
+            opt.step()
+    """,
+    "b/train.py": """
+        import torch
+        from common.build import build_half
+        def main(model, x):
+            model = build_half(model)
+            opt = torch.optim.AdamW(model.parameters())
+            model(x).sum().backward()
+            opt.step()
+    """,
+}
+
+
+def test_evidence_in_a_helper_counts_only_for_the_entry_points_calling_it(tmp_path):
+    p = project(tmp_path, _MONOREPO)
+    assert p.regime_for(p.root / "a/train.py").mode == "fp32"
+    assert p.regime_for(p.root / "b/train.py").mode == "fp16"
+    # the shared module runs under both: judged under each, so float16 is among them
+    assert p.regime_for(p.root / "common/build.py").mode == "fp16"
+
+
+def test_module_level_evidence_of_an_imported_module_still_counts(tmp_path):
+    files = dict(_MONOREPO)
+    files["common/build.py"] = textwrap.dedent(files["common/build.py"]) + "SCALER = torch.amp.GradScaler('cuda')\n"
+    p = project(tmp_path, files)
+    assert p.regime_for(p.root / "a/train.py").mode == "fp16-mixed"
+
+
+def test_an_entry_point_without_evidence_does_not_make_unreached_code_library(tmp_path):
+    # fairseq: an optimizer wrapper whose step() steps another optimizer is an entry point with no
+    # evidence; the models built through a registry are reached by no import
+    p = project(tmp_path, {
+        "train.py": "import torch\ndef main(model, opt):\n    model = model.half()\n    model(1).backward()\n    opt.step()\n",
+        "composite.py": "class Composite:\n    def step(self):\n        self.optimizer.step()\n",
+        "models/attn.py": "import torch\n",
+    })
+    assert p.regime_for(p.root / "models/attn.py").mode == "fp16"
