@@ -668,9 +668,10 @@ class Project:
         anywhere, since what hands it to the loop may be out of sight."""
         if self._anywhere is None:
             signals: List[Tuple[Signal, Evidence]] = []
+            master = bool(self.master_optimizers())  # once: it looks at every file
             for path, f in self.facts().items():
                 if not self.is_test(path):
-                    signals.extend(signals_of(f, self.display(path), master_weights=bool(self.master_optimizers())))
+                    signals.extend(signals_of(f, self.display(path), master_weights=master))
                     signals.extend(self._call_signals(path, f))
             signals.extend((sig, ev) for _, sig, ev in self._config_signals())
             self._anywhere = Regime(signals, self._override, "project: all training evidence")

@@ -5,6 +5,7 @@ other tools; every command pinned to one core (``taskset -c 0``) so ratios do no
     python benchmarks/cache_speed.py timm -n 1       # one corpus, one repetition
     python benchmarks/cache_speed.py --skip torchfix,ruff
     python benchmarks/cache_speed.py --skip transformers:torchfix   # a label skipped for one corpus
+    python benchmarks/cache_speed.py --scaling-only                 # only the scaling table
 
 Corpora are built reproducibly: ``pip download --no-deps`` of a pinned wheel (its sha256 is
 recorded in the results), unpacked into ``benchmarks/.cache/corpora/<name>/`` and ``git init``-ed
@@ -20,6 +21,10 @@ Measured per corpus, each a fresh process, wall time and peak RSS (``/usr/bin/ti
 - ``fix-one``: ``amplint fix --diff FILE`` (writes nothing) after a full run;
 - ``torchfix``: TorchFix 0.7 (``torchfix .``), ``ruff``: ``ruff check --select ALL .`` (both as
   installed in the running environment; skipped when missing).
+
+Scaling (``--scaling``, on by default): nested subsets of transformers' files (in a fixed order: the
+sha256 of each file's path) of about 100k, 250k and 500k lines, and the whole package (1M), each a
+project of its own; ``parse`` and ``cold`` of each, one repetition. Time should be linear in lines.
 
 Medians over the repetitions (cold: the cache is removed before each; edit/one-edit: a new edit
 each time). Results go to ``benchmarks/results/cache_speed.md`` with the machine described.
@@ -85,6 +90,61 @@ def build(name: str) -> Tuple[Path, str]:
     return root, sha
 
 
+SCALING = (100_000, 250_000, 500_000)  # lines; the whole transformers package is the last row
+
+
+def subset(lines_wanted: int) -> Path:
+    """A project of transformers' first files (ordered by the sha256 of their path) holding at
+    least ``lines_wanted`` lines: nested subsets, built once under ``.cache/corpora``."""
+    full, _ = build("transformers")
+    root = CORPORA / f"transformers-{lines_wanted // 1000}k"
+    if (root / ".git").exists():
+        return root
+    files = sorted(full.rglob("*.py"), key=lambda p: hashlib.sha256(p.relative_to(full).as_posix().encode()).hexdigest())
+    shutil.rmtree(root, ignore_errors=True)
+    total = 0
+    for p in files:
+        if total >= lines_wanted:
+            break
+        target = root / p.relative_to(full)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(p, target)
+        total += p.read_bytes().count(b"\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def scaling(full_result: Optional[Dict[str, object]]) -> List[Tuple[str, int, int, float, float]]:
+    """(name, files, lines, parse s, cold s) per subset; the whole package's row from its own
+    measurement when it was made in this run."""
+    env = amplint_env()
+    check = [sys.executable, "-m", "amplint", "check", "--exit-zero", "-q", "--output-format", "concise", "."]
+    rows = []
+    for wanted in SCALING:
+        root = subset(wanted)
+        files, lines = lines_of(root)
+        parse, _ = timed([sys.executable, "-c", PARSE, "."], root, env)
+        shutil.rmtree(root / ".amplint_cache", ignore_errors=True)
+        cold, _ = timed(check, root, env)
+        print(f"  scaling {root.name}: {lines} lines parse {parse} cold {cold}", flush=True)
+        rows.append((root.name, files, lines, parse, cold))
+    if full_result is not None and "parse" in full_result["rows"] and "cold" in full_result["rows"]:
+        r = full_result["rows"]
+        rows.append(("transformers", full_result["files"], full_result["lines"],
+                     statistics.median(w for w, _ in r["parse"]), statistics.median(w for w, _ in r["cold"])))
+    return rows
+
+
+def render_scaling(rows) -> str:
+    out = ["## Scaling: cold run against lines (nested subsets of transformers, one repetition each)", "",
+           "| Project | Files | Lines | Parse (s) | Cold (s) | Cold × parse | Cold µs/line |",
+           "|---|---|---|---|---|---|---|"]
+    for name, files, lines, parse, cold in rows:
+        out.append(f"| {name} | {files} | {lines:,} | {parse:.2f} | {cold:.2f} | {cold / parse:.2f} | "
+                   f"{cold / lines * 1e6:.0f} |")
+    return "\n".join(out) + "\n"
+
+
 def lines_of(root: Path) -> Tuple[int, int]:
     files = list(root.rglob("*.py"))
     return len(files), sum(p.read_bytes().count(b"\n") for p in files)
@@ -112,7 +172,7 @@ def edit(path: Path, n: int) -> None:
         fh.write(f"\n# edited by the benchmark ({n})\n")
 
 
-HEAVY = ("parse", "cold", "torchfix")  # whole-project runs of a minute or more: --heavy-repetitions
+HEAVY = ("parse", "cold", "torchfix", "one-nocache")  # runs of a minute or more: --heavy-repetitions
 
 
 def measure(name: str, reps: int, skip: set, heavy_reps: int = 1) -> Dict[str, object]:
@@ -175,7 +235,7 @@ def machine() -> str:
             f"{platform.system()} {platform.release()}; load average {load:.1f} at the start (shared machine)")
 
 
-def render(results: List[Dict[str, object]], reps: int, rev: str = "") -> str:
+def render(results: List[Dict[str, object]], reps: int, rev: str = "", scaling_rows=None) -> str:
     rev = rev or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     bindir = Path(sys.executable).parent
     out = [
@@ -200,6 +260,8 @@ def render(results: List[Dict[str, object]], reps: int, rev: str = "") -> str:
             lps = f"{r['lines'] / med:,.0f}" if whole and med > 0 else ""
             out.append(f"| {label} | {med:.2f} | {ratio} | {lps} | {rss} | {', '.join(f'{w:.2f}' for w, _ in runs)} |")
         out.append("")
+    if scaling_rows:
+        out.append(render_scaling(scaling_rows))
     return "\n".join(out) + "\n"
 
 
@@ -211,14 +273,24 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", default="", help="comma-separated run labels to skip (e.g. torchfix,cold)")
     ap.add_argument("--output", type=Path, default=RESULTS)
     ap.add_argument("--rev", default="", help="how to name the amplint measured (default: this checkout's commit)")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the scaling table")
+    ap.add_argument("--scaling-only", action="store_true", help="only the scaling table")
     args = ap.parse_args(argv)
+    if args.scaling_only:
+        rows = scaling(None)
+        text = render_scaling(rows)
+        print(text)
+        return 0
     skip = {s for s in args.skip.split(",") if s}
     results = []
     for name in args.corpora:
         only = {s.split(":", 1)[1] for s in skip if s.startswith(name + ":")}
         results.append(measure(name, args.repetitions, {s for s in skip if ":" not in s} | only, args.heavy_repetitions))
         args.output.write_text(render(results, args.repetitions, args.rev))  # what is measured so far
-    args.output.write_text(render(results, args.repetitions, args.rev))
+    rows = None
+    if not args.no_scaling:
+        rows = scaling(next((r for r in results if r["name"] == "transformers"), None))
+    args.output.write_text(render(results, args.repetitions, args.rev, rows))
     print(f"wrote {args.output}")
     return 0
 
