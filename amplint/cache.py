@@ -12,8 +12,9 @@ recomputed from, and results are the same with and without it (tested). Keys:
   amplint's own source files, see ``build``), the effective configuration and the selected rules; a
   result also records the project facts its analysis read, and is reused only while they are the same.
 
-Everything of one project lives in one JSON file under a folder named by amplint's version and the
-summary schema, replaced atomically (a temporary file, then ``os.replace``): two concurrent runs
+Everything of one project lives in a few JSON files (the index: files, results and project facts;
+the summaries in shards by key: a run that changed nothing reads only the index) under a folder
+named by amplint's version and the summary schema, each replaced atomically (a temporary file, then ``os.replace``): two concurrent runs
 each write a complete file and the last one wins; a reader sees the old or the new file, never half
 of one. A file that does not decode, is of another format, version, schema or project, or holds a
 malformed entry is ignored (entry by entry), never trusted. JSON, not pickle: a cache folder may
@@ -65,6 +66,13 @@ def source_digest(package: Path) -> str:
     return h.hexdigest()
 
 
+def summary_digest(data) -> str:
+    """A digest of a summary's data: the project facts derived from all the summaries are the
+    same while every file's summary digest is (an edit that changes no summary, say in a function's
+    body, needs no project-wide recomputation)."""
+    return digest(json.dumps(data, sort_keys=True, separators=(",", ":")))
+
+
 def digest(*parts) -> str:
     h = hashlib.blake2b(digest_size=16)
     for p in parts:
@@ -96,8 +104,11 @@ class ProjectCache:
         self.directory = directory
         self.root = str(root)
         self.path = directory / f"{__version__}-s{SCHEMA}" / f"{digest(self.root)}.json"
-        self._files: Dict[str, list] = {}  # relative path -> [mtime_ns, size, ino, content key]
-        self._summaries: Dict[str, object] = {}  # content key -> summary data (decoded when asked)
+        # The summaries are most of the cache (kilobytes a file) and only a run that changed
+        # something reads them: they live in SHARDS files of their own by their key's first digit,
+        # each read when one of its summaries is first asked for (one edited file: one shard).
+        self._shards: Dict[str, Dict[str, object]] = {}  # shard -> content key -> summary data
+        self._files: Dict[str, list] = {}  # relative path -> [mtime_ns, size, ino, content key, summary digest]
         self._results: Dict[str, object] = {}  # result key -> result data
         self._new_files: Dict[str, list] = {}
         self._new_summaries: Dict[str, object] = {}
@@ -106,34 +117,61 @@ class ProjectCache:
         self._new_derived: Dict[str, object] = {}
         self._load()
 
-    def _load(self) -> None:
+    def _read(self, path: Path) -> Optional[dict]:
+        """The data of a cache file of this amplint build and project, else None."""
         try:
-            data = json.loads(self.path.read_bytes())
+            data = json.loads(path.read_bytes())
         except (OSError, ValueError, RecursionError, MemoryError):
-            return
+            return None
         if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == build()
                 and data.get("schema") == SCHEMA and data.get("root") == self.root):
+            return None
+        return data
+
+    def _load(self) -> None:
+        data = self._read(self.path)
+        if data is None:
             return
-        for name, store in (("files", self._files), ("summaries", self._summaries), ("results", self._results),
-                            ("derived", self._derived)):
+        for name, store in (("files", self._files), ("results", self._results), ("derived", self._derived)):
             part = data.get(name)
             if isinstance(part, dict):
                 store.update(part)
 
+    def shard_path(self, shard: str) -> Path:
+        return self.path.with_name(f"{self.path.stem}.summaries-{shard}.json")
+
+    def _shard(self, key: str) -> Dict[str, object]:
+        shard = key[:1]
+        found = self._shards.get(shard)
+        if found is None:
+            data = self._read(self.shard_path(shard))
+            part = data.get("summaries") if data is not None else None
+            found = self._shards[shard] = part if isinstance(part, dict) else {}
+        return found
+
     # ---- summaries ---------------------------------------------------------------------------------
     def known_key(self, rel: str, st: os.stat_result) -> Optional[str]:
         """The content key remembered for ``rel`` when its stat is unchanged."""
-        entry = self._files.get(rel)
-        if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[3], str)):
+        entry = self._known(rel, st)
+        return entry[3] if entry is not None else None
+
+    def known_digest(self, rel: str, st: os.stat_result) -> Optional[str]:
+        """The digest of the summary of ``rel`` (``summary_digest``) when its stat is unchanged."""
+        entry = self._known(rel, st)
+        return entry[4] if entry is not None else None
+
+    def _known(self, rel: str, st: os.stat_result) -> Optional[list]:
+        entry = self._new_files.get(rel) or self._files.get(rel)
+        if not (isinstance(entry, list) and len(entry) == 5 and isinstance(entry[3], str) and isinstance(entry[4], str)):
             return None
         key = stat_key(st)
-        return entry[3] if key is not None and entry[:3] == key else None
+        return entry if key is not None and entry[:3] == key else None
 
     def has_summary(self, key: str) -> bool:
-        return key in self._new_summaries or key in self._summaries
+        return key in self._new_summaries or key in self._shard(key)
 
     def summary(self, key: str) -> Optional[FileSummary]:
-        data = self._new_summaries.get(key, self._summaries.get(key))
+        data = self._new_summaries.get(key, self._shard(key).get(key))
         if data is None:
             return None
         try:
@@ -143,12 +181,13 @@ class ProjectCache:
 
     def remember(self, rel: str, st: Optional[os.stat_result], key: str, summary: FileSummary) -> None:
         sk = stat_key(st) if st is not None else None
+        data = summary.to_data()
         if sk is not None:
-            entry = [*sk, key]
+            entry = [*sk, key, summary_digest(data)]
             if self._files.get(rel) != entry:
                 self._new_files[rel] = entry
-        if key not in self._summaries and key not in self._new_summaries:
-            self._new_summaries[key] = summary.to_data()
+        if key not in self._new_summaries and key not in self._shard(key):
+            self._new_summaries[key] = data
 
     # ---- results -----------------------------------------------------------------------------------
     def result(self, key: str):
@@ -172,7 +211,7 @@ class ProjectCache:
         return bool(self._new_files or self._new_summaries or self._new_results or self._new_derived)
 
     def save(self, live_rels: Optional[Iterable[str]] = None) -> None:
-        """Write the cache file (atomically) when something new was learnt; entries of files no
+        """Write the cache files (atomically) when something new was learnt; entries of files no
         longer in the project are dropped. Failures are silent: the cache is an optimisation."""
         if not self.dirty:
             return
@@ -180,22 +219,32 @@ class ProjectCache:
         if live_rels is not None:
             live = set(live_rels)
             files = {r: e for r, e in files.items() if r in live}
-        keys = {e[3] for e in files.values() if isinstance(e, list) and len(e) == 4}
+        keys = {e[3] for e in files.values() if isinstance(e, list) and len(e) == 5}
         keys.update(self._new_summaries)
-        summaries = {k: v for k, v in {**self._summaries, **self._new_summaries}.items() if k in keys}
+        shards: Dict[str, Dict[str, object]] = {}
+        for key in self._new_summaries:  # the shards holding new summaries are rewritten, the others kept
+            shards.setdefault(key[:1], {})
+        for shard in shards:
+            old = self._shard(shard)
+            new = {k: v for k, v in self._new_summaries.items() if k[:1] == shard}
+            shards[shard] = {k: v for k, v in {**old, **new}.items() if k in keys}
         results = {k: v for k, v in {**self._results, **self._new_results}.items()
                    if isinstance(v, dict) and v.get("content") in keys}
         # The project-wide facts of this run, and some earlier ones (another cwd, another precision).
         derived = dict(list(self._derived.items())[-4096:])
         derived.update(self._new_derived)
-        data = {"format": FORMAT, "version": build(), "schema": SCHEMA, "root": self.root,
-                "files": files, "summaries": summaries, "results": results, "derived": derived}
+        head = {"format": FORMAT, "version": build(), "schema": SCHEMA, "root": self.root}
         try:
             prepare_dir(self.directory)
-            write_atomic(self.path, json.dumps(data, separators=(",", ":")).encode())
+            for shard, summaries in shards.items():  # first: the index never names summaries not written
+                write_atomic(self.shard_path(shard), json.dumps({**head, "summaries": summaries},
+                                                                separators=(",", ":")).encode())
+            write_atomic(self.path, json.dumps({**head, "files": files, "results": results, "derived": derived},
+                                               separators=(",", ":")).encode())
         except OSError:
             return
-        self._files, self._summaries, self._results, self._derived = files, summaries, results, derived
+        self._files, self._results, self._derived = files, results, derived
+        self._shards.update(shards)
         self._new_files, self._new_summaries, self._new_results, self._new_derived = {}, {}, {}, {}
 
 

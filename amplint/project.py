@@ -327,6 +327,8 @@ class Project:
         self._displays: Dict[Path, str] = {}
         self._recording: Optional[list] = None
         self._fingerprint: Optional[str] = None
+        self._facts_fingerprint: Optional[str] = None
+        self._digests: Dict[Path, str] = {}
         self._declarations: Optional[str] = None
         self._resolved: Dict[Path, Path] = {}
         self._summaries: Dict[Path, FileSummary] = {}
@@ -375,6 +377,31 @@ class Project:
             keys = sorted((self.relative(f), self.content_key(f) or "") for f in self.files())
             self._fingerprint = digest(repr(keys), self.declarations())
         return self._fingerprint
+
+    def facts_fingerprint(self) -> str:
+        """Changes whenever a fact derived from the files' summaries may: every file's path and
+        summary digest (from the cache's index when its stat is unchanged: no summary is read), and
+        the declarations. An edit that changes no summary (a function's body, a comment) leaves it
+        as it was, so the entry points and regimes cached under it still hold."""
+        if self._facts_fingerprint is None:
+            from .cache import digest
+            parts = sorted((self.relative(f), self.summary_digest(f)) for f in self.files())
+            self._facts_fingerprint = digest(repr(parts), self.declarations())
+        return self._facts_fingerprint
+
+    def summary_digest(self, path: Path) -> str:
+        found = self._digests.get(path)
+        if found is None:
+            if self.cache is not None and not self._overlay:
+                try:
+                    found = self.cache.known_digest(self.relative(path), os.stat(path))
+                except OSError:
+                    found = None
+            if found is None:
+                from .cache import summary_digest
+                found = summary_digest(self.summary(path).to_data())
+            self._digests[path] = found
+        return found
 
     def declarations(self) -> str:
         """A digest of the project's non-Python files that facts are read from: packaging and
@@ -482,7 +509,7 @@ class Project:
                 key = self.cache.known_key(self.relative(path), os.stat(path))
             except OSError:
                 key = None
-            if key is not None and self.cache.has_summary(key):
+            if key is not None:  # the key of these bytes: its summary is read only when asked for
                 self._keys[path] = key
                 return key
         self.summary(path)
@@ -690,12 +717,12 @@ class Project:
         return self._regimes[key]
 
     def _cached_derived(self, what, compute) -> Regime:
-        """A regime derived from all the summaries, kept in the cache by the project's fingerprint
-        and where paths are shown from (a run that changed nothing does not recompute the entry
-        points and what they reach)."""
+        """A regime derived from all the summaries, kept in the cache by the summaries' fingerprint
+        and where paths are shown from (a run that changed no summary does not recompute the entry
+        points and what they reach, nor read the summaries)."""
         if self.cache is None or self._overlay:
             return compute()
-        key = digest(*what, self.fingerprint(), str(self.display_base or Path.cwd()), self._override)
+        key = digest(*what, self.facts_fingerprint(), str(self.display_base or Path.cwd()), self._override)
         found = regime_from(self.cache.derived(key))
         if found is None:
             found = compute()

@@ -80,9 +80,9 @@ def count_summaries(monkeypatch):
     calls = []
     original = project_module.summarise
 
-    def counting(source, path="", module=None):
+    def counting(source, path="", module=None, *rest):
         calls.append(module)
-        return original(source, path, module)
+        return original(source, path, module, *rest)
 
     monkeypatch.setattr(project_module, "summarise", counting)
     return calls
@@ -107,6 +107,26 @@ def test_a_one_file_run_summarises_only_changed_files(tmp_path, monkeypatch):
     assert calls == ["pkg.m3"]
 
 
+def test_an_edit_that_changes_no_summary_recomputes_no_project_fact(tmp_path, monkeypatch):
+    """The entry points and regimes are cached by the files' summaries: after an edit inside the
+    linted file that its summary does not see (a comment at its end), the file is linted again
+    under the cached regime, and no other file's summary is read."""
+    files = {f"pkg/m{i}.py": f"X{i} = {i}\n" for i in range(10)}
+    root = write_project(tmp_path / "p", {**files, "pkg/train.py": TRAIN, "pkg/opt.py": OPT})
+    age(root)
+    first = run(["check", "pkg/opt.py"], root)
+    assert "AMP101" in first.out
+    computed = []
+    original = project_module.Project.entry_points
+    monkeypatch.setattr(project_module.Project, "entry_points", lambda self: computed.append(1) or original(self))
+    calls = count_summaries(monkeypatch)
+    with (root / "pkg/opt.py").open("a") as fh:
+        fh.write("# a comment\n")
+    again = run(["check", "pkg/opt.py"], root)
+    assert calls == ["pkg.opt"] and computed == []
+    assert again.out == first.out == run(["check", "--no-cache", "pkg/opt.py"], root).out
+
+
 def test_an_edit_elsewhere_changes_the_result(tmp_path):
     root = write_project(tmp_path / "p", {"train.py": TRAIN, "opt.py": OPT})
     age(root)
@@ -122,7 +142,8 @@ def test_an_edit_elsewhere_changes_the_result(tmp_path):
     lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),  # truncated
     lambda p: p.write_text(json.dumps({"format": "something-else"})),  # foreign
     lambda p: p.write_text(json.dumps({**json.loads(p.read_text()),  # malformed entries
-                                       "summaries": {k: {"signals": [[1, 2]]} for k in json.loads(p.read_text())["summaries"]}})),
+                                       "summaries": {k: {"signals": [[1, 2]]} for k in json.loads(p.read_text()).get("summaries", {})},
+                                       "files": {k: [1, 2] for k in json.loads(p.read_text()).get("files", {})}})),
     lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "summaries": {}})),  # keys without entries
     lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "version": "0.0.0"})),  # another amplint
 ])
@@ -132,11 +153,18 @@ def test_a_damaged_cache_is_ignored(small, damage):
     # -2 ** 30 imported from another module folds (one constant evaluator for every level)
     assert [f["filename"].endswith("mask.py") for f in json.loads(reference) if f["code"] == "AMP103"] == [True]
     check(examples)
-    [cache_file] = cache_files(examples)
-    damage(cache_file)
-    assert check(examples) == reference
-    assert json.loads(cache_file.read_text())["format"] == "amplint-cache"  # rewritten, valid
-    assert check(examples) == reference
+    files = cache_files(examples)
+    shards = [f for f in files if ".summaries-" in f.name]
+    assert shards and len(shards) < len(files)  # the index and the summaries' shards
+    for damaged in ([f for f in files if f not in shards], shards[:1], files):
+        for cache_file in damaged:
+            damage(cache_file)
+        assert check(examples) == reference
+        # the index is rewritten, valid (a damaged shard is rewritten when one of its summaries is
+        # needed again; until then it is ignored)
+        [index] = [f for f in cache_files(examples) if ".summaries-" not in f.name]
+        assert json.loads(index.read_text())["format"] == "amplint-cache"
+        assert check(examples) == reference
 
 
 def test_clean_and_cache_dir(tmp_path):
@@ -168,8 +196,8 @@ def test_concurrent_runs_leave_a_valid_cache(small):
              for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [o for o, _ in outs] == [reference, reference], [e for _, e in outs]
-    [cache_file] = cache_files(examples)
-    assert json.loads(cache_file.read_text())["format"] == "amplint-cache"
+    for cache_file in cache_files(examples):
+        assert json.loads(cache_file.read_text())["format"] == "amplint-cache"
     assert check(examples) == reference
     assert not [p for p in (examples / CACHE_DIR_NAME).rglob("*") if p.name.endswith(".tmp")]
 
