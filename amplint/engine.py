@@ -13,7 +13,7 @@ from typing import Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from .context.file_context import FileContext
-from .findings import SYNTAX_ERROR, TOO_COMPLEX, FileResult, Finding, Location, Violation, severity_of  # noqa: F401
+from .findings import SYNTAX_ERROR, TOO_COMPLEX, Confidence, FileResult, Finding, Location, Violation, severity_of  # noqa: F401
 from .noqa import is_suppressed, suppressed_at_uses, suppressions
 from .notebook import NotebookError, is_notebook
 from .notebook import from_bytes as read_notebook
@@ -94,6 +94,7 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
         except Exception:  # a bug in one rule must not stop the others or the other files
             tb = traceback.format_exc(limit=-3)
             errors.append(f"{ctx.path}: internal error in rule {code}: {tb.strip().splitlines()[-1]}\n{tb}")
+    violations.extend(_library_policy(ctx, codes, violations, errors))
     # Rules that judge the other rules' results (AMP100: suppressions that suppress nothing).
     for code, rule in all_rules().items():
         after = getattr(rule, "check_results", None)
@@ -102,6 +103,37 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
                 v.code = code
                 violations.append(v)
     return violations, errors
+
+
+def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], errors: List[str]) -> List[Violation]:
+    """Library code (no training entry point reaches it; docs/precision.md): its users pick the
+    precision, so it is looked at again as under fp16 autocast by the rules that report hazards
+    under any float16 use (``any_fp16_use = True``: a guard that is 0 in float16, the log of a float16
+    sigmoid). Those rules yield only such hazards under this look; each is marked as such."""
+    regime = ctx.regime
+    if regime is None or not getattr(regime, "library", False):
+        return []
+    rules = [(code, rule) for code, rule in all_rules().items() if code in codes and getattr(rule, "any_fp16_use", False)]
+    if not rules:
+        return []
+    seen = {(v.code, id(v.node)) for v in found}
+    out: List[Violation] = []
+    with ctx.assuming(regime.assuming_any_fp16_use()):
+        for code, rule in rules:
+            try:
+                for v in rule.check(ctx):
+                    v.code = code
+                    if (code, id(v.node)) in seen:
+                        continue
+                    v.message += " (a hazard under any float16 use of this code: library code no training entry " \
+                                 "point reaches, judged as under fp16 autocast)"
+                    if v.confidence == Confidence.CERTAIN:
+                        v.confidence = Confidence.LIKELY
+                    out.append(v)
+            except Exception:  # a bug in one rule must not stop the others or the other files
+                tb = traceback.format_exc(limit=-3)
+                errors.append(f"{ctx.path}: internal error in rule {code}: {tb.strip().splitlines()[-1]}\n{tb}")
+    return out
 
 
 def build_context(path: Path, display: str, source: bytes, project, settings=None) -> FileContext:

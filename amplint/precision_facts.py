@@ -161,6 +161,14 @@ def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Opti
     return None
 
 
+def _autograd_function(fn) -> bool:
+    """``fn`` is the forward / backward of a ``torch.autograd.Function`` (``ctx`` first): autograd
+    calls it; a ``.backward(...)`` inside it runs a kernel's backward pass, no training step (peft's
+    boft ``FastBlockDiag.backward`` calling its CUDA extension)."""
+    args = getattr(getattr(fn, "args", None), "args", None) or []
+    return bool(args) and args[0].arg == "ctx"
+
+
 def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, List[str]]:
     """Names and ``self.`` attributes assigned a dtype (``dtype = torch.float16``,
     ``self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16``): name -> the dotted
@@ -230,6 +238,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             name = getattr(fn, "name", "")
             if _BENCHMARK.search(name) or name.startswith("test") or _BENCHMARK_FILE.search(path):
                 continue  # a profiler or a test runs backward without training anything
+            if name in ("forward", "backward") and _autograd_function(fn):
+                continue  # a torch.autograd.Function's backward calling a kernel's ``.backward(...)``
             if why.endswith((".prepare", ".setup")) and (_INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path)):
                 continue  # ``fabric.setup(model)`` in a generation script: it runs the model, it does not train it
             e = entry.setdefault(key, {"function": getattr(fn, "name", "<module>"),

@@ -30,6 +30,10 @@ from .summary import FileSummary, summarise
 REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
 
 
+LIBRARY_SCOPE = "library code"
+ANY_FP16_USE = "any float16 use of library code"
+
+
 @dataclass
 class Regime:
     """The precision evidence behind some code, and what it adds up to.
@@ -51,7 +55,28 @@ class Regime:
         return None
 
     def _configured(self) -> Evidence:
+        if self.any_fp16_use:
+            return Evidence("any float16 use of this library code (no training entry point reaches it: the library "
+                            "policy judges it as under fp16 autocast, docs/precision.md)", "library policy", 0)
         return Evidence(f'precision = "{self.override}" in configuration', "config", 0)
+
+    @property
+    def library(self) -> bool:
+        """Library code judged by the library policy: no training entry point reaches it, nothing
+        says its precision and no ``assume-precision`` is set (``Project._library``)."""
+        return not self.signals and self.override is None and self.scope.startswith(LIBRARY_SCOPE)
+
+    @property
+    def any_fp16_use(self) -> bool:
+        """The library policy's second look (``Regime.assuming_any_fp16_use``): library code
+        judged as its users would run it in float16; only hazards under any float16 use count."""
+        return self.scope.startswith(ANY_FP16_USE)
+
+    def assuming_any_fp16_use(self) -> "Regime":
+        """This library code as under fp16 autocast, the float16 use whose activations are float16
+        only where they are float16 under every float16 use (pure half makes more of them float16,
+        never fewer); parameters stay float32, so nothing is said about optimizers."""
+        return Regime([], "fp16-mixed", f"{ANY_FP16_USE} ({self.scope})", self.entry_points)
 
     @property
     def half_params(self) -> Optional[Evidence]:
@@ -744,7 +769,10 @@ class Project:
             names = tuple(ep.name() for ep in reaching)
             return Regime(signals, None, "entry point " + ", ".join(names), names)
         project = self.regime
-        if not eps and not project.signals:
+        # With no entry point, evidence that says no float16 (only ``autocast(enabled=False)``
+        # regions: x-transformers' and vector-quantize-pytorch's, written for callers that run them
+        # under autocast) is no precision of the project's: library code.
+        if not eps and (not project.signals or project.mode == "fp32"):
             harness = self._harness()
             if harness is not None:
                 return harness
@@ -783,8 +811,8 @@ class Project:
 
     def _library(self, why: str) -> Regime:
         if self.assume:
-            return Regime([], self.assume, f"library code ({why}): assume-precision = \"{self.assume}\"")
-        return Regime([], None, f"library code: {why}")
+            return Regime([], self.assume, f"{LIBRARY_SCOPE} ({why}): assume-precision = \"{self.assume}\"")
+        return Regime([], None, f"{LIBRARY_SCOPE}: {why}")
 
     def precision_summary(self, paths) -> Dict[str, int]:
         """How many of ``paths`` were judged under each precision (``mode``, or ``library`` /

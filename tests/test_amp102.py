@@ -234,7 +234,7 @@ def test_precision_override_makes_arguments_half():
      import torch
      def f(x, y):
          return x / (y + 1e-8)
-     """, {}),
+     """, {"train.py": "import snippet\ndef main(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n"}),  # trained in float32 (a lone library file: see test_library_policy.py)
     ("an fp16-normal guard",
      """
      import torch

@@ -222,7 +222,7 @@ def test_bf16_complement_message():
      import torch
      def f(logits):
          return torch.log(torch.sigmoid(logits))
-     """, {}),
+     """, {"train.py": "import snippet\ndef main(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n"}),  # trained in float32 (a lone library file: see test_library_policy.py)
     ("guarded with a surviving constant",
      """
      import torch

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from contextlib import contextmanager
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
@@ -168,6 +169,7 @@ class FileContext:
         self._regions: Optional[Dict[cst.CSTNode, PrecisionRegion]] = None
         self._constants: Optional[Dict[str, cst.BaseExpression]] = None
         self._cache: Dict[str, object] = {}  # per-file memo for rules and models (e.g. dtype flow)
+        self._assumed = None  # a Regime this file is judged under for now (``assuming``)
         # scopes, bindings and references (amplint.context.semantic), recorded by the walk
         self.semantic = SemanticModel(self)
         _walk(self, module)
@@ -176,11 +178,24 @@ class FileContext:
     def regime(self):
         """The precision this file runs in (amplint.project.Regime): that of the training entry
         points reaching it (``Project.regime_for``); None for a lone snippet."""
+        if self._assumed is not None:
+            return self._assumed
         if self.project is None:
             return None
         if self.file is not None and hasattr(self.project, "regime_for"):
             return self.project.regime_for(self.file)
         return self.project.regime
+
+    @contextmanager
+    def assuming(self, regime):
+        """Judge this file under ``regime`` for a while (the library policy's look at library code
+        under any float16 use): the per-file memo, whose dtypes depend on the regime, is set aside
+        and restored afterwards."""
+        saved, self._cache, self._assumed = self._cache, {}, regime
+        try:
+            yield
+        finally:
+            self._cache, self._assumed = saved, None
 
     def other_file(self, path: Path) -> Optional["FileContext"]:
         """The context of another file of the project (parsed once per project and worker), for

@@ -534,7 +534,7 @@ class PrecisionModel:
         if isinstance(value, tuple):
             if value[0] == "part":
                 return self.dtype_of(value[1])
-            if value[0] == "param":
+            if value[0] == "param" and len(value) == 3:  # a def's (a lambda's is ("param", binding))
                 return self._param_dtype(value[1], value[2])
             if value[0] == "aug":
                 aug: cst.AugAssign = value[1]

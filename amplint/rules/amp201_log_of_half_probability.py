@@ -79,6 +79,9 @@ class LogOfHalfProbability(Rule):
     summary = "log of a float16 sigmoid / softmax / 1 - p that can round to 0 (or 1) before the log"
     fix_safety = "safe"
     applies_under = "fp16 (mixed or pure half); log(1 - p) also bf16"
+    # Library code is looked at again as under fp16 autocast (the library policy, docs/precision.md):
+    # what this rule reports there is a hazard under any float16 use of the code.
+    any_fp16_use = True
 
     def check(self, ctx) -> Iterable[Violation]:
         for u in log_uses(ctx):
