@@ -10,6 +10,7 @@ from ..edits import attribute_chain, find_arg, is_simple_reference, module_alias
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, fmt
 from ..context.precision import DTypeFact, precision_model
+from ..torch_api.fill_helpers import FILL_HELPERS
 from .base import Rule, because
 
 # method name -> (index of the value among positional arguments, its keyword)
@@ -21,6 +22,11 @@ FUNCTIONS = {
     "torch.masked_fill": ((2,), ("value",)),
     "torch.where": ((1, 2), ("input", "other")),
 }
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+    found = list(_arguments(call, (position,), (keyword,)))
+    return found[0] if found else None
 
 
 def _arguments(call: cst.Call, positions, keywords):
@@ -56,6 +62,15 @@ class Fp16OverflowConstant(Rule):
                 positions, keywords = FUNCTIONS[name]
                 for value in _arguments(call, positions, keywords):
                     yield call, name, self._function_tensor(ctx, call, name, value), value
+            elif name in FILL_HELPERS:
+                helper = FILL_HELPERS[name]
+                if helper.only_if is not None:
+                    switch = _argument(call, *helper.only_if)
+                    if not (isinstance(switch, cst.Name) and switch.value == "True"):
+                        continue  # the value is not written (allennlp's masked_softmax multiplies by the mask)
+                value = _argument(call, *helper.value)
+                if value is not None:
+                    yield call, f"`{name.rsplit('.', 1)[-1]}(...)` (a masked_fill)", _argument(call, *helper.tensor), value
             elif isinstance(func, cst.Attribute) and func.attr.value in METHODS and not (name or "").startswith("torch."):
                 pos, kw = METHODS[func.attr.value]
                 for value in _arguments(call, (pos,), (kw,)):
