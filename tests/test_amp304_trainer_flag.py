@@ -78,3 +78,54 @@ def test_command_line_precision_bf16_is_silent():
 def test_another_libraries_trainer_is_not_lightnings():
     text = source("precision=16, terminate_on_nan=True", imports="from mylib import LightningModule, Trainer")
     assert lines("AMP304", text, extra_files={"mylib.py": "class LightningModule: pass\nclass Trainer: pass\n"}) == []
+
+
+# ---- a check that raises in a helper of another module ------------------------------------------
+
+HELPERS = """
+import torch
+
+
+def check_loss(value, name="loss"):
+    if torch.isnan(value).any():
+        raise RuntimeError(f"{name} is NaN")
+"""
+
+LOOP = """
+import torch
+from helpers import check_loss
+
+
+def train(model, loader):
+    opt = torch.optim.AdamW(model.parameters())
+    scaler = torch.amp.GradScaler("cuda")
+    for x in loader:
+        {autocast}
+            loss = model(x).mean()
+        check_loss({checked})
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+"""
+
+
+def loop(autocast='with torch.autocast("cuda", dtype=torch.float16):', checked="loss"):
+    return {"loop.py": LOOP.replace("{autocast}", autocast).replace("{checked}", checked)}
+
+
+def test_helper_in_another_module_called_from_an_fp16_training_step():
+    (line, message), = found("AMP304", HELPERS, filename="helpers.py", extra_files=loop())
+    assert line == 7 and "loop.py:12" in message
+
+
+@pytest.mark.parametrize("name, files", [
+    ("called from a float32 step (no autocast, no scaler in the project's regime)", {"loop.py": LOOP.replace(
+        "{autocast}", "if True:").replace("{checked}", "loss").replace('scaler = torch.amp.GradScaler("cuda")', "")
+        .replace("scaler.scale(loss).backward()", "loss.backward()").replace("scaler.step(opt)", "opt.step()")
+        .replace("scaler.update()", "")}),
+    ("called from a bf16 step", loop('with torch.autocast("cuda", dtype=torch.bfloat16):')),
+    ("checks the input batch", loop(checked="x")),
+    ("never called", {}),
+])
+def test_helper_near_misses(name, files):
+    assert lines("AMP304", HELPERS, filename="helpers.py", extra_files=files) == [], name

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Tuple
+from pathlib import Path
+from typing import Dict, Iterable, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -24,6 +25,8 @@ EXITS = {"sys.exit", "os._exit", "exit", "quit"}
 # the gradients (and their norm). Checks of the input data are a different matter.
 CHECKED_VALUE = re.compile(r"loss|out|logit|pred|grad|norm|score", re.I)
 TRAINING_NAME = re.compile(r"(^|_)(train|training|fit)(_|$)", re.I)
+# Files of the project read for the calls of a helper that checks (each is parsed once per run).
+MAX_OTHER_FILES = 8
 # Expressions a check may sit in on its way to the ``if`` / ``assert`` test.
 _WRAPPERS = (cst.Call, cst.Arg, cst.Attribute, cst.UnaryOperation, cst.BooleanOperation,
              cst.Comparison, cst.ComparisonTarget)
@@ -117,11 +120,29 @@ def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, Opt
     return False, Confidence.LIKELY, None
 
 
+def _argument_text(ctx, site: cst.Call, params, value: cst.CSTNode) -> str:
+    """The text of what ``site`` passes for the checked parameter (the checked text itself when it
+    is not a parameter or the call does not pass it)."""
+    text = ctx.code(value)
+    if isinstance(value, cst.Name) and value.value in params:
+        i = params.index(value.value)
+        args = [a for a in site.args if a.keyword is None and not a.star]
+        named = [a for a in site.args if a.keyword is not None and a.keyword.value == value.value]
+        arg = named[0] if named else (args[i] if i < len(args) else None)
+        text = _code(arg) if arg is not None else text
+    return text
+
+
+def _code(arg: cst.Arg) -> str:
+    return cst.Module(body=[]).code_for_node(arg.value)
+
+
 def _where_checked(ctx, scope, call: cst.Call, value: cst.CSTNode):
-    """(training scope, node there, text of the checked value, the helper call or None): the check's
-    own scope, and, for a check in a helper function, each call of the helper in this file (a NaN
-    check that raises in ``check_loss(loss)`` called from ``fit``)."""
-    yield scope, call, ctx.code(value), None
+    """(context, training scope, node there, text of the checked value, the helper call or None):
+    the check's own scope, and, for a check in a helper function, each call of the helper in this
+    file (a NaN check that raises in ``check_loss(loss)`` called from ``fit``) and, for a
+    module-level helper, in the project's other files (``from utils import check_loss``)."""
+    yield ctx, scope, call, ctx.code(value), None
     if not isinstance(scope, cst.FunctionDef):
         return
     params = [p.name.value for p in (*scope.params.posonly_params, *scope.params.params)]
@@ -131,14 +152,26 @@ def _where_checked(ctx, scope, call: cst.Call, value: cst.CSTNode):
         caller = scope_of(ctx, site)
         if caller is scope:
             continue
-        text = ctx.code(value)
-        if isinstance(value, cst.Name) and value.value in params:
-            i = params.index(value.value)
-            args = [a for a in site.args if a.keyword is None and not a.star]
-            named = [a for a in site.args if a.keyword is not None and a.keyword.value == value.value]
-            arg = named[0] if named else (args[i] if i < len(args) else None)
-            text = ctx.code(arg.value) if arg is not None else text
-        yield caller, site, text, site
+        yield ctx, caller, site, _argument_text(ctx, site, params, value), site
+    yield from _other_files_calling(ctx, scope, params, value)
+
+
+def _other_files_calling(ctx, fn: cst.FunctionDef, params, value: cst.CSTNode):
+    project = ctx.project
+    if project is None or not hasattr(project, "callers") or ctx.parent(fn) is not ctx.module:
+        return
+    here = Path(ctx.path).resolve()
+    lines: Dict[Path, Set[int]] = {}
+    for site in project.callers(f"{ctx.imports.module_name}.{fn.name.value}"):
+        if site.path != here:
+            lines.setdefault(site.path, set()).add(site.line)
+    for path in list(lines)[:MAX_OTHER_FILES]:
+        other = ctx.other_file(path)
+        if other is None:
+            continue
+        for call in other.nodes(cst.Call):
+            if other.line_of(call) in lines[path] and (other.call_name(call) or "").rsplit(".", 1)[-1] == fn.name.value:
+                yield other, scope_of(other, call), call, _argument_text(other, call, params, value), call
 
 
 def _guard_receivers(ctx) -> Tuple[set, bool]:
@@ -252,15 +285,18 @@ class NanCheckRaises(Rule):
                 how = (f"`{ctx.code(stop.func)}`" if isinstance(stop, cst.Call)  # type: ignore[union-attr]
                        else "`break` out of the training loop" if isinstance(stop, cst.Break)
                        else "`return` from the training loop" if isinstance(stop, cst.Return) else "`raise`")
-            for scope, at, checked, site in _where_checked(ctx, scope_of(ctx, holder), call, value):
+            for site_ctx, scope, at, checked, site in _where_checked(ctx, scope_of(ctx, holder), call, value):
                 if not CHECKED_VALUE.search(checked):
                     continue
-                ok, confidence, evidence = fp16_training_scope(ctx, scope, at)
+                ok, confidence, evidence = fp16_training_scope(site_ctx, scope, at)
                 if not ok:
                     continue
                 reported.add(holder)
-                via = "" if site is None else f" (in `{ctx.code(site.func)}`, called from the training step at line {ctx.line_of(site)})"
-                related = [] if site is None else [Location(ctx.path, ctx.line_of(site), "called from the training step here")]
+                where = "" if site is None else (
+                    f"line {site_ctx.line_of(site)}" if site_ctx is ctx else f"{site_ctx.path}:{site_ctx.line_of(site)}")
+                via = "" if site is None else f" (in `{site_ctx.code(site.func)}`, called from the training step at {where})"
+                related = [] if site is None else [Location(site_ctx.path, site_ctx.line_of(site),
+                                                            "called from the training step here")]
                 message = (f"{how}{via} stops the run at the first non-finite `{checked}`, which float16 "
                            f"training with loss scaling expects now and then (GradScaler skips such a step and "
                            f"lowers the scale)")
