@@ -356,3 +356,58 @@ def test_fix_when_logits_were_rebound_is_the_unsafe_float_cast():
     out = fixed(src, extra_files={"train.py": HALF_TRAINING}, unsafe=True)
     assert "p = torch.sigmoid(z.float())" in out and "return torch.log(p)" in out
     assert only(out, extra_files={"train.py": HALF_TRAINING}) == []
+
+
+# ---- clamps on the way: a bound is a guard only if it survives rounding -----------------------------
+CLAMPED = """
+    import torch
+    import torch.nn as nn
+    class Scorer(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.head = nn.Linear(dim, 1)
+        @torch.autocast("cuda")
+        def forward(self, x):
+            p = torch.sigmoid(self.head(x))
+            return {log}
+"""
+
+
+@pytest.mark.parametrize("log, reported", [
+    ("torch.log1p(-p.clamp(max=1.0 - 1e-6))", True),  # 1 - 1e-6 is 1.0 in float16: no guard
+    ("torch.log(1 - p.clamp(max=1 - 1e-6))", True),
+    ("torch.log(1 - torch.clamp(p, 1e-6, 1 - 1e-7))", True),  # the lower bound guards log(p), not log(1 - p)
+    ("torch.log1p(-p.clamp_max(1 - 1e-6))", True),
+    # near misses
+    ("torch.log1p(-p.clamp(max=1.0 - 1e-3))", False),  # 0.999 rounds to 0.99902 in float16: 1 - p >= 9.8e-4
+    ("torch.log(p.clamp(max=1 - 1e-6))", True),  # an upper bound does not keep log(p) off 0
+    ("torch.log(p.clamp(min=1e-4, max=1 - 1e-6))", False),  # the lower bound does
+    ("torch.log(1 - p.clamp(max=limit))", False),  # a bound in a name: not judged
+    ("torch.log((1 - p).clamp(min=1e-3))", False),  # a guard on the log's own argument
+])
+def test_clamp_bounds_on_the_way_to_the_log(log, reported):
+    src = CLAMPED.replace("{log}", log).replace("def forward(self, x)", "def forward(self, x, limit=0.999)")
+    found = findings(src)
+    assert bool(found) == reported
+
+
+def test_a_vanished_upper_bound_is_named_and_its_fix_is_unsafe():
+    src = CLAMPED.replace("{log}", "torch.log1p(-p.clamp(max=1.0 - 1e-6))")
+    [f] = findings(src)
+    assert "`p.clamp(max=1.0 - 1e-6)` does not prevent it: its upper bound rounds to 1.0 in float16" in f.message
+    assert fixed(src, unsafe=False) == textwrap.dedent(src)  # no safe fix: the clamp also caps the loss
+    out = fixed(src, unsafe=True)  # the sigmoid in float32, where the clamp is a guard again
+    assert "p = torch.sigmoid(self.head(x).float())" in out and "p.clamp(max=1.0 - 1e-6)" in out
+
+
+def test_bfloat16_rounds_a_coarser_upper_bound_to_one():
+    # bfloat16 keeps 8 bits: 1 - 1e-3 is 1.0 there, though not in float16.
+    src = textwrap.dedent(CLAMPED.replace("{log}", "torch.log(1 - p.clamp(max=1 - 1e-3))")
+                          .replace('@torch.autocast("cuda")', '@torch.autocast("cuda", dtype=torch.bfloat16)'))
+    assert [f.code for f in findings(src)] == ["AMP201"]
+
+
+def test_a_lower_clamp_that_rounds_to_zero_stays_amp102s():
+    src = CLAMPED.replace("{log}", "torch.log(p.clamp(min=1e-9, max=1.0))")
+    assert findings(src) == []
+    assert "AMP102" in codes(textwrap.dedent(src))

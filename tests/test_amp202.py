@@ -383,3 +383,13 @@ def test_handwritten_focal_loss_is_flagged_without_a_fix():
     """
     [f] = findings(src)
     assert f.fix is None
+
+
+@pytest.mark.parametrize("eps, reported", [("1e-7", True), ("1e-3", False)])
+def test_a_clamped_handwritten_bce_is_hazardous_when_its_upper_bound_rounds_to_one(eps, reported):
+    # p.clamp(1e-7, 1 - 1e-7): 1 - 1e-7 is 1.0 in float16, so log(1 - p) is still -inf; 1 - 1e-3 survives.
+    src = ("import torch\nimport torch.nn as nn\nclass Head(nn.Module):\n    def __init__(self, dim):\n"
+           "        super().__init__()\n        self.fc = nn.Linear(dim, 1)\n    @torch.autocast('cuda')\n"
+           f"    def forward(self, x, y):\n        p = torch.sigmoid(self.fc(x)).clamp({eps}, 1 - {eps})\n"
+           "        return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()\n")
+    assert ("AMP202" in codes(src)) == reported

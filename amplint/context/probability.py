@@ -14,7 +14,7 @@ them. Results are memoised per file in ``ctx._cache``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -29,6 +29,10 @@ LOG_NAMES = {"torch.log": "log", "torch.log2": "log2", "torch.log10": "log10", "
 LOG_METHODS = {"log", "log2", "log10", "log1p", "log_", "log2_", "log10_", "log1p_"}
 CLAMP_METHODS = {"clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_"}
 CLAMP_NAMES = {"torch.clamp": "clamp", "torch.clip": "clip", "torch.clamp_min": "clamp_min"}
+# Clamps with a lower and / or an upper bound: (min, max) positions after the clamped value.
+_BOUNDED_METHODS = {"clamp": "both", "clamp_": "both", "clip": "both", "clip_": "both", "clamp_min": "min",
+                    "clamp_min_": "min", "clamp_max": "max", "clamp_max_": "max"}
+_BOUNDED_FUNCTIONS = {"torch.clamp": "both", "torch.clip": "both", "torch.clamp_min": "min", "torch.clamp_max": "max"}
 # Operations that pick, reshape or cast probabilities without moving them away from 0 and 1.
 _PASS_METHODS = {"view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "gather", "index_select",
                  "select", "narrow", "t", "transpose", "permute", "float", "double", "half", "bfloat16", "to",
@@ -106,11 +110,22 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """A clamp passed on the way from the source: ``p.clamp(max=1 - 1e-6)``. It keeps a log finite
+    only if it survives rounding to the source's dtype (``1 - 1e-6`` is 1.0 in float16)."""
+    side: str  # "min" | "max"
+    value: Optional[float]  # None: not a constant (taken to keep the log finite)
+    complement: bool  # the clamped value was 1 - p
+    node: cst.CSTNode  # the clamp call
+
+
+@dataclass(frozen=True)
 class Trace:
     source: Source
     complement: bool  # the value is 1 - p
     direct: bool  # nothing but local names between the value and the source (or ``1 - source``)
     names: Tuple[cst.Name, ...] = ()  # the local names followed
+    bounds: Tuple[Bound, ...] = ()  # clamps on the way
 
 
 def _is_one(ctx, expr) -> bool:
@@ -132,6 +147,31 @@ def _normalising_division(ctx, e: cst.BinaryOperation) -> bool:
     return base is not None and ctx.code(base) == ctx.code(e.left)
 
 
+def _clamp_bounds(ctx, call: cst.Call):
+    """``(clamped value, [(side, bound expression)])`` of a clamp of a value with constant or named
+    bounds (``x.clamp(min=a, max=b)``, ``x.clamp_max(b)``, ``torch.clamp(x, a, b)``); None otherwise."""
+    m = method_of(ctx, call)
+    name = ctx.call_name(call) or ""
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if m is not None and m[0] in _BOUNDED_METHODS:
+        value, kind, rest = m[1], _BOUNDED_METHODS[m[0]], positional
+    elif name in _BOUNDED_FUNCTIONS and (isinstance(call.func, cst.Name) or _is_module_receiver(ctx, call.func.value)):
+        value, kind = _first_arg(call), _BOUNDED_FUNCTIONS[name]
+        rest = positional[1:] if positional and positional[0] is value else positional
+    else:
+        return None
+    if value is None or any(a.star for a in call.args):
+        return None
+    sides = ["min", "max"] if kind == "both" else [kind]
+    bounds = dict(zip(sides, rest))
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value in sides:
+            bounds[a.keyword.value] = a.value
+    if not bounds:
+        return None
+    return value, [(side, b) for side, b in bounds.items() if not (isinstance(b, cst.Name) and b.value == "None")]
+
+
 def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
     """The probability source of ``expr``, through names, indexing, reshaping and casts."""
     if _depth > 12 or expr is None:
@@ -145,21 +185,29 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
         if t is None:
             return None
         direct = t.direct and isinstance(pm.binding_at(expr.value, expr), cst.BaseExpression)
-        return Trace(t.source, t.complement, direct, (expr, *t.names))
+        return replace(t, direct=direct, names=(expr, *t.names))
     prob = probability_call(ctx, expr)
     if prob is not None:
         return Trace(Source(prob.kind, prob.call, prob, pm.dtype_of(prob.call)), False, True)
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, cst.Subtract) and _is_one(ctx, expr.left):
             t = trace(ctx, expr.right, _depth + 1)
-            return Trace(t.source, not t.complement, t.direct, t.names) if t is not None else None
+            return replace(t, complement=not t.complement) if t is not None else None
         if _normalising_division(ctx, expr):
             return Trace(Source("division", expr, None, pm.dtype_of(expr)), False, True)
         return None
     if isinstance(expr, cst.Subscript):
         t = trace(ctx, expr.value, _depth + 1)
-        return Trace(t.source, t.complement, False, t.names) if t is not None else None
+        return replace(t, direct=False) if t is not None else None
     if isinstance(expr, cst.Call):
+        bounded = _clamp_bounds(ctx, expr)
+        if bounded is not None:
+            clamped, bounds = bounded
+            t = trace(ctx, clamped, _depth + 1)
+            if t is None:
+                return None
+            new = tuple(Bound(side, None if b is None else ctx.number(b), t.complement, expr) for side, b in bounds)
+            return replace(t, direct=False, bounds=(*t.bounds, *new))
         m = method_of(ctx, expr)
         inner = None
         if m is not None and m[0] in _PASS_METHODS:
@@ -176,7 +224,7 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
                 d = pm.dtype_of(expr)
                 if d.dtype == F16 and source.fact.dtype != F16 or d.dtype == BF16 and source.fact.dtype not in (F16, BF16):
                     source = Source(source.kind, source.node, source.prob, d, True)
-            return Trace(source, t.complement, False, t.names)
+            return replace(t, source=source, direct=False)
     return None
 
 
@@ -206,7 +254,29 @@ class LogUse:
         """The probability can round to 0 (``p`` in float16) or to 1 (``1 - p`` in float16 or
         bfloat16: bfloat16 has float32's range but only 8 bits of precision)."""
         d = self.dtype
-        return d == F16 or (d == BF16 and self.trace.complement)
+        if not (d == F16 or (d == BF16 and self.trace.complement)):
+            return False
+        return not any(self._keeps_finite(b) for b in self.trace.bounds)
+
+    def _keeps_finite(self, bound: "Bound") -> bool:
+        """Whether a clamp on the way keeps the log's argument above 0 once rounded to the dtype: a
+        lower bound on the argument itself, or an upper bound on what the argument is 1 minus."""
+        if bound.value is None:
+            return True  # a bound held in a name or a tensor: not judged
+        fmt = FLOAT16 if self.dtype == F16 else BFLOAT16
+        if bound.complement == self.trace.complement:
+            return bound.side == "min" and fmt.round(bound.value) > 0
+        return bound.side == "max" and fmt.round(bound.value) < 1.0
+
+    def vanished_bound(self) -> Optional["Bound"]:
+        """A clamp meant to keep the log finite that rounds away in the dtype (``p.clamp(max=1 - 1e-6)``
+        under ``log(1 - p)``: 1 - 1e-6 is 1.0 in float16), when no other bound keeps it finite."""
+        if any(self._keeps_finite(b) for b in self.trace.bounds):
+            return None
+        for b in self.trace.bounds:
+            if b.value is not None and (b.side == "max") != (b.complement == self.trace.complement):
+                return b
+        return None
 
     def guard_survives(self) -> bool:
         if self.guard is None:
@@ -287,7 +357,7 @@ def log_uses(ctx) -> List[LogUse]:
         if t is None:
             continue
         if complement_flip:
-            t = Trace(t.source, not t.complement, t.direct, t.names)
+            t = replace(t, complement=not t.complement)
         out.append(LogUse(call, fn, form, arg, guard, t))
     ctx._cache[key] = out
     return out

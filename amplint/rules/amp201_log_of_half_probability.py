@@ -89,11 +89,22 @@ class LogOfHalfProbability(Rule):
                 continue  # a guard that survives keeps the log finite; one that vanishes is AMP102's
             if not u.can_reach_log_zero():
                 continue
+            vanished = u.vanished_bound()
+            if vanished is not None and vanished.side == "min":
+                continue  # a lower clamp that rounds to 0 is AMP102's, as a guard added to p is
             if in_handwritten_bce(ctx, u.call) is not None:
                 continue  # AMP202 reports the whole hand-written binary cross-entropy
             fact = u.trace.source.fact
             fix = _fix(ctx, u)
             message = f"{_what(u)}: {_mechanism(u)} and its gradient NaN"
+            if vanished is not None:
+                # p.clamp(max=1 - 1e-6) under log(1 - p): the bound is 1.0 in the dtype, no guard.
+                bound = vanished.node
+                message += (f"; `{_text(bound)}` does not prevent it: its upper bound rounds to 1.0 in "
+                            f"{fact.dtype}")
+                if fix is not None:
+                    fix = Fix(fix.description, Applicability.UNSAFE, replacements=fix.replacements,
+                              imports=fix.imports)  # the clamp also capped the loss: dropping it changes values
             conf = Confidence.of(fact)
             yield Violation(u.call, message, conf, fix, help=f"use {_advice(u)}", evidence=because(fact, ctx, u.call))
 
