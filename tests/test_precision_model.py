@@ -157,3 +157,55 @@ def test_a_projects_own_cast_inputs_decorator_is_a_float32_region(tmp_path):
                 y = x @ w
     """, precision="fp16-mixed")
     assert d2["y"][0] == "float16"
+
+
+HALF_MODEL = """
+import torch
+from torch import nn
+class RewardModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(1000, 64)
+        self.v_head = nn.Linear(64, 1)
+    def forward(self, input_ids):
+        rewards = self.v_head(self.embed(input_ids)).squeeze(-1)
+        return -torch.log(torch.sigmoid(rewards[0] - rewards[1])).mean()
+"""
+DEEPSPEED_FP16 = """
+import deepspeed
+from model import RewardModel
+def main(ids):
+    model = RewardModel()
+    engine, *_ = deepspeed.initialize(model=model, config={"fp16": {"enabled": True}})
+    loss = engine(ids)
+    engine.backward(loss)
+    engine.step()
+"""
+
+
+def test_layers_with_half_weights_give_float16_whatever_their_input():
+    # DeepSpeed-Chat's reward model: token ids -> Embedding -> Linear -> log(sigmoid); half weights
+    from training_util import lines
+    assert lines("AMP201", HALF_MODEL, filename="model.py", extra_files={"train.py": DEEPSPEED_FP16}) == [11]
+    # near miss: the same model trained in float32
+    fp32 = DEEPSPEED_FP16.replace('"fp16": {"enabled": True}', '"fp16": {"enabled": False}')
+    assert lines("AMP201", HALF_MODEL, filename="model.py", extra_files={"train.py": fp32}) == []
+
+
+def test_gradients_of_a_half_model_are_float16():
+    # fairscale's OSS grad norm over a pure-half model's parameters: p.grad is float16
+    from training_util import lines
+    source = """
+    import torch
+    def train(model, loader, opt):
+        model = model.half()
+        for x in loader:
+            model(x).sum().backward()
+            for p in model.parameters():
+                p.grad.mul_(1.0 / (p.grad.norm() + 1e-8))
+            opt.step()
+    """
+    assert lines("AMP102", source, filename="train.py") == [8]
+    # near miss: the same loop in mixed precision (float32 parameters, float32 gradients)
+    mixed = source.replace("model = model.half()", "scaler = torch.amp.GradScaler('cuda')")
+    assert lines("AMP102", mixed, filename="train.py") == []

@@ -107,6 +107,10 @@ _MODEL_HELPER = re.compile(r"(?i)loss|nll|attention|attn|logit|contrastive|simil
                            r"normali[sz]e|softmax|sigmoid|bce|kl_div|score")
 
 
+# Layers with weights: under half weights they compute in float16 whatever their input's dtype.
+_WEIGHTED_LAYER = re.compile(r"^(Linear|Bilinear|LazyLinear|Conv\w*|LazyConv\w*|Embedding|EmbeddingBag)$")
+
+
 # Tensor parameters that are conventionally boolean or integer (masks, token ids, labels, lengths):
 # not float16 even in a pure-half project (``mask.sum() + 1e-8`` of a bool mask is float32).
 _INDEX_PARAM = re.compile(r"^(.*_)?(mask|masks|ids|labels?|indices|lengths?|lens)$")
@@ -560,6 +564,11 @@ class PrecisionModel:
                 return UNKNOWN
             if attr in _VIEW_ATTRS:
                 inner = self.dtype_of(e.value)
+                regime = self.ctx.regime
+                if attr == "grad" and inner.dtype is None and regime is not None and regime.half_params is not None:
+                    # ``p.grad`` of a half model's parameter (pure fp16; with master weights the
+                    # half model's own gradients, before they are copied to float32): float16
+                    return DTypeFact(F16, LIKELY, "`.grad` of a half model's parameter", regime.half_params)
                 if inner.dtype == COMPLEX and attr in _COMPLEX_TO_REAL:
                     return DTypeFact(F32, inner.confidence, f"`.{attr}` of a complex tensor is float32")
                 return inner
@@ -812,6 +821,17 @@ class PrecisionModel:
         cache[key] = fact
         return fact
 
+    def _half_weights(self, call: cst.Call, short: str) -> Optional[DTypeFact]:
+        """Under half weights (pure fp16, or a half model with fp32 master weights: DeepSpeed fp16),
+        a layer with weights computes in its weights' dtype whatever its input says (token ids into
+        an ``nn.Embedding``, then an ``nn.Linear``): float16."""
+        regime = self.ctx.regime
+        if regime is None or regime.half_params is None or not _WEIGHTED_LAYER.match(short):
+            return None
+        if not self.model_code(self.ctx.enclosing_function(call)):
+            return None
+        return DTypeFact(F16, LIKELY, f"`nn.{short}` has float16 weights in a half model", regime.half_params)
+
     def _module_call(self, cls: str, call: cst.Call, args) -> DTypeFact:
         short = cls.rsplit(".", 1)[-1]
         inputs = [self.dtype_of(a) for a in args]
@@ -819,6 +839,9 @@ class PrecisionModel:
             op = autocast_ops.MODULE_OPS.get(short)
             if op is None:
                 return inputs[0] if inputs and inputs[0].dtype else UNKNOWN  # Dropout, ReLU, ...
+            half = self._half_weights(call, short)
+            if half is not None and not self.autocast_at(call).active:
+                return half
             return self._apply_policy(op, f"`nn.{short}`", call, inputs)
         # A user nn.Module: under autocast its output is (likely) the autocast dtype.
         state = self.autocast_at(call)
