@@ -455,16 +455,26 @@ class Project:
         projects (a directory with its own pyproject.toml, setup.py, setup.cfg or .git is a project
         of its own, with its own regime). Walked once per Project."""
         if self._files is None:
-            self._files = list(self.discovery.walk(self.root, self.root, stop_at_projects=True))
+            self._walk_once()
         return list(self._files)
 
     def config_files(self) -> List[Path]:
         """The project's JSON / YAML / TOML / shell files that may hold precision settings."""
         if self._configs is None:
-            from .config_evidence import CONFIG_SUFFIXES
-            self._configs = list(self.discovery.walk(self.root, self.root, stop_at_projects=True,
-                                                     suffixes=CONFIG_SUFFIXES))
+            self._walk_once()
         return list(self._configs)
+
+    def _walk_once(self) -> None:
+        """The Python files and the configuration files, from one walk of the tree (every run
+        needs both: the configuration files are among the declarations)."""
+        from .config_evidence import CONFIG_SUFFIXES
+        python, configs = [], []
+        for f in self.discovery.walk(self.root, self.root, stop_at_projects=True, suffixes=(".py", *CONFIG_SUFFIXES)):
+            (python if f.name.endswith(".py") else configs).append(f)
+        if self._files is None:
+            self._files = python
+        if self._configs is None:
+            self._configs = configs
 
     def prepare(self) -> "Project":
         """Compute the facts every file needs (file list, regimes, module paths) now: the runner

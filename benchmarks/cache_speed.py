@@ -150,10 +150,13 @@ def lines_of(root: Path) -> Tuple[int, int]:
     return len(files), sum(p.read_bytes().count(b"\n") for p in files)
 
 
+CPU = "0"  # the CPU every command is pinned to (--cpu)
+
+
 def timed(cmd: List[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> Tuple[float, int]:
-    """(wall seconds, peak RSS in MiB) of ``cmd`` pinned to CPU 0."""
+    """(wall seconds, peak RSS in MiB) of ``cmd`` pinned to one CPU."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
-        full = ["taskset", "-c", "0", "/usr/bin/time", "-f", "%e %M", "-o", out.name, *cmd]
+        full = ["taskset", "-c", CPU, "/usr/bin/time", "-f", "%e %M", "-o", out.name, *cmd]
         subprocess.run(full, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wall, rss = out.read().split()[-2:]
     return float(wall), int(rss) // 1024
@@ -231,7 +234,7 @@ def machine() -> str:
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{cpu}; {os.cpu_count()} CPUs visible, runs pinned to CPU 0; Python {platform.python_version()}; "
+    return (f"{cpu}; {os.cpu_count()} CPUs visible, runs pinned to CPU {CPU}; Python {platform.python_version()}; "
             f"{platform.system()} {platform.release()}; load average {load:.1f} at the start (shared machine)")
 
 
@@ -274,12 +277,16 @@ def main(argv=None) -> int:
     ap.add_argument("--output", type=Path, default=RESULTS)
     ap.add_argument("--rev", default="", help="how to name the amplint measured (default: this checkout's commit)")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling table")
+    ap.add_argument("--cpu", default="0", help="the CPU to pin every command to (taskset -c)")
     ap.add_argument("--scaling-only", action="store_true", help="only the scaling table")
     args = ap.parse_args(argv)
+    global CPU
+    CPU = args.cpu
     if args.scaling_only:
         rows = scaling(None)
         text = render_scaling(rows)
         print(text)
+        args.output.write_text(f"Machine: {machine()}.\n\n" + text)
         return 0
     skip = {s for s in args.skip.split(",") if s}
     results = []

@@ -116,6 +116,12 @@ def test_an_edit_that_changes_no_summary_recomputes_no_project_fact(tmp_path, mo
     age(root)
     first = run(["check", "pkg/opt.py"], root)
     assert "AMP101" in first.out
+    from amplint.cache import ProjectCache
+    read = []
+    original_read = ProjectCache.summary
+    monkeypatch.setattr(ProjectCache, "summary", lambda self, key: read.append(key) or original_read(self, key))
+    assert run(["check", "pkg/opt.py"], root).out == first.out
+    assert read == []  # nothing changed: the result and the precision line come from the index
     computed = []
     original = project_module.Project.entry_points
     monkeypatch.setattr(project_module.Project, "entry_points", lambda self: computed.append(1) or original(self))

@@ -52,7 +52,7 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
             r = project.regime_for(main)
             ev = r.half_params or r.fp16_autocast or r.fp16 or r.bf16
             return AssumedPrecision(root, mode, why, Location.of(ev) if ev is not None else None)
-        if labels[0] == "library" and project.entry_points():
+        if labels[0] == "library" and _has_entry_points(project):
             root = project.display(project.root) or "."
             n = len(files)
             return AssumedPrecision(root, "library", f"no training entry point reaches {'these' if n != 1 else 'this'} "
@@ -71,11 +71,22 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
     if mode != "fp32":
         return AssumedPrecision(root or ".", mode, "from the project's precision evidence")
     n = len(project.files())
-    library = hasattr(project, "entry_points") and not project.entry_points()
+    library = hasattr(project, "entry_points") and not _has_entry_points(project)
     return AssumedPrecision(root or ".", "fp32", f"no autocast, GradScaler, half parameters or precision flag in the project's "
                                                  f"{n} Python file{'s' if n != 1 else ''}, so float32"
                                                  + (" (no training entry point: library policy, docs/precision.md)" if library else "")
                                                  + "; `--precision` overrides")
+
+
+def _has_entry_points(project) -> bool:
+    """Whether the project has training entry points. A Project's regime names them and is
+    cached: a one-file run answered from the cache does not compute them (which reads every
+    file's summary) only to say whether there are any."""
+    from ..project import Project
+
+    if type(project) is Project:
+        return bool(project.regime.entry_points)
+    return bool(project.entry_points())
 
 
 def summary_lines(assumed: List[AssumedPrecision]) -> List[str]:
