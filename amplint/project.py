@@ -729,15 +729,19 @@ class Project:
         rules that stay silent when something (a GradScaler, a trainer's fp16 flag) exists
         anywhere, since what hands it to the loop may be out of sight."""
         if self._anywhere is None:
-            signals: List[Tuple[Signal, Evidence]] = []
-            master = bool(self.master_optimizers())  # once: it looks at every file
-            for path, f in self.facts().items():
-                if not self.is_test(path):
-                    signals.extend(signals_of(f, self.display(path), master_weights=master))
-                    signals.extend(self._call_signals(path, f))
-            signals.extend((sig, ev) for _, sig, ev in self._config_signals())
-            self._anywhere = Regime(signals, self._override, "project: all training evidence")
+            # cached as the regimes are: a one-file run reads no other file's summary for it
+            self._anywhere = self._cached_derived(("evidence_anywhere",), self._computed_anywhere)
         return self._anywhere
+
+    def _computed_anywhere(self) -> Regime:
+        signals: List[Tuple[Signal, Evidence]] = []
+        master = bool(self.master_optimizers())  # once: it looks at every file
+        for path, f in self.facts().items():
+            if not self.is_test(path):
+                signals.extend(signals_of(f, self.display(path), master_weights=master))
+                signals.extend(self._call_signals(path, f))
+        signals.extend((sig, ev) for _, sig, ev in self._config_signals())
+        return Regime(signals, self._override, "project: all training evidence")
 
     def regime_for(self, path) -> Regime:
         """The precision ``path`` runs in: that of the entry points reaching it (judged under all
