@@ -361,9 +361,66 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
     name = ctx.call_name(call)
     if name in CLIP_NAMES:
         return "clip", None, None, ""
+    if _clipping_helper(ctx, call):
+        return "clip", None, None, "helper"
     if name == "torch.autograd.backward":
         return "backward", None, None, "unknown"
     return None
+
+
+def _same_file_function(ctx, call: cst.Call) -> Optional[cst.FunctionDef]:
+    """The function of this file that ``call`` runs: ``f(...)`` of a module-level ``def f``, or
+    ``self.m(...)`` of a method ``m`` of the calling method's own class."""
+    func = call.func
+    table = ctx._cache.get("training_local_functions")
+    if table is None:
+        table = {}
+        for fn in ctx.nodes(cst.FunctionDef):
+            parent = ctx.parent(fn)
+            owner = ctx.parent(parent) if isinstance(parent, cst.IndentedBlock) else parent
+            if parent is ctx.module or owner is ctx.module:
+                table[(None, fn.name.value)] = fn
+            elif isinstance(owner, cst.ClassDef):
+                table[(owner, fn.name.value)] = fn
+        ctx._cache["training_local_functions"] = table
+    if isinstance(func, cst.Name):
+        return table.get((None, func.value))
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls = ctx.enclosing_class(call)
+        return table.get((cls, func.attr.value)) if cls is not None else None
+    return None
+
+
+def _clipping_helper(ctx, call: cst.Call) -> bool:
+    """``call`` runs a function of this file that clips gradients and does nothing else of a
+    training step (no backward, unscale_, step or update): ``self._clip_gradients()`` between a
+    scaled backward and ``scaler.step`` clips scaled gradients like the clip written in place.
+    A clip under an AMP switch in the helper (``if not self.use_amp:``) is not counted."""
+    fn = _same_file_function(ctx, call)
+    if fn is None or fn is scope_of(ctx, call):
+        return False
+    cache = ctx._cache.setdefault("training_clipping_helpers", {})
+    if fn not in cache:
+        clips = False
+        others = False
+        by_scope = ctx._cache.get("training_calls_by_scope")
+        if by_scope is None:
+            by_scope = {}
+            for c in ctx.nodes(cst.Call):
+                by_scope.setdefault(scope_of(ctx, c), []).append(c)
+            ctx._cache["training_calls_by_scope"] = by_scope
+        for inner in by_scope.get(fn, ()):
+            name = ctx.call_name(inner) or ""
+            method = inner.func.attr.value if isinstance(inner.func, cst.Attribute) else \
+                inner.func.value if isinstance(inner.func, cst.Name) else ""
+            if name in CLIP_NAMES:
+                switched = any(isinstance(a, cst.If) and _AMP_SWITCH.search(ctx.code(a.test))
+                               for a in ctx.ancestors(inner) if ctx.is_ancestor(fn, a))
+                clips = clips or not switched
+            elif "unscale" in method or method in ("backward", "step", "update", "scale"):
+                others = True
+        cache[fn] = clips and not others
+    return cache[fn]
 
 
 # ---- the path-sensitive walk ------------------------------------------------------------------
