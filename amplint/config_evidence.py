@@ -151,6 +151,8 @@ def _walk(data: Any, path: Tuple[str, ...]) -> Iterator[Tuple[Signal, str, str]]
             level = value.upper()
             yield (Signal("flag", "float16", pure=level != "O1", master=level == "O2", note=f"apex opt_level={level}"),
                    key, f"`{where}: {value}`")
+        if isinstance(value, dict) and _on(value.get("enabled", True)) is False:
+            continue  # a disabled block: ``"amp": {"enabled": false, "opt_level": "O2"}`` (openfold) says nothing
         if isinstance(value, (dict, list)):
             yield from _walk(value, (*path, key))
 

@@ -121,6 +121,18 @@ class _Parents:
 _TRAINER_CLASS = re.compile(r"Trainer$")
 
 
+def _trainer_self_train(call: ast.Call, parents: "_Parents") -> Optional[str]:
+    """``self.train()`` in a subclass of a trainer (``class RewardTrainer(Trainer)`` whose
+    ``train_and_save`` calls ``self.train()``: pykoi's reward model)."""
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "train" and isinstance(f.value, ast.Name) and f.value.id == "self"):
+        return None
+    cls = next((p for p in parents.chain(call) if isinstance(p, ast.ClassDef)), None)
+    if cls is not None and any(_TRAINER_CLASS.search((_dotted(b) or "").rsplit(".", 1)[-1]) for b in cls.bases):
+        return "Trainer.train"
+    return None
+
+
 def _trainer_names(nodes: List[ast.AST]) -> set:
     """Names assigned a trainer object (``t = SFTTrainer(model, args)``): their ``.train()`` trains."""
     out = set()
@@ -228,10 +240,13 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     trainers = frozenset(_trainer_names(nodes))
     for node in nodes:
         if isinstance(node, ast.Call):
-            why = _is_training_call(node, trainers)
+            why = _is_training_call(node, trainers) or _trainer_self_train(node, parents)
             if why is None:
                 continue
             fn = owner(node)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in ("forward", "backward") \
+                    and fn.args.args and fn.args.args[0].arg == "ctx":
+                continue  # a torch.autograd.Function's backward calling a kernel's .backward(...) trains nothing
             key = id(fn) if fn is not None else 0
             if why in ("backward", "optimizer step"):
                 training_lines.setdefault(key, []).append(node.lineno)

@@ -171,6 +171,7 @@ class Regime:
         return "fp32"
 
 
+_EXAMPLE_DIR = re.compile(r"(?i)(^|/)(examples?|tutorials?|demos?|notebooks?|samples?)/")
 _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
 
@@ -773,6 +774,11 @@ class Project:
             return Regime([], None, "test file: not training evidence, judged without a precision")
         eps = self.entry_points()
         reaching = [ep for ep in eps if key == ep.path or key in ep.reach]
+        if reaching and all(_EXAMPLE_DIR.search(ep.display) and not ep.signals for ep in reaching) \
+                and self._published_package_file(key):
+            # linformer-pytorch: its examples/ train in fp32; its users train the package in fp16
+            return self._library("a package the project publishes, reached only by example scripts "
+                                 "with no precision evidence")
         if reaching:
             signals: List[Tuple[Signal, Evidence]] = []
             for ep in reaching:
@@ -799,6 +805,18 @@ class Project:
             scope = "not reached by an entry point's imports; the project's precision" if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points)
         return self._library("no training entry point reaches it, and the entry points disagree")
+
+    def _published_package_file(self, path: Path) -> bool:
+        """``path`` lies in a package the project publishes: a directory with an ``__init__.py``
+        at the root (or under ``src/``) of a project with a setup.py / setup.cfg / pyproject.toml."""
+        if not any((self.root / m).is_file() for m in ("setup.py", "setup.cfg", "pyproject.toml")):
+            return False
+        rel = self._relative_or_none(path)
+        parts = rel.split("/") if rel else []
+        if parts and parts[0] == "src":
+            parts = parts[1:]
+        base = self.root / "src" if rel and rel.startswith("src/") else self.root
+        return len(parts) > 1 and not _EXAMPLE_DIR.search(rel) and (base / parts[0] / "__init__.py").is_file()
 
     def _harness(self) -> Optional[Regime]:
         """A nested project (its own setup.py) with no training of its own, trained by the

@@ -334,3 +334,65 @@ def test_an_entry_point_without_evidence_does_not_make_unreached_code_library(tm
         "models/attn.py": "import torch\n",
     })
     assert p.regime_for(p.root / "models/attn.py").mode == "fp16"
+
+
+# ---- real-bug misses (benchmarks/real_bugs.md) ----------------------------------------------------
+
+def test_a_disabled_config_block_is_no_evidence():
+    # openfold's deepspeed_config.json: "amp": {"enabled": false, "opt_level": "O2"}
+    from amplint.config_evidence import config_signals
+    assert config_signals(b'{"amp": {"enabled": false, "opt_level": "O2"}}', "deepspeed_config.json") == []
+    [(sig, _, _)] = config_signals(b'{"amp": {"enabled": true, "opt_level": "O2"}}', "deepspeed_config.json")
+    assert sig.master
+
+
+def test_a_trainer_subclass_training_itself_is_an_entry_point(tmp_path):
+    # pykoi: RewardTrainer(Trainer).train_and_save() calls self.train(); the reward model is loaded in float16
+    p = project(tmp_path, {"rw.py": """
+        import torch
+        from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+        class RewardTrainer(Trainer):
+            def __init__(self, cfg):
+                self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16
+                model = AutoModelForSequenceClassification.from_pretrained("gpt2", torch_dtype=self.torch_dtype)
+                super().__init__(model=model, args=TrainingArguments(output_dir="out", bf16=cfg.bf16))
+            def train_and_save(self, path):
+                self.train()
+                self.save_model(path)
+    """})
+    assert [e.functions[0]["function"] for e in p.entry_points()] == ["train_and_save"]
+    assert p.regime_for(p.root / "rw.py").mode == "fp16"
+    # near miss: a module's own self.train() (nn.Module.train, switching to training mode) trains nothing
+    src = "from torch import nn\nclass Net(nn.Module):\n    def fit(self):\n        self.train()\n"
+    assert file_facts(src.encode(), "net.py", None)["entry_points"] == []
+
+
+def test_an_autograd_function_backward_is_not_an_entry_point():
+    # peft boft: @staticmethod backward(ctx, grad) calling a CUDA extension's .backward(...)
+    src = textwrap.dedent("""
+        import torch
+        class FastBlockDiag(torch.autograd.Function):
+            @staticmethod
+            def backward(ctx, grad_output):
+                return ext.backward(grad_output, ctx.saved_tensors[0])
+    """)
+    assert file_facts(src.encode(), "layer.py", None)["entry_points"] == []
+
+
+def test_a_published_package_is_not_given_fp32_by_its_own_examples(tmp_path):
+    # linformer-pytorch: its examples/ train in fp32; the package's users train it in fp16
+    files = {
+        "setup.py": "from setuptools import setup\nsetup(name='pkg')\n",
+        "pkg/__init__.py": "from pkg.model import Model\n",
+        "pkg/model.py": "import torch\nclass Model(torch.nn.Module):\n    pass\n",
+        "examples/train.py": "import torch\nfrom pkg import Model\ndef main(x, opt):\n    Model()(x).backward()\n    opt.step()\n",
+    }
+    p = project(tmp_path, files)
+    assert p.regime_for(p.root / "pkg/model.py").scope.startswith("library")
+    # near misses: examples that train in fp16 give it their precision; a training script outside
+    # examples/ is the project's own training
+    p = project(tmp_path / "amp", dict(files, **{"examples/train.py": files["examples/train.py"].replace(
+        "    Model()(x)", "    with torch.autocast('cuda'):\n        y = Model()(x)\n    y")}))
+    assert p.regime_for(p.root / "pkg/model.py").mode == "fp16-mixed"
+    p = project(tmp_path / "own", dict(files, **{"train.py": files.pop("examples/train.py")}))
+    assert p.regime_for(p.root / "pkg/model.py").mode == "fp32"
