@@ -244,9 +244,6 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             if why is None:
                 continue
             fn = owner(node)
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in ("forward", "backward") \
-                    and fn.args.args and fn.args.args[0].arg == "ctx":
-                continue  # a torch.autograd.Function's backward calling a kernel's .backward(...) trains nothing
             key = id(fn) if fn is not None else 0
             if why in ("backward", "optimizer step"):
                 training_lines.setdefault(key, []).append(node.lineno)
