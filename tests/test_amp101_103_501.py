@@ -171,7 +171,24 @@ def test_amp103_constant_imported_from_another_module():
     """),
 ])
 def test_amp103_near_misses(name, source):
-    assert only("AMP103", source) == [], name
+    # trained in float32 by an entry point (a lone library file gets the library policy: below)
+    fp32 = {"train.py": "import snippet\ndef main(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n"}
+    assert only("AMP103", source, extra_files=fp32) == [], name
+
+
+def test_amp103_library_code_under_any_float16_use():
+    # GAU-alpha / linformer: a package with no training of its own; its users train in fp16
+    source = """
+    import torch
+    from torch import nn
+    class Attention(nn.Module):
+        def forward(self, q, k, mask):
+            scores = q @ k.transpose(-2, -1)
+            return scores.masked_fill(mask == 0, -1e12).softmax(-1)
+    """
+    from amplint.api import lint_source
+    [f] = [f for f in lint_source(textwrap.dedent(source)) if f.code == "AMP103"]
+    assert "any float16 use" in f.message
 
 
 # ---- AMP501 -------------------------------------------------------------------------------------

@@ -52,6 +52,10 @@ class Fp16OverflowConstant(Rule):
     summary = "Fill / mask constant beyond float16's ±65504 written into float16 tensors"
     fix_safety = "safe"
     applies_under = "fp16 (mixed or pure half)"
+    # Library code is looked at again as under fp16 autocast (the library policy, docs/precision.md):
+    # a float16 tensor cannot hold the value under any float16 use of the code (linformer's
+    # masked_fill_(~mask, -1e10), GAU-alpha's -1e12: users training in fp16 hit the error).
+    any_fp16_use = True
 
     def _targets(self, ctx):
         """(node, what, the tensor written to, the constant expression)."""
