@@ -80,3 +80,30 @@ def test_fp32_training_is_silent():
 def test_fix_uses_the_tensors_finfo():
     after = fixed(source("util.replace_masked_values(logits, mask, -1e7)"))
     assert "util.replace_masked_values(logits, mask, torch.finfo(logits.dtype).min)" in after
+
+
+# ---- torch's other writers of a scalar (each raises "value cannot be converted to type c10::Half
+# without overflow" on a float16 tensor) ------------------------------------------------------------
+
+@pytest.mark.parametrize("name, call", [
+    ("fill_diagonal_ (a contrastive loss masking self-similarity)", "(logits[:, :, None] @ logits[:, None, :]).fill_diagonal_(-1e9)"),
+    ("new_full", "logits.new_full(logits.shape, -1e9)"),
+    ("index_fill", "logits.index_fill(1, idx, -1e9)"),
+    ("F.pad's value", "F.pad(logits, (0, 1), value=-1e9)"),
+])
+def test_torch_writers_of_a_scalar(name, call):
+    text = source(call, imports="import torch.nn.functional as F\nidx = torch.tensor([0])")
+    (line, message), = found("AMP103", text)
+    assert line == 15 and "float16" in message, name
+
+
+@pytest.mark.parametrize("name, call", [
+    ("new_full in float32", "logits.new_full(logits.shape, -1e9, dtype=torch.float32)"),
+    ("F.pad with -inf", "F.pad(logits, (0, 1), value=float('-inf'))"),
+    ("index_fill with a value float16 holds", "logits.index_fill(1, idx, -1e4)"),
+])
+def test_torch_writers_near_misses(name, call):
+    text = source(call, imports="import torch.nn.functional as F\nidx = torch.tensor([0])")
+    assert lines("AMP103", text) == [], name
+    assert lines("AMP103", source("F.pad(logits, (0, 1), value=-1e9)", imports="import torch.nn.functional as F")
+                 .replace("torch.float16", "torch.bfloat16").replace('scaler = torch.amp.GradScaler("cuda")', "")) == []

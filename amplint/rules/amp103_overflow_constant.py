@@ -14,13 +14,18 @@ from ..torch_api.fill_helpers import FILL_HELPERS
 from .base import Rule, because
 
 # method name -> (index of the value among positional arguments, its keyword)
-METHODS = {"masked_fill": (1, "value"), "masked_fill_": (1, "value"), "fill_": (0, "value")}
+# (each checks the value against the tensor's dtype: "value cannot be converted to type c10::Half
+# without overflow", measured for all of them)
+METHODS = {"masked_fill": (1, "value"), "masked_fill_": (1, "value"), "fill_": (0, "value"),
+           "fill_diagonal_": (0, "fill_value"), "new_full": (1, "fill_value"),
+           "index_fill": (2, "value"), "index_fill_": (2, "value")}
 # function -> positions/keywords of the values it writes into a tensor
 FUNCTIONS = {
     "torch.full": ((1,), ("fill_value",)),
     "torch.full_like": ((1,), ("fill_value",)),
     "torch.masked_fill": ((2,), ("value",)),
     "torch.where": ((1, 2), ("input", "other")),
+    "torch.nn.functional.pad": ((3,), ("value",)),
 }
 
 
@@ -77,8 +82,11 @@ class Fp16OverflowConstant(Rule):
                     yield call, f"`{name.rsplit('.', 1)[-1]}(...)` (a masked_fill)", _argument(call, *helper.tensor), value
             elif isinstance(func, cst.Attribute) and func.attr.value in METHODS and not (name or "").startswith("torch."):
                 pos, kw = METHODS[func.attr.value]
+                tensor = func.value
+                if func.attr.value == "new_full":
+                    tensor = _argument(call, 99, "dtype") or tensor  # x.new_full(size, c, dtype=...)
                 for value in _arguments(call, (pos,), (kw,)):
-                    yield call, func.attr.value, func.value, value
+                    yield call, func.attr.value, tensor, value
         for assign in ctx.nodes(cst.Assign):
             for t in assign.targets:
                 if isinstance(t.target, cst.Subscript):
@@ -92,8 +100,8 @@ class Fp16OverflowConstant(Rule):
             # torch.where(cond, x, c): the scalar takes the dtype of the other branch
             others = [v for v in positional[1:3] if v is not value]
             return others[0] if others else None
-        if name == "torch.masked_fill":
-            return positional[0] if positional else None
+        if name in ("torch.masked_fill", "torch.nn.functional.pad"):
+            return positional[0] if positional else _argument(call, 99, "input")
         if name == "torch.full_like":
             for a in call.args:
                 if a.keyword is not None and a.keyword.value == "dtype":
