@@ -140,3 +140,25 @@ def test_targets_parameters_and_attributes():
     assert [b.name for b in sem.attributes_of(cls)] == ["eps", "w", "b"]
     assert ctx.code(ctx.init_attribute(cls.body.body[0], "b")) == "torch.zeros(2)"
     assert sem.rebound_in("eps", cls.body.body[0]) is False
+
+
+def test_the_bindings_that_may_reach_a_use():
+    ctx = context("""
+        def attend(q, k, v, causal):
+            d = None
+            if not causal:
+                d = q @ k.sum(-1)
+            else:
+                raw, d = helper(q, k)
+            for _ in range(2):
+                v = v * 2
+            return d, v, q
+        """)
+    sem = ctx.semantic
+    (use_d,) = [n for ln, n in names(ctx, "d") if ln == 10]
+    assert [(b.kind, ctx.line_of(b.node)) for b in sem.reaching("d", use_d)] == [
+        ("assign", 7), ("assign", 5), ("assign", 3)]  # both branches, and the None before them
+    (use_v,) = [n for ln, n in names(ctx, "v") if ln == 10]
+    assert [(b.kind, ctx.line_of(b.node)) for b in sem.reaching("v", use_v)] == [("assign", 9), ("param", 2)]
+    (use_q,) = [n for ln, n in names(ctx, "q") if ln == 10]
+    assert [b.kind for b in sem.reaching("q", use_q)] == ["param"]

@@ -317,6 +317,38 @@ class SemanticModel:
             scope = scope.parent
         return None
 
+    def reaching(self, name: str, at: cst.CSTNode) -> List[Binding]:
+        """The bindings of ``name`` that may be the one seen at ``at`` (newest first): ``lookup``'s,
+        and the earlier ones of its scope back to the first that is certainly executed on the way
+        to ``at`` (every block holding it also holds ``at``). ``if c: d = a`` / ``else: d, _ = f()``
+        then ``x / d``: both branches' bindings reach. Loops and ``try`` bodies are taken as
+        maybe skipped."""
+        last = self.lookup(name, at)
+        if last is None:
+            return []
+        order = self.ctx.order(at)
+        candidates = [b for b in last.scope.bindings.get(last.name, ())
+                      if b.everywhere or (self.ctx.order(b.anchor) < order and not self.ctx.is_ancestor(b.anchor, at))]
+        out: List[Binding] = []
+        for b in reversed(candidates[:candidates.index(last) + 1]):
+            out.append(b)
+            if self._dominates(b, at):
+                break
+        return out
+
+    def _dominates(self, b: Binding, at: cst.CSTNode) -> bool:
+        if b.kind in ("param", "star_param", "comprehension"):
+            return True
+        ctx = self.ctx
+        stmt = b.statement if b.statement is not None else b.anchor
+        at_ancestors = {id(a) for a in ctx.ancestors(at)}
+        for a in ctx.ancestors(stmt):
+            if a is b.scope.node:
+                return True
+            if id(a) not in at_ancestors and not isinstance(a, (cst.SimpleStatementLine, cst.Expr)):
+                return False
+        return True
+
     def _visible(self, scope: Scope, name: str, at: cst.CSTNode, order: int) -> Optional[Binding]:
         best = None
         for b in scope.bindings.get(name, ()):
