@@ -209,3 +209,16 @@ def test_gradients_of_a_half_model_are_float16():
     # near miss: the same loop in mixed precision (float32 parameters, float32 gradients)
     mixed = source.replace("model = model.half()", "scaler = torch.amp.GradScaler('cuda')")
     assert lines("AMP102", mixed, filename="train.py") == []
+
+
+def test_a_lambda_parameter_is_not_taken_for_a_def_parameter():
+    # binding_at gives ("param", fn, param) for a def's parameter only; a lambda's has no callers to ask
+    import libcst as cst
+    from amplint.context.file_context import FileContext
+    from amplint.context.precision import precision_model
+    source = b"import torch\nf = lambda x, eps: torch.log(x + eps) / x.sum()\n"
+    ctx = FileContext("m.py", cst.parse_module(source), source)
+    pm = precision_model(ctx)
+    x = next(n for n in ctx.nodes(cst.Name) if n.value == "x" and isinstance(ctx.parent(n), cst.BinaryOperation))
+    assert pm.binding_at("x", x)[0] == "lambda_param"
+    assert pm.dtype_of(x).dtype is None

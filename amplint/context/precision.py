@@ -409,8 +409,10 @@ class PrecisionModel:
             return ("part", b.value) if b.part else b.value
         if b.kind == "augassign":
             return ("aug", b.value)
-        if b.kind == "param" and isinstance(b.scope.node, cst.FunctionDef):
-            return ("param", b.scope.node, b.value)
+        if b.kind == "param":
+            if isinstance(b.scope.node, cst.FunctionDef):
+                return ("param", b.scope.node, b.value)
+            return ("lambda_param", b)  # ("param", fn, param) is a def's: callers read its three parts
         return (b.kind, b)
 
     def value_of(self, name: cst.Name) -> Optional[cst.BaseExpression]:
