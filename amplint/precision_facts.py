@@ -33,7 +33,8 @@ TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchma
 
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|"
-    rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision"
+    rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision|"
+    rb"Accelerator\(|pytorch_accelerated"
 )
 # A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
 # any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
@@ -332,6 +333,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             sig, branch = _conditional_signal(node, call_facts, imports)
             one_of = one_of or branch
         if sig is None:
+            sig = _launcher_signal(node, call_facts)
+        if sig is None:
             call = _precision_call(node, owner, parents)
             if call is not None:  # ``Fabric(precision=precision)`` with ``precision = p or default_precision()``
                 role, why = _role(node, Signal("flag", "float16"), parents, owner, path, trains, training_lines, imports,
@@ -492,6 +495,20 @@ def precision_call_signal(call: Dict[str, Any], values: List[str]) -> Optional[S
     note = f"precision={value!r} from `{call['callee']}()`" + (f" (one of {value}, {others})" if others else "")
     return Signal("flag", dtype, pure=pure, note=note, conditional=bool(others),
                   condition=f"`{call['callee']}()` returns one of {', '.join(values)}" if others else "")
+
+
+def _launcher_signal(node: ast.Call, call_facts) -> Optional[Signal]:
+    """A precision the launcher decides: ``Accelerator()`` with no literal ``mixed_precision`` (``accelerate
+    launch --mixed_precision fp16`` / the accelerate config set it), a trainer built on accelerate
+    (``pytorch_accelerated.Trainer``). One of fp32, fp16 or bf16 autocast: no precision of its own, but
+    what fails under any CUDA autocast (AMP202's refused binary_cross_entropy) is a hazard there."""
+    q = call_facts.qualname or ""
+    if q.startswith("pytorch_accelerated.") and q.rsplit(".", 1)[-1].endswith("Trainer"):
+        return Signal("launcher", "", note="a pytorch_accelerated trainer: the precision is accelerate's (the launcher's)")
+    if q in ("accelerate.Accelerator", "accelerate.accelerator.Accelerator") and \
+            not isinstance(call_facts.kwargs.get("mixed_precision", UNKNOWN), str):
+        return Signal("launcher", "", note="`Accelerator()` without a literal mixed_precision: the launcher's precision")
+    return None
 
 
 def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):

@@ -149,6 +149,14 @@ class Regime:
         return found or self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
 
     @property
+    def launcher(self) -> Optional[Evidence]:
+        """The precision is the launcher's (``accelerate launch``, an accelerate config): fp32, fp16 or
+        bf16 autocast. Only what fails under any CUDA autocast is judged by it."""
+        if self.override:
+            return None
+        return self._first(lambda s: s.kind == "launcher")
+
+    @property
     def grad_scaler(self) -> Optional[Evidence]:
         return self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
 

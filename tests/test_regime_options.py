@@ -396,3 +396,33 @@ def test_a_published_package_is_not_given_fp32_by_its_own_examples(tmp_path):
     assert p.regime_for(p.root / "pkg/model.py").mode == "fp16-mixed"
     p = project(tmp_path / "own", dict(files, **{"train.py": files.pop("examples/train.py")}))
     assert p.regime_for(p.root / "pkg/model.py").mode == "fp32"
+
+
+_LAUNCHED = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from accelerate import Accelerator
+    class Loss:
+        def __call__(self, logits, target):
+            return F.binary_cross_entropy(logits.sigmoid(), target)
+    def main(model, loader, opt):
+        accelerator = Accelerator()
+        model, opt = accelerator.prepare(model, opt)
+        for x, y in loader:
+            accelerator.backward(Loss()(model(x), y))
+            opt.step()
+"""
+
+
+def test_a_precision_the_launcher_decides_judges_what_fails_under_any_autocast(tmp_path):
+    # Yolov7-training: pytorch_accelerated / `accelerate launch --mixed_precision fp16` decide the precision
+    p = project(tmp_path, {"train.py": _LAUNCHED})
+    r = p.regime_for(p.root / "train.py")
+    assert r.mode == "fp32" and r.launcher is not None  # no float16 premise for the other rules
+    out = run(["check", "--output-format", "concise", "."], p.root).out
+    assert "AMP202" in out and "launcher" in out
+    # near miss: mixed_precision="no" is the script's own choice
+    p = project(tmp_path / "no", {"train.py": _LAUNCHED.replace("Accelerator()", 'Accelerator(mixed_precision="no")')})
+    assert p.regime_for(p.root / "train.py").launcher is None
+    assert "AMP202" not in run(["check", "--output-format", "concise", "."], p.root).out

@@ -195,6 +195,21 @@ class PrecisionModel:
             return AutocastState(True, BF16, LIKELY, regime.bf16)
         return NOT_AUTOCAST
 
+    def launcher_autocast_at(self, node: cst.CSTNode) -> AutocastState:
+        """Under a precision the launcher decides (``Regime.launcher``: ``Accelerator()`` with no literal
+        mixed_precision), model code may run under fp16 or bf16 CUDA autocast: for what fails under
+        either (binary_cross_entropy)."""
+        regime = self.ctx.regime
+        evidence = getattr(regime, "launcher", None) if regime is not None else None
+        fn = self.ctx.enclosing_function(node)
+        if evidence is None or fn is None:
+            return NOT_AUTOCAST
+        cls = self.ctx.enclosing_class(fn)
+        loss_object = cls is not None and re.search(r"(?i)loss|criterion", cls.name.value)  # Loss.__call__
+        if not (self.model_code(fn) or loss_object):
+            return NOT_AUTOCAST
+        return AutocastState(True, "fp16 or bf16 (the launcher's)", LIKELY, evidence)
+
     def model_code(self, fn: Optional[cst.FunctionDef]) -> bool:
         """Does ``fn`` run as part of a model's computation, so that the project's regime (fp16
         autocast, half parameters) applies to it without a region of its own saying so?

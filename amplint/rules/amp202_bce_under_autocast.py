@@ -58,6 +58,8 @@ class BceUnderAutocast(Rule):
                     continue
                 what = "nn.BCELoss"
             state = pm.autocast_at(call)
+            if not state.active and state.evidence is None:
+                state = pm.launcher_autocast_at(call)  # accelerate launch decides: any CUDA autocast refuses it
             if not state.active or state.device not in BANNING_DEVICES:
                 continue
             message = (f"{what} under {state.dtype} autocast: CUDA autocast refuses it with a RuntimeError "
