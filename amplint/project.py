@@ -615,12 +615,13 @@ class Project:
             graph = self._import_graph()
             configs = self._config_signals()
             master = bool(self.master_optimizers())
+            reached_of: Dict[Path, _Reached] = {}
             eps = []
             for path, f in facts.items():
                 if not f["entry_points"] or self.is_test(path):
                     continue
                 reach = _closure(path, graph)
-                reached = _Reached(self, path)
+                reached = reached_of[path] = _Reached(self, path)
                 signals: List[Tuple[Signal, Evidence]] = []
                 roles = []
                 for p in sorted(reach):
@@ -644,12 +645,21 @@ class Project:
             # it back, is a helper of that entry point (a training-step utility), not an entry point.
             # A module that hands a model to a trainer itself (a Lightning module's ``cli_main``) is a
             # script of its own even when another script imports it for its classes.
+            # (Only when the other's code calls its training functions, by the call graph: speechbrain's
+            # tokenizer-training script imports the package, Brain.fit in core.py stays an entry point.)
             eps = [e for e in eps if _hands_off(e.functions)
-                   or not any(o is not e and e.path in o.reach and o.path not in e.reach for o in eps)]
+                   or not any(o is not e and e.path in o.reach and o.path not in e.reach
+                              and self._calls_training_of(o, e, reached_of) for o in eps)]
             for e in eps:  # name an entry point by a function that trains, not one that prepares
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
+
+    @staticmethod
+    def _calls_training_of(other: "EntryPoint", e: "EntryPoint", reached_of: Dict[Path, "_Reached"]) -> bool:
+        """Does ``other``'s code run ``e``'s training functions (module-level training code runs on import)?"""
+        reached = reached_of[other.path]
+        return any(f["function"] == "<module>" or reached.holds(e.path, f["function"]) for f in e.functions)
 
     def _call_signals(self, path: Path, facts: dict, reached: Optional["_Reached"] = None) -> List[Tuple[Signal, Evidence]]:
         """The training evidence of ``facts``' trainer precisions set by a call of a project function

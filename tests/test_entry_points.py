@@ -371,7 +371,8 @@ def test_a_training_helper_imported_by_an_entry_point_is_not_an_entry_point(tmp_
     # transformers: trainer_pt_utils.smp_forward_backward (a backward helper) imported by trainer.py
     p = project(tmp_path, {
         "helpers.py": "def forward_backward(model, x):\n    model(x).sum().backward()\n",
-        "trainer.py": "import torch\nimport helpers\ndef train(model, opt):\n    model.half()\n    opt.step()\n",
+        "trainer.py": "import torch\nimport helpers\ndef train(model, opt, x):\n    model.half()\n"
+                      "    helpers.forward_backward(model, x)\n    opt.step()\n",
         "models.py": OPTIM,
     })
     assert [e.path.name for e in p.entry_points()] == ["trainer.py"]

@@ -426,3 +426,26 @@ def test_a_precision_the_launcher_decides_judges_what_fails_under_any_autocast(t
     p = project(tmp_path / "no", {"train.py": _LAUNCHED.replace("Accelerator()", 'Accelerator(mixed_precision="no")')})
     assert p.regime_for(p.root / "train.py").launcher is None
     assert "AMP202" not in run(["check", "--output-format", "concise", "."], p.root).out
+
+
+def test_a_training_file_another_entry_point_imports_but_never_calls_stays_an_entry_point(tmp_path):
+    # speechbrain: tokenizers/SentencePiece.py (an entry point) imports the package; core.py's Brain.fit
+    # (autocast + GradScaler) is not its helper
+    p = project(tmp_path, {
+        "pkg/__init__.py": "from pkg.core import Brain\n",
+        "pkg/core.py": """
+            import torch
+            class Brain:
+                def fit_batch(self, x):
+                    with torch.autocast("cuda"):
+                        loss = self.model(x)
+                    self.scaler.scale(loss).backward()
+                    self.scaler.step(self.optimizer)
+        """,
+        "pkg/tokenizer.py": """
+            import pkg
+            def train_bpe(spm, x):
+                spm.optimizer.step()
+        """,
+    })
+    assert sorted(e.path.name for e in p.entry_points()) == ["core.py", "tokenizer.py"]
