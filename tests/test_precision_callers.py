@@ -254,3 +254,25 @@ def test_files_asked_for_a_helpers_calls_are_those_whose_calls_resolve_to_it(tmp
     assert "pkg.ops.scale" in _called_names(project, tmp_path / "pkg" / "rel.py")
     assert "pkg.ops.scale" not in _called_names(project, tmp_path / "pkg" / "own.py")
     assert "pkg.ops.scale" in _called_names(project, tmp_path / "pkg" / "star.py")  # unbound head as written
+
+
+def test_a_module_function_that_returns_float32_gives_float32():
+    # denoising-diffusion's discretized likelihood: cdf = approx_cdf(exp(-log_scales) * x) is float32
+    source = textwrap.dedent("""
+    import torch
+    from torch import nn
+    def log(t, eps=1e-15):
+        return torch.log(t.clamp(min=eps))
+    def approx_cdf(x):
+        return 0.5 * (1.0 + torch.tanh(0.8 * (x + 0.044715 * (x ** 3))))
+    def likelihood(x, log_scales):
+        return log(approx_cdf(torch.exp(-log_scales) * x))
+    class Net(nn.Module):
+        def forward(self, x, lv):
+            return likelihood(x, 0.5 * lv)
+    """)
+    assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == []
+    # near miss: a helper whose result is float16 (a sigmoid of the float16 input) keeps the regime's float16
+    half = source.replace("log(approx_cdf(torch.exp(-log_scales) * x))", "log(halve(x))") + \
+        "def halve(x):\n    return x.sigmoid() / 2\n"
+    assert lines("AMP102", half, filename="model.py", extra_files={"train.py": TRAIN}) == [4]

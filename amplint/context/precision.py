@@ -800,8 +800,10 @@ class PrecisionModel:
             defs = {s.name.value: s for s in self.ctx.module.body if isinstance(s, cst.FunctionDef)}
             self.ctx._cache["module_functions"] = defs
         if isinstance(func, cst.Name):
-            if self.ctx.imports.binds(func.value) or self._binding(func) is not None:
-                return None
+            bound = self._binding(func)
+            if self.ctx.imports.binds(func.value) or not (bound is None or isinstance(bound, tuple) and bound[0] == "def"
+                                                                    and isinstance(bound[1].scope.node, cst.Module)):
+                return None  # rebound to something else than the module's def
             return defs.get(func.value)  # type: ignore[union-attr]
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self.ctx.enclosing_class(call)
