@@ -69,3 +69,28 @@ def test_fix_unscales_before_the_helper_call_and_is_recognised():
 ])
 def test_near_misses_stay_silent(name, helper, clip, backward):
     assert lines("AMP302", source(helper, clip, backward)) == [], name
+
+
+@pytest.mark.parametrize("name, imports, clip", [
+    ("timm's dispatch_clip_grad", "from timm.utils import dispatch_clip_grad",
+     "dispatch_clip_grad(model.parameters(), 1.0, mode='norm')"),
+    ("timm's adaptive_clip_grad", "from timm.utils import adaptive_clip_grad", "adaptive_clip_grad(model.parameters())"),
+    ("torch's clip_grads_with_norm_", "from torch.nn.utils import clip_grads_with_norm_, get_total_norm",
+     "clip_grads_with_norm_(model.parameters(), 1.0, get_total_norm(model.parameters()))"),
+])
+def test_other_clipping_functions(name, imports, clip):
+    loop = f"""
+import torch
+{imports}
+
+def train(model, loader, optimizer, scaler):
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).mean()
+        scaler.scale(loss).backward()
+        {{between}}{clip}
+        scaler.step(optimizer)
+        scaler.update()
+"""
+    assert lines("AMP302", loop.replace("{between}", "")) == [10], name
+    assert lines("AMP302", loop.replace("{between}", "scaler.unscale_(optimizer)\n        ")) == [], name

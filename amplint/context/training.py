@@ -33,6 +33,15 @@ CLIP_NAMES = {
     "torch.nn.utils.clip_grad.clip_grad_norm_",
     "torch.nn.utils.clip_grad.clip_grad_value_",
     "torch.nn.utils.clip_grad.clip_grad_norm",
+    # torch >= 2.6: clip with a total norm computed by get_total_norm
+    "torch.nn.utils.clip_grads_with_norm_",
+    "torch.nn.utils.clip_grad.clip_grads_with_norm_",
+    # timm's clipping (timm/utils/clip_grad.py, timm/utils/agc.py): called directly after a scaled
+    # backward it clips scaled gradients (timm's NativeScaler unscales before its own clip_grad)
+    "timm.utils.dispatch_clip_grad",
+    "timm.utils.clip_grad.dispatch_clip_grad",
+    "timm.utils.adaptive_clip_grad",
+    "timm.utils.agc.adaptive_clip_grad",
 }
 
 # ``accelerator.backward(loss)``, ``model_engine.backward(loss)`` (DeepSpeed), ``fabric.backward``:
