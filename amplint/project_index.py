@@ -102,7 +102,7 @@ class ProjectIndex:
         self._module_of: Dict[Path, str] = {}
         self._content: Dict[Path, str] = {}
         self._symbols: Dict[str, Symbol] = {}
-        self._by_last: Optional[Dict[str, List[CallSite]]] = None
+        self._by_last: Optional[Dict[str, List[Tuple[Path, list]]]] = None
         self._aliases: Optional[Dict[str, Set[str]]] = None
         self._resolved: Dict[Tuple[str, str], Optional[Symbol]] = {}
         self._subclasses: Optional[Dict[str, List[str]]] = None
@@ -223,8 +223,8 @@ class ProjectIndex:
         if target is None:
             return []
         by_last = self._sites_by_last()
-        sites = [s for last in self._spellings(target.qualname.rsplit(".", 1)[-1]) for s in by_last.get(last, ())]
-        out = [s for s in sites if self.resolve(s.callee, self._module_of[s.path]) == target]
+        out = [self._site(path, raw) for last in self._spellings(target.qualname.rsplit(".", 1)[-1])
+               for path, raw in by_last.get(last, ()) if self.resolve(raw[1], self._module_of[path]) == target]
         if target.kind == "function" and target.qualname.endswith(".__init__"):
             cls = self._symbols.get(target.name.rsplit(".", 1)[0])
             if cls is not None:
@@ -290,11 +290,13 @@ class ProjectIndex:
 
     # ---- sites ------------------------------------------------------------------------------------
     def _sites_of(self, path: Path) -> List[CallSite]:
+        return [self._site(path, raw) for raw in self._graphs[path]["calls"]]
+
+    def _site(self, path: Path, raw: list) -> CallSite:
+        caller, callee, line, col, args, on_self = raw
         module = self._module_of[path]
-        content = self._content[path]
-        return [CallSite(path, f"{module}.{caller}" if caller else module, callee, line, col,
-                         tuple(Argument(*a) for a in args), on_self, content)
-                for caller, callee, line, col, args, on_self in self._graphs[path]["calls"]]
+        return CallSite(path, f"{module}.{caller}" if caller else module, callee, line, col,
+                        tuple(Argument(*a) for a in args), on_self, self._content[path])
 
     def _spellings(self, last: str) -> Set[str]:
         """The last names a call of a definition named ``last`` may be written with: its own and
@@ -314,12 +316,14 @@ class ProjectIndex:
                     todo.append(alias)
         return out
 
-    def _sites_by_last(self) -> Dict[str, List[CallSite]]:
+    def _sites_by_last(self) -> Dict[str, List[Tuple[Path, list]]]:
+        """Every call of the project as (path, its raw graph entry), by the callee's last name:
+        a CallSite is made only for the calls a question matches."""
         if self._by_last is None:
             self._by_last = {}
-            for path in self._graphs:
-                for site in self._sites_of(path):
-                    self._by_last.setdefault(site.callee.rsplit(".", 1)[-1], []).append(site)
+            for path, graph in self._graphs.items():
+                for raw in graph["calls"]:
+                    self._by_last.setdefault(raw[1].rpartition(".")[2], []).append((path, raw))
         return self._by_last
 
 
