@@ -107,8 +107,9 @@ def _walk(ctx: "FileContext", module: cst.Module) -> None:
     order = ctx._order
     fields_of = _CHILD_FIELDS
     semantic = ctx.semantic
-    enter, scope_changes, child_scope = semantic.enter, semantic.SCOPE_CHANGES, semantic.child_scope
-    stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], object]] = [(module, None, None)]
+    scope_changes, child_scope = semantic.SCOPE_CHANGES, semantic.child_scope
+    handler_of = semantic.HANDLERS.get  # the node types that bind or read names
+    stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], object]] = [(module, None, semantic.start(module))]
     pop, push = stack.pop, stack.append
     n = 0
     while stack:
@@ -126,7 +127,9 @@ def _walk(ctx: "FileContext", module: cst.Module) -> None:
             found.append(node)
         if t in _IMPORTS:
             record_import(ctx.imports, node)
-        scope = enter(node, parent, scope)  # bindings, references (the module's scope for the root)
+        handler = handler_of(t)
+        if handler is not None:
+            handler(semantic, node, parent, scope)  # what it binds or reads, in its scope
         names = fields_of.get(t)
         if names is None:
             names = _child_fields(t, node)

@@ -74,8 +74,9 @@ class Binding:
 
 
 class SemanticModel:
-    """Filled by ``FileContext``'s walk (``enter`` for every node in preorder, with the scope it
-    runs in; ``child_scope`` for the children of the node types in ``SCOPE_CHANGES``), then asked.
+    """Filled by ``FileContext``'s walk (``start``, then ``HANDLERS[type(node)]`` for every node in
+    preorder with the scope it runs in; ``child_scope`` for the children of the node types in
+    ``SCOPE_CHANGES``), then asked.
     ``ctx`` gives node order and parents. Nodes are keyed by ``id`` (the tree outlives the model)."""
 
     SCOPE_CHANGES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda, *_COMPREHENSIONS, cst.Param, cst.CompFor})
@@ -92,16 +93,17 @@ class SemanticModel:
         self._attributes: Dict[int, Dict[str, List[Binding]]] = {}  # id(class) -> attr -> bindings
 
     # ---- recording (during the walk) ------------------------------------------------------------
-    def enter(self, node: cst.CSTNode, parent: Optional[cst.CSTNode], scope: Optional[Scope]) -> Scope:
-        """Record what ``node`` binds or reads in ``scope``; the module's scope for the root."""
-        if scope is None:
-            scope = self.module = Scope(MODULE, node, None)
-            self._scopes[id(node)] = scope
-            return scope
+    def start(self, module: cst.Module) -> Scope:
+        """The module's scope, before the walk enters anything."""
+        self.module = Scope(MODULE, module, None)
+        self._scopes[id(module)] = self.module
+        return self.module
+
+    def enter(self, node: cst.CSTNode, parent: Optional[cst.CSTNode], scope: Scope) -> None:
+        """Record what ``node`` binds or reads in ``scope`` (the walk calls ``HANDLERS`` directly)."""
         handler = _HANDLERS.get(type(node))
         if handler is not None:
             handler(self, node, parent, scope)
-        return scope
 
     def child_scope(self, node: cst.CSTNode, child: cst.CSTNode, scope: Scope) -> Scope:
         """The scope ``child`` of ``node`` (one of ``SCOPE_CHANGES``, entered in ``scope``) runs in:
@@ -454,3 +456,6 @@ def _chain(node) -> List[cst.Name]:
     if isinstance(node, cst.Name):
         out.append(node)
     return out[::-1]
+
+
+SemanticModel.HANDLERS = _HANDLERS
