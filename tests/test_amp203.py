@@ -366,3 +366,28 @@ def test_a_normaliser_used_twice_is_moved_once():
                     denom = torch.einsum("nd,nd->n", q.float(), k.float())[:, None]
                 return a / denom, b / denom
     """)
+
+
+FAVOR = """
+import torch
+from torch import nn
+class FavorAttention(nn.Module):
+    def forward(self, q, k, v):
+        q_prime, k_prime = q.relu(), k.relu()
+        if not self.causal:
+            att_normalization = q_prime @ (k_prime.transpose(-2, -1) @ torch.ones_like(v))
+            att_raw = q_prime @ (k_prime.transpose(-2, -1) @ v)
+        else:
+            att_raw, att_normalization = self._causal_attention(k_prime, q_prime, v)
+        {after}
+        return att_raw / att_normalization
+"""
+
+
+def test_a_denominator_bound_on_one_branch_reaches_the_division():
+    # xformers' FAVOR attention (fixed upstream): the non-causal branch's product is the denominator
+    from training_util import lines
+    assert lines("AMP203", FAVOR.format(after="pass"), filename="favor.py", extra_files={"train.py": MIXED}) == [13]
+    # near miss: rebound on every path after the branches, the product no longer reaches the division
+    rebound = FAVOR.format(after="att_normalization = torch.ones_like(att_raw)")
+    assert lines("AMP203", rebound, filename="favor.py", extra_files={"train.py": MIXED}) == []

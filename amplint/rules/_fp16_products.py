@@ -184,6 +184,26 @@ def single_binding(ctx, pm, name: cst.Name) -> Optional[Tuple[cst.BaseExpression
     return value, line
 
 
+def reaching_bindings(ctx, pm, name: cst.Name) -> List[Tuple[cst.BaseExpression, cst.SimpleStatementLine]]:
+    """``single_binding``'s ``(value, statement)`` for every plain ``name = value`` that may be the
+    one seen at ``name`` (newest first): ``if not causal: d = q @ (k.T @ ones)`` / ``else: x, d =
+    helper()`` then ``x / d``: the branch's product reaches the division (xformers' FAVOR)."""
+    out = []
+    seen = set()
+    for b in ctx.semantic.reaching(name.value, name):
+        if b.kind != "assign" or b.part or not isinstance(b.value, cst.BaseExpression):
+            continue
+        assign = b.statement
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.value is b.value
+                and isinstance(assign.targets[0].target, cst.Name)):
+            continue
+        line = ctx.parent(assign)
+        if isinstance(line, cst.SimpleStatementLine) and id(line) not in seen:
+            seen.add(id(line))
+            out.append((b.value, line))
+    return out
+
+
 # ---- the float32 rewrite -------------------------------------------------------------------------
 class _Replace(cst.CSTTransformer):
     def __init__(self, table: Dict[cst.CSTNode, cst.CSTNode]) -> None:

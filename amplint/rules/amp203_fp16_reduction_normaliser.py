@@ -92,11 +92,12 @@ class Fp16ReductionNormaliser(Rule):
         core = self._strip(ctx, pm, denominator)
         named = binding = None
         if isinstance(core, cst.Name):
-            bound = P.single_binding(ctx, pm, core)
-            if bound is None:
-                return None
-            named, (value, binding) = core, bound
-            core = self._strip(ctx, pm, value)
+            # the name's last binding, or one on another branch that may reach the division
+            for value, binding in P.reaching_bindings(ctx, pm, core):
+                inner = self._strip(ctx, pm, value)
+                if P.op_of(ctx, pm, inner) in P.PRODUCTS or P.op_of(ctx, pm, inner) in P.SUMS:
+                    return inner, core, binding
+            return None
         op = P.op_of(ctx, pm, core)
         if op in P.PRODUCTS or op in P.SUMS:
             return core, named, binding
