@@ -94,3 +94,35 @@ def train(model, loader, optimizer, scaler):
 """
     assert lines("AMP302", loop.replace("{between}", "")) == [10], name
     assert lines("AMP302", loop.replace("{between}", "scaler.unscale_(optimizer)\n        ")) == [], name
+
+
+FSDP_LOOP = """
+import torch
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+
+def train(net, loader, accelerator):
+    model = FSDP(net)
+    optimizer = torch.optim.AdamW(model.parameters())
+    scaler = ShardedGradScaler()
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).mean()
+        scaler.scale(loss).backward()
+        {between}{clip}
+        scaler.step(optimizer)
+        scaler.update()
+"""
+
+
+def test_fsdp_models_clip_method_after_a_scaled_backward():
+    assert lines("AMP302", FSDP_LOOP.replace("{between}", "").replace("{clip}", "model.clip_grad_norm_(1.0)")) == [15]
+
+
+@pytest.mark.parametrize("name, between, clip", [
+    ("unscale_ first", "scaler.unscale_(optimizer)\n        ", "model.clip_grad_norm_(1.0)"),
+    ("accelerate's clip unscales itself", "", "accelerator.clip_grad_norm_(model.parameters(), 1.0)"),
+])
+def test_fsdp_near_misses(name, between, clip):
+    assert lines("AMP302", FSDP_LOOP.replace("{between}", between).replace("{clip}", clip)) == [], name

@@ -48,6 +48,9 @@ CLIP_NAMES = {
 # a training engine's backward, which scales the loss itself when its precision asks for it.
 _ENGINE_RECEIVER = re.compile(r"accel|engine|fabric|deepspeed|trainer|strategy|runner|^ds|^model$", re.I)
 _SCALER_NAME = re.compile(r"scaler", re.I)
+# Receivers of ``.clip_grad_norm_(...)`` that unscale before they clip (accelerate's Accelerator,
+# Lightning Fabric, DeepSpeed / ColossalAI engines and boosters, trainers and strategies).
+_SELF_UNSCALING_CLIP = re.compile(r"accel|fabric|engine|trainer|strategy|deepspeed|runner|^ds|booster|plugin|lightning", re.I)
 _OPTIMIZER_NAME = re.compile(r"optim|^opt$|^opt_|_opt$|^opt[A-Z0-9]|^optD|^optG", re.I)
 _NOT_OPTIMIZER = re.compile(r"sched|lr|ema|swa|warmup", re.I)
 # Conditions that switch mixed precision on or off are taken to be one switch.
@@ -370,8 +373,15 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
     name = ctx.call_name(call)
     if name in CLIP_NAMES:
         return "clip", None, None, ""
-    if _clipping_helper(ctx, call):
-        return "clip", None, None, "helper"
+    if _same_file_function(ctx, call) is not None:
+        return ("clip", None, None, "helper") if _clipping_helper(ctx, call) else None
+    if isinstance(func, cst.Attribute) and func.attr.value == "clip_grad_norm_" and isinstance(func.value, (cst.Name, cst.Attribute)):
+        receiver = dotted_name(func.value)
+        # FSDP's ``model.clip_grad_norm_(max_norm)`` clips what it holds; accelerate's and Fabric's
+        # (and other engines') clip methods unscale first, and an optimizer's is its own protocol.
+        if receiver and not _SELF_UNSCALING_CLIP.search(_last(receiver)) and not _is_optimizer(receiver, optimizers) \
+                and not _is_scaler(receiver, known):
+            return "clip", None, None, "method"
     if name == "torch.autograd.backward":
         return "backward", None, None, "unknown"
     return None
