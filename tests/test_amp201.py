@@ -411,3 +411,27 @@ def test_a_lower_clamp_that_rounds_to_zero_stays_amp102s():
     src = CLAMPED.replace("{log}", "torch.log(p.clamp(min=1e-9, max=1.0))")
     assert findings(src) == []
     assert "AMP102" in codes(textwrap.dedent(src))
+
+
+GLINER = """
+import torch
+from torch import nn
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pair = nn.Linear(8, 1)
+    def forward(self, x, valid_mask):
+        probabilities = torch.sigmoid(self.pair(x)) * {factor}
+        return -torch.log1p(-probabilities.clamp(max=1.0 - 1e-6)).sum()
+"""
+
+
+@pytest.mark.parametrize("factor, expected", [
+    ("valid_mask.to(x.dtype)", ["AMP201"]),  # GLiNER2's pair loss (fixed upstream): a 0/1 mask keeps p as it is
+    ("(x[..., :1] > 0).half()", ["AMP201"]),
+    ("self.weight", []),  # near miss: a weight scales p, it is no longer a probability
+])
+def test_probabilities_times_a_mask_are_still_probabilities(factor, expected):
+    train = "import torch\nimport snippet\ndef main(model, opt, x):\n    with torch.autocast('cuda'):\n" \
+            "        loss = model(x)\n    torch.amp.GradScaler('cuda').scale(loss).backward()\n"
+    assert [c for c in codes(GLINER.format(factor=factor), extra_files={"train.py": train}) if c == "AMP201"] == expected

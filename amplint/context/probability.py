@@ -14,6 +14,8 @@ them. Results are memoised per file in ``ctx._cache``.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
@@ -195,6 +197,13 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
             return replace(t, complement=not t.complement) if t is not None else None
         if _normalising_division(ctx, expr):
             return Trace(Source("division", expr, None, pm.dtype_of(expr)), False, True)
+        if isinstance(expr.operator, cst.Multiply):
+            # ``torch.sigmoid(logits) * valid_mask.to(logits.dtype)`` (GLiNER2): a 0/1 mask keeps the
+            # probabilities it lets through as they are, rounding included
+            for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                if _is_mask(ctx, other):
+                    t = trace(ctx, side, _depth + 1)
+                    return replace(t, direct=False) if t is not None else None
         return None
     if isinstance(expr, cst.Subscript):
         t = trace(ctx, expr.value, _depth + 1)
@@ -226,6 +235,29 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
                     source = Source(source.kind, source.node, source.prob, d, True)
             return replace(t, source=source, direct=False)
     return None
+
+
+_MASK_NAME = re.compile(r"(?i)mask")
+
+
+def _is_mask(ctx, expr: cst.BaseExpression) -> bool:
+    """A 0/1 mask: a name or attribute called so, or a comparison, possibly cast
+    (``valid_mask.to(x.dtype)``, ``(lengths > 0).float()``)."""
+    for _ in range(4):
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                expr.func.attr.value in ("to", "float", "half", "type_as", "type", "bfloat16", "unsqueeze"):
+            expr = expr.func.value
+            continue
+        break
+    if isinstance(expr, cst.Comparison):
+        return True
+    if isinstance(expr, cst.Name):
+        return bool(_MASK_NAME.search(expr.value))
+    if isinstance(expr, cst.Attribute):
+        return bool(_MASK_NAME.search(expr.attr.value))
+    if isinstance(expr, cst.Subscript):
+        return _is_mask(ctx, expr.value)
+    return False
 
 
 # ---- logs ---------------------------------------------------------------------------------------
