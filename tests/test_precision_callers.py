@@ -276,3 +276,33 @@ def test_a_module_function_that_returns_float32_gives_float32():
     half = source.replace("log(approx_cdf(torch.exp(-log_scales) * x))", "log(halve(x))") + \
         "def halve(x):\n    return x.sigmoid() / 2\n"
     assert lines("AMP102", half, filename="model.py", extra_files={"train.py": TRAIN}) == [4]
+
+
+CODER = textwrap.dedent("""
+import torch
+from torch import nn
+EPS = 1e-8
+class BoxCoder:
+    def __init__(self, eps: float = EPS):
+        self.eps = eps
+    def encode(self, h, ha):
+        ha += self.eps
+        return torch.log(h / ha)
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.size = nn.Linear(16, 2)
+        self.coder = BoxCoder()
+    def forward(self, x):
+        h, ha = {pair}.unbind(-1)
+        return self.coder.encode(h, ha)
+""")
+
+
+def test_a_method_called_through_an_instance_held_in_an_attribute():
+    # effdet's box coder (eps too small for fp16, fixed upstream): the head passes float16 sizes
+    assert lines("AMP102", CODER.format(pair="self.size(x).relu()"), filename="model.py",
+                 extra_files={"train.py": TRAIN}) == [4]
+    # near miss: the head passes float32 sizes
+    assert lines("AMP102", CODER.format(pair="self.size(x).float().relu()"), filename="model.py",
+                 extra_files={"train.py": TRAIN}) == []

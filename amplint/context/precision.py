@@ -358,13 +358,38 @@ class PrecisionModel:
         ``cls.f(...)`` for a method (by name, within the file)."""
         owner = self.ctx.parent(self.ctx.parent(fn))
         if isinstance(owner, cst.ClassDef):
-            return list(self._calls_by_callee().get(("method", fn.name.value), ()))
+            return [*self._calls_by_callee().get(("method", fn.name.value), ()),
+                    *self._instance_calls(owner.name.value, fn.name.value)]
         calls = list(self._calls_by_callee().get(("function", fn.name.value), ()))
         # ``self.sample = gumbel_sample`` in ``__init__``, then ``self.sample(logits)``: a call of
         # the function (an instance attribute is not bound: no ``self`` is passed).
         for attr in self._function_attributes().get(fn.name.value, ()):
             calls.extend(self._calls_by_callee().get(("method", attr), ()))
         return calls
+
+    def _instance_calls(self, cls: str, method: str) -> List[cst.Call]:
+        """``self.coder.encode(h, ha)`` with ``self.coder = BoxCoder()`` in ``__init__`` (or
+        ``coder = BoxCoder(); coder.encode(...)``): calls of a method of a class of this file
+        through an instance of it (effdet's box coder, called from a head's forward)."""
+        index = self.ctx._cache.get("attribute_calls")
+        if index is None:  # method name -> calls ``<receiver>.<method>(...)`` whose receiver is not self / cls
+            index = {}
+            for call in self.ctx.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value in ("self", "cls")):
+                    index.setdefault(func.attr.value, []).append(call)
+            self.ctx._cache["attribute_calls"] = index
+        out = []
+        for call in index.get(method, ()):  # type: ignore[union-attr]
+            receiver = call.func.value
+            built = None
+            if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+                built = self.init_attribute(call, receiver.attr.value)
+            elif isinstance(receiver, cst.Name) and receiver.value not in ("self", "cls"):
+                built = self.value_of(receiver)
+            if isinstance(built, cst.Call) and isinstance(built.func, cst.Name) and built.func.value == cls:
+                out.append(call)
+        return out
 
     def _function_attributes(self) -> Dict[str, List[str]]:
         """Module-level function name -> the ``self.<attr>`` names ``__init__`` binds it to."""
