@@ -123,25 +123,27 @@ def scaling(full_result: Optional[Dict[str, object]]) -> List[Tuple[str, int, in
     for wanted in SCALING:
         root = subset(wanted)
         files, lines = lines_of(root)
-        parse, _ = timed([sys.executable, "-c", PARSE, "."], root, env)
+        parse, _, parse_cpu = timed([sys.executable, "-c", PARSE, "."], root, env)
         shutil.rmtree(root / ".amplint_cache", ignore_errors=True)
-        cold, _ = timed(check, root, env)
-        print(f"  scaling {root.name}: {lines} lines parse {parse} cold {cold}", flush=True)
-        rows.append((root.name, files, lines, parse, cold))
+        cold, _, cold_cpu = timed(check, root, env)
+        print(f"  scaling {root.name}: {lines} lines parse {parse} cold {cold} (CPU {parse_cpu} / {cold_cpu})", flush=True)
+        rows.append((root.name, files, lines, parse, cold, parse_cpu, cold_cpu))
     if full_result is not None and "parse" in full_result["rows"] and "cold" in full_result["rows"]:
         r = full_result["rows"]
         rows.append(("transformers", full_result["files"], full_result["lines"],
-                     statistics.median(w for w, _ in r["parse"]), statistics.median(w for w, _ in r["cold"])))
+                     statistics.median(x[0] for x in r["parse"]), statistics.median(x[0] for x in r["cold"]),
+                     statistics.median(x[2] for x in r["parse"]), statistics.median(x[2] for x in r["cold"])))
     return rows
 
 
 def render_scaling(rows) -> str:
     out = ["## Scaling: cold run against lines (nested subsets of transformers, one repetition each)", "",
-           "| Project | Files | Lines | Parse (s) | Cold (s) | Cold × parse | Cold µs/line |",
-           "|---|---|---|---|---|---|---|"]
-    for name, files, lines, parse, cold in rows:
-        out.append(f"| {name} | {files} | {lines:,} | {parse:.2f} | {cold:.2f} | {cold / parse:.2f} | "
-                   f"{cold / lines * 1e6:.0f} |")
+           "| Project | Files | Lines | Parse wall (s) | Cold wall (s) | Parse CPU (s) | Cold CPU (s) | Cold CPU × parse CPU "
+           "| Cold CPU µs/line |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for name, files, lines, parse, cold, parse_cpu, cold_cpu in rows:
+        out.append(f"| {name} | {files} | {lines:,} | {parse:.2f} | {cold:.2f} | {parse_cpu:.2f} | {cold_cpu:.2f} | "
+                   f"{cold_cpu / parse_cpu:.2f} | {cold_cpu / lines * 1e6:.0f} |")
     return "\n".join(out) + "\n"
 
 
@@ -153,13 +155,15 @@ def lines_of(root: Path) -> Tuple[int, int]:
 CPU = "0"  # the CPU every command is pinned to (--cpu)
 
 
-def timed(cmd: List[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> Tuple[float, int]:
-    """(wall seconds, peak RSS in MiB) of ``cmd`` pinned to one CPU."""
+def timed(cmd: List[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> Tuple[float, int, float]:
+    """(wall seconds, peak RSS in MiB, CPU seconds: user + system) of ``cmd`` pinned to one CPU.
+    On a shared machine the CPU time is the steadier figure: the wall time grows with the others'
+    load on that CPU."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
-        full = ["taskset", "-c", CPU, "/usr/bin/time", "-f", "%e %M", "-o", out.name, *cmd]
+        full = ["taskset", "-c", CPU, "/usr/bin/time", "-f", "%e %M %U %S", "-o", out.name, *cmd]
         subprocess.run(full, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wall, rss = out.read().split()[-2:]
-    return float(wall), int(rss) // 1024
+        wall, rss, user, system = out.read().split()[-4:]
+    return float(wall), int(rss) // 1024, float(user) + float(system)
 
 
 def amplint_env() -> Dict[str, str]:
@@ -195,7 +199,7 @@ def measure(name: str, reps: int, skip: set, heavy_reps: int = 1) -> Dict[str, o
             if before is not None:
                 before(i)
             rows.setdefault(label, []).append(timed(cmd, root, env))
-        print(f"  {name} {label}: {[w for w, _ in rows[label]]}", flush=True)
+        print(f"  {name} {label}: {[x[0] for x in rows[label]]} (CPU {[x[2] for x in rows[label]]})", flush=True)
 
     try:
         run("parse", [sys.executable, "-c", PARSE, "."])
@@ -252,16 +256,20 @@ def render(results: List[Dict[str, object]], reps: int, rev: str = "", scaling_r
     for r in results:
         rows = r["rows"]
         out += [f"## {r['name']} ({r['files']} files, {r['lines']:,} lines; wheel sha256 `{r['sha'][:16]}…`)", "",
-                "| Run | Median wall (s) | × parse | lines/s | Peak RSS (MiB) | All runs (s) |",
-                "|---|---|---|---|---|---|"]
-        parse = statistics.median(w for w, _ in rows["parse"]) if "parse" in rows else None
+                "| Run | Median wall (s) | × parse | Median CPU (s) | CPU × parse | lines/s (CPU) | Peak RSS (MiB) | All runs wall (s) |",
+                "|---|---|---|---|---|---|---|---|"]
+        parse = statistics.median(x[0] for x in rows["parse"]) if "parse" in rows else None
+        parse_cpu = statistics.median(x[2] for x in rows["parse"]) if "parse" in rows else None
         for label, runs in rows.items():
-            med = statistics.median(w for w, _ in runs)
-            rss = max(m for _, m in runs)
+            med = statistics.median(x[0] for x in runs)
+            cpu = statistics.median(x[2] for x in runs)
+            rss = max(x[1] for x in runs)
             ratio = f"{med / parse:.2f}" if parse else ""
+            cpu_ratio = f"{cpu / parse_cpu:.2f}" if parse_cpu else ""
             whole = label in ("parse", "cold", "warm", "edit", "torchfix", "ruff")
-            lps = f"{r['lines'] / med:,.0f}" if whole and med > 0 else ""
-            out.append(f"| {label} | {med:.2f} | {ratio} | {lps} | {rss} | {', '.join(f'{w:.2f}' for w, _ in runs)} |")
+            lps = f"{r['lines'] / cpu:,.0f}" if whole and cpu > 0 else ""
+            out.append(f"| {label} | {med:.2f} | {ratio} | {cpu:.2f} | {cpu_ratio} | {lps} | {rss} | "
+                       f"{', '.join(f'{x[0]:.2f}' for x in runs)} |")
         out.append("")
     if scaling_rows:
         out.append(render_scaling(scaling_rows))
