@@ -391,3 +391,20 @@ def test_a_denominator_bound_on_one_branch_reaches_the_division():
     # near miss: rebound on every path after the branches, the product no longer reaches the division
     rebound = FAVOR.format(after="att_normalization = torch.ones_like(att_raw)")
     assert lines("AMP203", rebound, filename="favor.py", extra_files={"train.py": MIXED}) == []
+
+
+def test_a_product_of_masks_is_a_count():
+    # openfold's outer-product-mean normaliser: einsum(mask, mask) counts the valid pairs
+    from training_util import lines
+    source = """
+    import torch
+    from torch import nn
+    class OuterProductMean(nn.Module):
+        def forward(self, outer, mask, a):
+            norm = torch.einsum("...abc,...adc->...bdc", mask.unsqueeze(-1), mask.unsqueeze(-1))
+            return outer / (norm + 1e-3)
+    """
+    assert lines("AMP203", source, filename="opm.py", extra_files={"train.py": MIXED}) == []
+    # near miss: a product of activations used the same way
+    activations = source.replace("mask.unsqueeze(-1), mask.unsqueeze(-1)", "a, a")
+    assert lines("AMP203", activations, filename="opm.py", extra_files={"train.py": MIXED}) == [7]

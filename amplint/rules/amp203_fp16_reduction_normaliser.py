@@ -41,6 +41,8 @@ class Fp16ReductionNormaliser(Rule):
                 continue
             if op in P.PRODUCTS and P.bounded_product(ctx, pm, core):
                 continue  # a product of unit vectors or softmax weights cannot overflow
+            if op in P.PRODUCTS and self._mask_product(ctx, pm, core):
+                continue  # einsum(mask, mask): a count of the valid pairs, at most the contraction's length
             message = self._message(ctx, core, op, named, binding, fact)
             stmt = binding if binding is not None else ctx.statement_of(site)
             fix = None
@@ -56,6 +58,13 @@ class Fp16ReductionNormaliser(Rule):
                             help=("compute the normaliser in float32 (`with torch.autocast(device_type=..., "
                                   "enabled=False):` and `.float()` on its operands)"),
                             evidence=because(fact, ctx, node))
+
+    @staticmethod
+    def _mask_product(ctx, pm, core) -> bool:
+        """A product of 0/1 masks (openfold's ``einsum("...abc,...adc->...bdc", mask, mask)``): it
+        counts, and a count is exact in float16 up to 2048 and finite up to 65504."""
+        operands = P.tensor_operands(ctx, pm, core)
+        return len(operands) >= 2 and all("mask" in P.short_code(ctx, o).lower() for o in operands)
 
     # ---- where normalisers are used -------------------------------------------------------------
     @staticmethod
