@@ -94,6 +94,9 @@ class _State:
     unscale_due: FrozenSet[str] = frozenset()  # scalers whose scaled grads were not unscaled yet
     plain_backward: FrozenSet[int] = frozenset()  # plain backward events since the last step
     assume: FrozenSet[Tuple[str, bool]] = frozenset()  # conditions taken on this path
+    # (scaler, optimizer) pairs unscale_'d since that scaler's last step / update: a second unscale_
+    # of the same optimizer raises
+    unscaled: FrozenSet[Tuple[str, str]] = frozenset()
 
 
 @dataclass
@@ -150,6 +153,12 @@ class Step:
             if event.scaler not in s.scaled:
                 found |= s.plain_backward
         return [e for e in self.events if e.index in found]
+
+    def unscaled_again(self, event: Event) -> bool:
+        """This ``scaler.unscale_(optimizer)`` may run when the same optimizer was already unscaled
+        since the scaler's last step / update (a second unscale_ raises)."""
+        key = unscale_key(event)
+        return key is not None and any(key in s.unscaled for s in self.reaching(event))
 
     def following(self, event: Event, kind: str, scaler: Optional[str] = None) -> List[Event]:
         """Events of ``kind`` (of the same scaler) after ``event`` in source order."""
@@ -481,14 +490,22 @@ def _assume(states: Iterable[_State], facts: List[Tuple[str, bool]]) -> Set[_Sta
     for s in states:
         if any((atom, not v) in s.assume for atom, v in facts):
             continue  # this path took the other way at an earlier test of the same condition
-        out.add(_State(s.scaled, s.unscale_due, s.plain_backward, s.assume | frozenset(facts)))
+        out.add(_State(s.scaled, s.unscale_due, s.plain_backward, s.assume | frozenset(facts), s.unscaled))
     return out
+
+
+def unscale_key(e: Event) -> Optional[Tuple[str, str]]:
+    """(scaler, optimizer) of a ``scaler.unscale_(optimizer)`` event, when both are plain names."""
+    if e.kind != "unscale" or not e.scaler or e.target is None:
+        return None
+    target = dotted_name(e.target)
+    return (e.scaler, target) if target else None
 
 
 def _forget(states: Iterable[_State], keep_amp: bool = True) -> Set[_State]:
     """Drop the conditions a loop iteration may change (all but the AMP switch)."""
     return {_State(s.scaled, s.unscale_due, s.plain_backward,
-                   frozenset(a for a in s.assume if keep_amp and a[0] == "<amp>")) for s in states}
+                   frozenset(a for a in s.assume if keep_amp and a[0] == "<amp>"), s.unscaled) for s in states}
 
 
 def _bound(states: Set[_State]) -> Set[_State]:
@@ -515,15 +532,21 @@ class _Walk:
     def apply(e: Event, s: _State) -> _State:
         if e.kind == "backward":
             if e.how == "scaled" and e.scaler:
-                return _State(s.scaled | {e.scaler}, s.unscale_due | {e.scaler}, s.plain_backward, s.assume)
+                return _State(s.scaled | {e.scaler}, s.unscale_due | {e.scaler}, s.plain_backward, s.assume, s.unscaled)
             if e.how == "plain":
-                return _State(s.scaled, s.unscale_due, s.plain_backward | {e.index}, s.assume)
+                return _State(s.scaled, s.unscale_due, s.plain_backward | {e.index}, s.assume, s.unscaled)
             return s
         if e.kind == "unscale":
             due = s.unscale_due - {e.scaler} if e.scaler else frozenset()
-            return _State(s.scaled, due, s.plain_backward, s.assume)
+            key = unscale_key(e)
+            return _State(s.scaled, due, s.plain_backward, s.assume,
+                          s.unscaled | {key} if key is not None else s.unscaled)
         if e.kind == "scaler_step" and e.scaler:
-            return _State(s.scaled - {e.scaler}, s.unscale_due - {e.scaler}, frozenset(), s.assume)
+            return _State(s.scaled - {e.scaler}, s.unscale_due - {e.scaler}, frozenset(), s.assume,
+                          frozenset(k for k in s.unscaled if k[0] != e.scaler))
+        if e.kind == "update" and e.scaler:
+            return _State(s.scaled, s.unscale_due, s.plain_backward, s.assume,
+                          frozenset(k for k in s.unscaled if k[0] != e.scaler))
         if e.kind in ("opt_step", "zero_grad"):
             return _State(frozenset(), frozenset(), frozenset(), s.assume)
         return s

@@ -58,6 +58,7 @@ class GradScalerMisuse(Rule):
             yield from self._direct_steps(ctx, step)
             yield from self._missing_update(ctx, step)
             yield from self._unscaled_backward(ctx, step)
+            yield from self._double_unscale(ctx, step)
 
     # optimizer.step() while the loss was scaled -------------------------------------------------
     def _direct_steps(self, ctx, step: Step) -> Iterable[Violation]:
@@ -132,3 +133,18 @@ class GradScalerMisuse(Rule):
                            f"underflow")
                 yield Violation(bw.call, message, Confidence.CERTAIN, help=f"use `{e.scaler}.scale(loss).backward()`",
                                 related=[Location(ctx.path, ctx.line_of(e.call), f"`{e.scaler}.step(...)` unscales")])
+
+    # scaler.unscale_(opt) twice before the step -----------------------------------------------------
+    def _double_unscale(self, ctx, step: Step) -> Iterable[Violation]:
+        for e in step.of_kind("unscale"):
+            if not step.unscaled_again(e) or not is_grad_scaler(ctx, e.scaler):
+                continue
+            target = ctx.code(e.target)
+            if any(isinstance(a, cst.For) and ctx.code(a.target) == target for a in ctx.ancestors(e.call)):
+                continue  # ``for opt in optimizers: scaler.unscale_(opt)``: a new optimizer each time
+            message = (f"`{e.scaler}.unscale_({target})` may run a second time before `{e.scaler}.step` / "
+                       f"`{e.scaler}.update()` (in a loop over micro-batches, or after an earlier unscale_): it "
+                       f"raises RuntimeError \"unscale_() has already been called on this optimizer since the "
+                       f"last update()\"")
+            yield Violation(e.call, message, Confidence.CERTAIN,
+                            help=f"unscale once per optimizer step, right before clipping and `{e.scaler}.step({target})`")

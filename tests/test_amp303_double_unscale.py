@@ -1,0 +1,45 @@
+"""AMP303: ``scaler.unscale_(optimizer)`` twice before the scaler's step / update raises
+"unscale_() has already been called on this optimizer since the last update()"."""
+import pytest
+
+from training_util import found, lines
+
+LOOP = """
+import torch
+
+def train(model, loader, optimizer, accum):
+    scaler = torch.amp.GradScaler("cuda")
+    for batch in loader:
+        for micro in batch:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(micro).mean() / accum
+            scaler.scale(loss).backward()
+            {inner}
+        {outer}
+        scaler.step(optimizer)
+        scaler.update()
+"""
+
+
+def test_unscale_in_the_micro_batch_loop():
+    (line, message), = found("AMP303", LOOP.replace("{inner}", "scaler.unscale_(optimizer)").replace("{outer}", "pass"))
+    assert line == 11 and "already been called" in message
+
+
+def test_unscale_twice_in_a_row():
+    source = LOOP.replace("{inner}", "pass").replace(
+        "{outer}", "scaler.unscale_(optimizer)\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                   "        scaler.unscale_(optimizer)")
+    assert lines("AMP303", source) == [14]
+
+
+@pytest.mark.parametrize("name, inner, outer", [
+    ("once per step, after the micro-batches", "pass", "scaler.unscale_(optimizer)"),
+    ("one unscale_ per optimizer in a loop", "pass",
+     "for opt in [optimizer]:\n            scaler.unscale_(opt)"),
+    ("two different optimizers", "pass", "scaler.unscale_(optimizer)\n        scaler.unscale_(other_optimizer)"),
+    ("unscale_ only on the last micro-batch", "if micro is batch[-1]:\n                scaler.unscale_(optimizer)\n"
+     "                scaler.step(optimizer)\n                scaler.update()", "pass"),
+])
+def test_near_misses(name, inner, outer):
+    assert lines("AMP303", LOOP.replace("{inner}", inner).replace("{outer}", outer)) == [], name
