@@ -181,3 +181,30 @@ def test_upcast_near_misses():
     source = NCE.format(product="torch.mm(r_src.float(), r_trg.float())").replace(
         "    def forward", "    @torch.autocast('cuda', enabled=False)\n    def forward")
     assert only(source, filename="loss.py", extra_files={"train.py": MIXED}, select=["ALL", "AMP205"]) == []
+
+
+OPM = """
+import torch
+from torch import nn
+class OuterProductMean(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear_out = nn.Linear(64, 16)
+    def _opm(self, a, b):
+        outer = {product}
+        return self.linear_out(outer.reshape(outer.shape[:-2] + (-1,)))
+    def forward(self, a, b, mask):
+        outer = self._opm(a, b)
+        norm = torch.einsum("...abc,...adc->...bdc", mask, mask)
+        outer = outer / (norm + 1e-3)
+        return outer
+"""
+
+
+def test_a_product_returned_by_a_helper_and_normalised_by_the_caller():
+    # openfold's outer-product mean (fixed upstream): the einsum over the sequences is in _opm
+    source = OPM.format(product='torch.einsum("...bac,...dae->...bdce", a, b)')
+    [f] = findings(source, filename="opm.py", extra_files={"train.py": MIXED})
+    assert f.line == 14 and f.fix is None  # the product is in the helper: no local edit moves the scale
+    # near miss: the helper returns no product
+    assert only(OPM.format(product="a * b"), filename="opm.py", extra_files={"train.py": MIXED}) == []

@@ -95,7 +95,9 @@ class ScaledProducts:
             if P.weight_product(ctx, pm, product):
                 continue  # x @ self.weight: a layer's projection, not q·kᵀ logits
             fix = None
-            if named is None and isinstance(node, cst.BinaryOperation):
+            if ctx.enclosing_function(product) is not ctx.enclosing_function(node):
+                pass  # the product is in a helper that returns it: moving the scale there is no local edit
+            elif named is None and isinstance(node, cst.BinaryOperation):
                 fix = self._fix(ctx, pm, node, product, scale_side, scale_first)
             elif named is not None:
                 fix = self._fix_named(ctx, pm, node, named, product, scale_side, scale_first)
@@ -136,7 +138,38 @@ class ScaledProducts:
             upcast, expr = expr, expr.func.value
         if P.op_of(ctx, pm, expr) in P.PRODUCTS:
             return expr, named, upcast
+        inner = ScaledProducts._returned_product(ctx, pm, expr) if named is not None else None
+        if inner is not None:
+            return inner, named, upcast
         return None
+
+    @staticmethod
+    def _returned_product(ctx, pm, call: cst.BaseExpression) -> Optional[cst.CSTNode]:
+        """The product a helper of this file returns, through views and a final ``nn.Linear``
+        (openfold's ``outer = self._opm(a, b)`` with ``_opm`` returning ``self.linear_out(einsum(...)
+        .reshape(...))``, then ``outer / norm`` in the caller): the float16 sum overflowed in the
+        helper, before the caller's normaliser. One return, one level deep."""
+        if not isinstance(call, cst.Call):
+            return None
+        fn = pm._callee(call)
+        if fn is None:
+            return None
+        returns = [r for r in ctx.nodes(cst.Return) if r.value is not None and ctx.enclosing_function(r) is fn]
+        if len(returns) != 1:
+            return None
+        expr = returns[0].value
+        if isinstance(expr, cst.Call) and P.op_of(ctx, pm, expr) == "linear" and P.positional(expr):
+            expr = P.positional(expr)[0].value  # self.linear_out(x): a linear map of the product
+        for _ in range(3):
+            expr = P.through_views(ctx, pm, expr)
+            if isinstance(expr, cst.Name):
+                bound = P.single_binding(ctx, pm, expr)
+                if bound is None:
+                    return None
+                expr = bound[0]
+                continue
+            break
+        return expr if P.op_of(ctx, pm, expr) in P.PRODUCTS else None
 
     # ---- is the scale a down-scale? ---------------------------------------------------------------
     def _downscale(self, ctx, pm, expr: cst.BaseExpression, divide: bool, depth: int) -> Optional[Scale]:
