@@ -125,6 +125,7 @@ def _called_names(project, path: Path) -> Optional[frozenset]:
     import ast
 
     from ..parsing import DEFAULT_LIMITS, python_ast
+    from .evidence import ast_dotted
     from .imports import ImportTable
     try:
         source = project.read(path)
@@ -144,20 +145,7 @@ def _called_names(project, path: Path) -> Optional[frozenset]:
     names = set()
     for node in nodes:
         if isinstance(node, ast.Call):
-            dotted = _ast_dotted(node.func)
+            dotted = ast_dotted(node.func)
             if dotted is not None:
                 names.add(table.resolve(dotted))
     return frozenset(names)
-
-
-def _ast_dotted(node) -> Optional[str]:
-    import ast
-
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
