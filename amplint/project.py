@@ -184,6 +184,10 @@ _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
 
 
+# Trainers built on accelerate, whose precision ``accelerate launch`` / the accelerate config sets.
+LAUNCHER_TRAINERS = ("pytorch_accelerated.Trainer", "pytorch_accelerated.trainer.Trainer")
+
+
 def _words(text: str) -> set:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
@@ -640,6 +644,9 @@ class Project:
                     if _config_applies(cpath, path):
                         signals.append((sig, ev))
                         roles.append(("training", str(ev), "configuration"))
+                for sig, ev in self._launcher_trainer_signals(path, f["entry_points"]):
+                    signals.append((sig, ev))
+                    roles.append((TRAINING, str(ev), "a trainer whose precision the launcher sets"))
                 eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles))
             # A file holding training calls that another entry point imports, and that does not import
             # it back, is a helper of that entry point (a training-step utility), not an entry point.
@@ -654,6 +661,26 @@ class Project:
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
+
+    def _launcher_trainer_signals(self, path: Path, functions: List[dict]) -> List[Tuple[Signal, Evidence]]:
+        """A project subclass of a trainer whose precision is accelerate's (``class Yolov7Trainer(
+        pytorch_accelerated.Trainer)``), built by the entry point's training functions: the launcher
+        sets the precision, as for the trainer itself (``precision_facts._launcher_signal``)."""
+        index = self.index
+        trainers = {s.name for base in LAUNCHER_TRAINERS for s in index.subclasses(base)}
+        module = self.module_name(path)
+        if not trainers or module is None:
+            return []
+        out = []
+        for fn in {f["function"] for f in functions}:
+            caller = module if fn in (None, "<module>") else f"{module}.{fn}"
+            for site in index.calls_from(caller):
+                found = index.resolve(site.callee, module)
+                if found is not None and found.name in trainers:
+                    note = f"`{found.qualname}` derives from a pytorch_accelerated trainer: the precision is the launcher's"
+                    out.append((Signal("launcher", "", note=note),
+                                Evidence(f"`{site.callee}(...)`", self.display(path), site.line)))
+        return out
 
     @staticmethod
     def _calls_training_of(other: "EntryPoint", e: "EntryPoint", reached_of: Dict[Path, "_Reached"]) -> bool:

@@ -449,3 +449,43 @@ def test_a_training_file_another_entry_point_imports_but_never_calls_stays_an_en
         """,
     })
     assert sorted(e.path.name for e in p.entry_points()) == ["core.py", "tokenizer.py"]
+
+
+_SUBCLASSED_TRAINER = {
+    "pkg/__init__.py": "",
+    "pkg/trainer.py": """
+        from pytorch_accelerated import Trainer
+        class DetectorTrainer(Trainer):
+            def calculate_train_batch_loss(self, batch):
+                return self.loss_func(self.model(batch[0]), batch[1])
+    """,
+    "pkg/loss.py": """
+        import torch.nn.functional as F
+        class Loss:
+            def __call__(self, logits, target):
+                return F.binary_cross_entropy(logits.sigmoid(), target)
+    """,
+    "examples/train.py": """
+        import torch
+        from pkg.trainer import DetectorTrainer
+        from pkg.loss import Loss
+        def main(model):
+            trainer = DetectorTrainer(model=model, loss_func=Loss(), optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+            trainer.train(train_dataset=None, num_epochs=1)
+    """,
+}
+
+
+def test_a_project_subclass_of_a_launcher_trainer_leaves_the_precision_to_the_launcher(tmp_path):
+    # Yolov7-training: examples build yolov7.trainer.Yolov7Trainer(pytorch_accelerated.Trainer); its loss's
+    # F.binary_cross_entropy fails under `accelerate launch --mixed_precision fp16`
+    p = project(tmp_path, _SUBCLASSED_TRAINER)
+    r = p.regime_for(p.root / "pkg" / "loss.py")
+    assert r.mode == "fp32" and r.launcher is not None and "DetectorTrainer" in r.launcher.what
+    assert "AMP202" in run(["check", "--output-format", "concise", "."], p.root).out
+    # near miss: the same subclass of another library's trainer (its own precision: fp32 here)
+    other = {**_SUBCLASSED_TRAINER,
+             "pkg/trainer.py": _SUBCLASSED_TRAINER["pkg/trainer.py"].replace("pytorch_accelerated", "mylib")}
+    p = project(tmp_path / "other", other)
+    assert p.regime_for(p.root / "pkg" / "loss.py").launcher is None
+    assert "AMP202" not in run(["check", "--output-format", "concise", "."], p.root).out
