@@ -482,7 +482,9 @@ def test_a_project_subclass_of_a_launcher_trainer_leaves_the_precision_to_the_la
     p = project(tmp_path, _SUBCLASSED_TRAINER)
     r = p.regime_for(p.root / "pkg" / "loss.py")
     assert r.mode == "fp32" and r.launcher is not None and "DetectorTrainer" in r.launcher.what
-    assert "AMP202" in run(["check", "--output-format", "concise", "."], p.root).out
+    out = run(["check", "--output-format", "concise", "."], p.root).out
+    assert "AMP202" in out
+    assert "Assumed precision: fp32: the launcher's (`pkg.trainer.DetectorTrainer(...)`)" in out  # not "no autocast ..."
     # near miss: the same subclass of another library's trainer (its own precision: fp32 here)
     other = {**_SUBCLASSED_TRAINER,
              "pkg/trainer.py": _SUBCLASSED_TRAINER["pkg/trainer.py"].replace("pytorch_accelerated", "mylib")}

@@ -70,6 +70,14 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
             return AssumedPrecision(root or ".", mode, template.format(what=ev.what), Location.of(ev))
     if mode != "fp32":
         return AssumedPrecision(root or ".", mode, "from the project's precision evidence")
+    launcher = regime.launcher
+    if launcher is None and files and hasattr(project, "regime_for") and not regime.override:
+        launcher = next((r.launcher for r in map(project.regime_for, files) if r.launcher is not None), None)
+    if launcher is not None:
+        # Accelerator() / a pytorch_accelerated trainer: `accelerate launch` picks fp32, fp16 or bf16.
+        return AssumedPrecision(root or ".", "fp32", f"the launcher's ({launcher.what}): fp32, fp16 or bf16 autocast, "
+                                                     "so only what fails under any autocast is reported (AMP202, "
+                                                     "docs/precision.md); `--precision` overrides", Location.of(launcher))
     n = len(project.files())
     library = hasattr(project, "entry_points") and not _has_entry_points(project)
     return AssumedPrecision(root or ".", "fp32", f"no autocast, GradScaler, half parameters or precision flag in the project's "
