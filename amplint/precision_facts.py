@@ -497,13 +497,18 @@ def precision_call_signal(call: Dict[str, Any], values: List[str]) -> Optional[S
                   condition=f"`{call['callee']}()` returns one of {', '.join(values)}" if others else "")
 
 
+# Trainers built on accelerate, whose precision ``accelerate launch`` / the accelerate config sets
+# (as the files name them; the project's subclasses of them count too: Project.entry_points).
+LAUNCHER_TRAINERS = ("pytorch_accelerated.Trainer", "pytorch_accelerated.trainer.Trainer")
+
+
 def _launcher_signal(node: ast.Call, call_facts) -> Optional[Signal]:
     """A precision the launcher decides: ``Accelerator()`` with no literal ``mixed_precision`` (``accelerate
     launch --mixed_precision fp16`` / the accelerate config set it), a trainer built on accelerate
     (``pytorch_accelerated.Trainer``). One of fp32, fp16 or bf16 autocast: no precision of its own, but
     what fails under any CUDA autocast (AMP202's refused binary_cross_entropy) is a hazard there."""
     q = call_facts.qualname or ""
-    if q.startswith("pytorch_accelerated.") and q.rsplit(".", 1)[-1].endswith("Trainer"):
+    if q.startswith("pytorch_accelerated.") and q.rsplit(".", 1)[-1].endswith("Trainer"):  # LAUNCHER_TRAINERS and kin
         return Signal("launcher", "", note="a pytorch_accelerated trainer: the precision is accelerate's (the launcher's)")
     if q in ("accelerate.Accelerator", "accelerate.accelerator.Accelerator") and \
             not isinstance(call_facts.kwargs.get("mixed_precision", UNKNOWN), str):

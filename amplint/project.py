@@ -24,7 +24,7 @@ from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import CallSite, ProjectIndex, Symbol
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
-from .precision_facts import precision_call_signal, precision_call_values
+from .precision_facts import LAUNCHER_TRAINERS, precision_call_signal, precision_call_values
 from .summary import FileSummary, summarise
 
 REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
@@ -182,10 +182,6 @@ class Regime:
 _EXAMPLE_DIR = re.compile(r"(?i)(^|/)(examples?|tutorials?|demos?|notebooks?|samples?)/")
 _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
-
-
-# Trainers built on accelerate, whose precision ``accelerate launch`` / the accelerate config sets.
-LAUNCHER_TRAINERS = ("pytorch_accelerated.Trainer", "pytorch_accelerated.trainer.Trainer")
 
 
 def _words(text: str) -> set:

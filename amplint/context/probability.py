@@ -29,8 +29,6 @@ SOFTMAX_NAMES = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.
 LOG_NAMES = {"torch.log": "log", "torch.log2": "log2", "torch.log10": "log10", "torch.log1p": "log1p",
              "torch.special.log1p": "log1p"}
 LOG_METHODS = {"log", "log2", "log10", "log1p", "log_", "log2_", "log10_", "log1p_"}
-CLAMP_METHODS = {"clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_"}
-CLAMP_NAMES = {"torch.clamp": "clamp", "torch.clip": "clip", "torch.clamp_min": "clamp_min"}
 # Clamps with a lower and / or an upper bound: (min, max) positions after the clamped value.
 _BOUNDED_METHODS = {"clamp": "both", "clamp_": "both", "clip": "both", "clip_": "both", "clamp_min": "min",
                     "clamp_min_": "min", "clamp_max": "max", "clamp_max_": "max"}
@@ -320,22 +318,12 @@ class LogUse:
 def clamp_min(ctx, call: cst.Call) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression]]:
     """``(clamped value, min argument)`` of ``x.clamp(min=c)``, ``x.clamp(c, ...)``,
     ``x.clamp_min(c)``, ``torch.clamp(x, min=c)``, ``torch.clamp(x, c)``; None otherwise."""
-    m = method_of(ctx, call)
-    name = ctx.call_name(call) or ""
-    positional = [a.value for a in call.args if a.keyword is None and not a.star]
-    if m is not None and m[0] in CLAMP_METHODS:
-        value, rest = m[1], positional
-    elif name in CLAMP_NAMES and (isinstance(call.func, cst.Name) or _is_module_receiver(ctx, call.func.value)):
-        value = _first_arg(call)
-        rest = positional[1:] if positional and positional[0] is value else positional
-    else:
+    bounded = _clamp_bounds(ctx, call)
+    if bounded is None:
         return None
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == "min":
-            return value, a.value
-    if rest and value is not None:
-        return value, rest[0]
-    return None
+    value, bounds = bounded
+    low = dict(bounds).get("min")
+    return (value, low) if low is not None else None
 
 
 def _guard_of(ctx, arg: cst.BaseExpression) -> Tuple[Optional[Guard], cst.BaseExpression]:
