@@ -18,7 +18,8 @@ from .noqa import is_suppressed, suppressed_at_uses, suppressions
 from .notebook import NotebookError, is_notebook
 from .notebook import from_bytes as read_notebook
 from .overlay import OverlayProject
-from .parsing import DEFAULT_LIMITS, TooComplex, parse_module, python_ast
+from .parsing import DEFAULT_LIMITS, TooComplex, parse_module, python_ast, screen
+from . import prefilter
 from .rules import all_rules
 
 
@@ -102,6 +103,9 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
             for v in after(ctx, list(violations), codes):
                 v.code = code
                 violations.append(v)
+    if prefilter.AUDIT_LOG:
+        rules = all_rules()
+        prefilter.audit(ctx.path, ctx.source, [(v.code, rules[v.code]) for v in violations])
     return violations, errors
 
 
@@ -276,8 +280,22 @@ def _recursion_limit(limit: int):
         sys.setrecursionlimit(old)
 
 
+def _cannot_hold_findings(source: bytes, codes: Set[str], settings, display: str) -> bool:
+    """The prefilter (amplint.prefilter): no enabled rule can report in a file of this text, and
+    the file parses (one that does not is reported whatever is selected: it goes the long way)."""
+    if not prefilter.ENABLED or prefilter.may_hold_findings(source, [r for c, r in all_rules().items() if c in codes]):
+        return False
+    try:
+        screen(source, getattr(settings, "limits", None) or DEFAULT_LIMITS, display)
+    except Exception:  # SyntaxError, TooComplex, ...: reported by the parse below
+        return False
+    return True
+
+
 def _lint_source(path: Path, display: str, source: bytes, project, codes: Set[str], settings,
                  result: FileResult) -> FileResult:
+    if _cannot_hold_findings(source, codes, settings, display):
+        return result
     try:
         ctx = build_context(path, display, source, project, settings)
     except (cst.ParserSyntaxError, SyntaxError, UnicodeDecodeError, ValueError) as e:

@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,11 @@ sys.path.insert(0, str(ROOT))
 # (their temporary projects stay as they wrote them, and the repository's examples/ gets no cache
 # folder); tests/test_cache.py turns it on where it is what is tested.
 os.environ["AMPLINT_NO_CACHE"] = "1"
+# Every finding of the suite (its runs in subprocesses too) is checked against its rule's prefilter
+# needs (amplint.prefilter): a finding in a file whose text does not match them is written here,
+# and the session fails (pytest_sessionfinish). The rules then run on every file.
+NEEDS_LOG = Path(tempfile.gettempdir()) / f"amplint-needs-audit-{os.getpid()}.log"
+os.environ["AMPLINT_AUDIT_NEEDS"] = str(NEEDS_LOG)
 
 from amplint.api import lint_source  # noqa: E402
 
@@ -65,3 +71,15 @@ def fixed_source(source: str, extra_files=None, unsafe: bool = True, settings=No
         run = fix_paths([path], **kwargs)
         assert not run.errors, run.errors
         return run.states[0].source.decode()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when a finding was in a file its rule's needs say cannot hold it."""
+    try:
+        wrong = NEEDS_LOG.read_text(encoding="utf-8")
+        NEEDS_LOG.unlink()
+    except OSError:
+        return
+    if wrong.strip():
+        sys.stderr.write("\nfindings the prefilter would have hidden (a rule's `needs` is too narrow):\n" + wrong)
+        session.exitstatus = 1

@@ -29,6 +29,8 @@ SOFTMAX_NAMES = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.
 LOG_NAMES = {"torch.log": "log", "torch.log2": "log2", "torch.log10": "log10", "torch.log1p": "log1p",
              "torch.special.log1p": "log1p"}
 LOG_METHODS = {"log", "log2", "log10", "log1p", "log_", "log2_", "log10_", "log1p_"}
+# A log of either form as written in a file's text (the rules' prefilter needs: amplint.prefilter)
+LOG_WORDS = r"\b(?:" + "|".join(sorted({n.rsplit(".", 1)[-1] for n in LOG_NAMES} | LOG_METHODS)) + r")\b"
 # Clamps with a lower and / or an upper bound: (min, max) positions after the clamped value.
 _BOUNDED_METHODS = {"clamp": "both", "clamp_": "both", "clip": "both", "clip_": "both", "clamp_min": "min",
                     "clamp_min_": "min", "clamp_max": "max", "clamp_max_": "max"}

@@ -17,6 +17,7 @@ class UnusedNoqa(Rule):
     fix_safety = "none"
     applies_under = "any precision"
     default_enabled = False  # as ruff's RUF100: enable it by its code (--extend-select AMP100)
+    needs = r"(?i:noqa|amplint:)"  # the suppression comments it judges (noqa.line_codes)
 
     def check(self, ctx) -> Iterable[Violation]:
         return ()  # judged after the other rules ran: check_results

@@ -9,6 +9,7 @@ from ..edits import append_arg, find_arg, is_number_literal, keyword, number_nod
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
 from ..torch_api.optimizers import OPTIMIZERS
+from ..prefilter import words
 from .base import Rule, cited
 
 
@@ -35,6 +36,8 @@ class OptimizerEpsUnderflow(Rule):
     summary = "Optimizer eps that rounds to zero or a subnormal in float16, on half parameters"
     fix_safety = "safe"
     applies_under = "fp16 (pure half parameters)"
+    # the optimizer's class, or the Hugging Face arguments class, in the call or its import
+    needs = words([*OPTIMIZERS, *TRAINING_ARGUMENTS])
 
     def check(self, ctx) -> Iterable[Violation]:
         regime = ctx.regime

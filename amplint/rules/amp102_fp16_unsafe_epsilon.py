@@ -14,6 +14,7 @@ from ..context.probability import clamp_min, in_handwritten_bce, method_of
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Applicability, Confidence, Fix, Location, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
+from ..prefilter import words
 from .base import Rule, because
 
 # Ops that take a guard as ``eps=`` and apply it in their input's dtype (unless autocast runs them
@@ -210,6 +211,9 @@ class Fp16UnsafeEpsilon(Rule):
     # Library code is looked at again as under fp16 autocast (the library policy, docs/precision.md):
     # what this rule reports there is a hazard under any float16 use of the code.
     any_fp16_use = True
+    # the guarded sum (``x + eps``, ``x += eps``), the clamp, or normalize / cosine_similarity; the
+    # guard's value may come from another module, the float16 from anywhere
+    needs = r"\+|clamp|clip|" + words(EPS_OPS)
 
     def check(self, ctx) -> Iterable[Violation]:
         at_definition = {}  # definition node -> the violation reported there

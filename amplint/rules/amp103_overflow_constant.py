@@ -11,6 +11,7 @@ from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, fmt
 from ..context.precision import DTypeFact, precision_model
 from ..torch_api.fill_helpers import FILL_HELPERS
+from ..prefilter import words
 from .base import Rule, because
 
 # method name -> (index of the value among positional arguments, its keyword)
@@ -61,6 +62,8 @@ class Fp16OverflowConstant(Rule):
     # a float16 tensor cannot hold the value under any float16 use of the code (linformer's
     # masked_fill_(~mask, -1e10), GAU-alpha's -1e12: users training in fp16 hit the error).
     any_fp16_use = True
+    # the call or method writing the value, or ``x[...] = value``; the value may be imported
+    needs = words([*FUNCTIONS, *FILL_HELPERS, *METHODS]) + r"|\](?:[\s\\)]|#[^\n]*)*=(?!=)"
 
     def _targets(self, ctx):
         """(node, what, the tensor written to, the constant expression)."""

@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from ..context.precision import F16
-from ..context.probability import LogUse, in_handwritten_bce, log_uses
+from ..context.probability import LOG_WORDS, LogUse, in_handwritten_bce, log_uses
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import BFLOAT16, FLOAT16, fmt, pow2
 from ._logit_fixes import stable, as_float, bare, functional, logits_at, negated
@@ -82,6 +82,8 @@ class LogOfHalfProbability(Rule):
     # Library code is looked at again as under fp16 autocast (the library policy, docs/precision.md):
     # what this rule reports there is a hazard under any float16 use of the code.
     any_fp16_use = True
+    # the log reported (``torch.log(p)``, ``p.log1p_()``...); the probability may come from elsewhere
+    needs = LOG_WORDS
 
     def check(self, ctx) -> Iterable[Violation]:
         for u in log_uses(ctx):

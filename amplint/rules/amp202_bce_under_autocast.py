@@ -7,7 +7,7 @@ import libcst as cst
 
 from ..context.imports import dotted_name
 from ..context.precision import F16, precision_model
-from ..context.probability import HandwrittenBCE, LogUse, handwritten_bces, trace
+from ..context.probability import LOG_WORDS, HandwrittenBCE, LogUse, handwritten_bces, trace
 from ..edits import find_arg, keyword
 from ..findings import Location, Applicability, Confidence, Fix, Violation
 from ._logit_fixes import bare, functional, logits_at
@@ -35,6 +35,8 @@ class BceUnderAutocast(Rule):
     summary = "binary_cross_entropy / nn.BCELoss under autocast, or hand-written BCE on float16 probabilities"
     fix_safety = "safe"
     applies_under = "fp16 or bf16 autocast (CUDA); hand-written BCE: fp16, and bf16 for log(1 - p)"
+    # the BCE call or class, or the logs of a hand-written BCE
+    needs = r"binary_cross_entropy|BCELoss|" + LOG_WORDS
 
     def check(self, ctx) -> Iterable[Violation]:
         yield from self._banned(ctx)

@@ -9,6 +9,7 @@ import libcst as cst
 from ..context.precision import precision_model
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt
+from ..prefilter import MATMUL, words
 from . import _fp16_products as P
 from .base import Rule, because
 
@@ -24,6 +25,8 @@ class Fp16ReductionNormaliser(Rule):
     summary = "Float16 einsum / matmul / sum used as a denominator or normaliser"
     fix_safety = "unsafe"
     applies_under = "fp16 (mixed or pure half)"
+    # a division (``/``, ``div``, ``reciprocal``) and the sum or product used as its denominator
+    needs = (r"/|div|reciprocal", (words(P.SUMS | P.PRODUCTS), MATMUL))
 
     def check(self, ctx) -> Iterable[Violation]:
         pm = precision_model(ctx)

@@ -8,6 +8,7 @@ import libcst as cst
 
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt
+from ..prefilter import MATMUL, words
 from . import _fp16_products as P
 from ._scaled_products import scaled_products
 from .base import Rule, because
@@ -23,6 +24,8 @@ class ScaleAfterFp16Product(Rule):
     summary = "Float16 matmul / einsum over a long axis normalised only after the product"
     fix_safety = "safe"
     applies_under = "fp16 (mixed or pure half)"
+    # the product (``einsum``, ``matmul``, ``@``...) and the ``*`` / ``/`` scaling it afterwards
+    needs = ((words(P.PRODUCTS), MATMUL), r"\*|/")
 
     def check(self, ctx) -> Iterable[Violation]:
         for c in scaled_products(ctx):

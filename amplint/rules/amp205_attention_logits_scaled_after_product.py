@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt
+from ..prefilter import MATMUL, words
 from . import _fp16_products as P
 from ._scaled_products import scaled_products
 from .base import Rule, because
@@ -25,6 +26,7 @@ class AttentionLogitsScaledAfterProduct(Rule):
     fix_safety = "safe"
     applies_under = "fp16 (mixed or pure half)"
     default_enabled = False  # overflows only on some large models: `amplint verify` settles it
+    needs = ((words(P.PRODUCTS), MATMUL), r"\*|/")  # as AMP204: the product and its scaling
 
     def check(self, ctx) -> Iterable[Violation]:
         for c in scaled_products(ctx):

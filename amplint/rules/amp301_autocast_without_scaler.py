@@ -30,6 +30,7 @@ class Fp16AutocastWithoutGradScaler(Rule):
     summary = "Training step under float16 autocast with no GradScaler anywhere in the project"
     fix_safety = "none"
     applies_under = "fp16 (autocast)"
+    needs = r"backward"  # the backward reported (``loss.backward()``, ``torch.autograd.backward``)
 
     def check(self, ctx) -> Iterable[Violation]:
         if is_test_file(ctx):

@@ -66,6 +66,7 @@ class ClipBeforeUnscale(Rule):
     summary = "Gradient clipping after a scaled backward with no scaler.unscale_(optimizer) first"
     fix_safety = "safe"
     applies_under = "any precision with a GradScaler"
+    needs = r"clip"  # the clip reported (``clip_grad_norm_``, a helper of the file that clips)
 
     def check(self, ctx) -> Iterable[Violation]:
         for scope, step in training_steps(ctx).items():

@@ -50,6 +50,7 @@ class GradScalerMisuse(Rule):
                "unscaled backward stepped by a GradScaler")
     fix_safety = "safe"
     applies_under = "any precision with a GradScaler"
+    needs = r"backward|step|unscale|update"  # the step, update, unscale_ or backward reported
 
     def check(self, ctx) -> Iterable[Violation]:
         for scope, step in training_steps(ctx).items():

@@ -12,6 +12,7 @@ from ..context.training import (fp16_region_before, in_training_loop, is_test_fi
                                 training_steps)
 from ..findings import Confidence, Location, Violation
 from ..torch_api.trainers import LIGHTNING_FP16_SCALED, LIGHTNING_TRAINERS, TERMINATE_ON_NAN
+from ..prefilter import words
 from .base import Rule
 
 NONFINITE_CHECKS = {
@@ -257,6 +258,8 @@ class NanCheckRaises(Rule):
     summary = "Training stops on the first NaN/inf loss or gradient under float16 autocast"
     fix_safety = "none"
     applies_under = "fp16 (autocast with loss scaling)"
+    # the non-finite check (``torch.isnan``, ``x.isinf()``...) or Lightning's ``terminate_on_nan``
+    needs = words([*NONFINITE_CHECKS, *NONFINITE_METHODS, TERMINATE_ON_NAN])
 
     def check(self, ctx) -> Iterable[Violation]:
         if is_test_file(ctx):

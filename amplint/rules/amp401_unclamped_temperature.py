@@ -12,6 +12,7 @@ from ..context.project_text import grep, strip_comment
 from ..context.training import is_test_file
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import FLOAT16, fmt
+from ..prefilter import words
 from .base import Rule, cited
 
 PARAMETER_NAMES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
@@ -114,6 +115,7 @@ class UnclampedLearnableTemperature(Rule):
     summary = "Learnable logit scale or temperature with no clamp, under float16"
     fix_safety = "unsafe"
     applies_under = "fp16"
+    needs = words(PARAMETER_NAMES)  # the ``nn.Parameter(...)`` whose uses are reported
 
     def check(self, ctx) -> Iterable[Violation]:
         if is_test_file(ctx):

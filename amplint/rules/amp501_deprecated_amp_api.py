@@ -81,6 +81,7 @@ class DeprecatedAmpApi(Rule):
     summary = "Deprecated torch.cuda.amp / torch.cpu.amp API"
     fix_safety = "safe"
     applies_under = "any precision"
+    needs = r"\bamp\b"  # every deprecated name is ``torch.<device>.amp.<name>``: ``amp`` is written
 
     def check(self, ctx) -> Iterable[Violation]:
         uses: List[Tuple[cst.CSTNode, str]] = []

@@ -16,6 +16,12 @@ class Rule:
     # False: off by default, enabled only by naming the exact code in select / extend-select (not by
     # ALL or a prefix), for shapes that are hazards only on some models.
     default_enabled: ClassVar[bool] = True
+    # What a finding of this rule needs in the file that holds it, tested on the file's text before
+    # it is parsed (amplint.prefilter): a regular expression, or a tuple of groups that must all
+    # match; a file none of whose enabled rules' needs match skips the parse and the rules. The
+    # words of the operation the rule reports or starts from, never of its operands (those may come
+    # from other files). None: a finding may be anywhere.
+    needs: ClassVar[object] = None
 
     def check(self, ctx) -> Iterable[Violation]:  # ctx: amplint.context.file_context.FileContext
         raise NotImplementedError

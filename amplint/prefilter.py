@@ -1,0 +1,139 @@
+"""The cheap test before the rules (issue 7): can this file hold a finding of the enabled rules at all?
+
+Each rule states what a finding of it needs in the file that holds it (``Rule.needs``, beside its
+logic): the words of the operation it reports or starts from (``backward``, ``clamp``, an optimizer's
+class name, the ``@`` operator). A finding is always a node of the file being linted, and the
+operation it is reported at, or the call it starts from, is written in that file: its name appears
+in the file's text, in the call or in the import that binds it (``ctx.qualname`` resolves names
+through this file's imports only). What the operation's operands are (a float16 tensor from
+another file, a guard constant imported from a constants module, the regime) is asked only when the
+operation is there. So a file whose text matches none of the enabled rules' needs cannot hold a
+finding, whatever the other files say: it skips the libcst parse, the walk and the rules. It still
+contributes its summary to the project's facts (that is computed apart, from every file).
+
+``needs`` is None (the rule may report anywhere), a regular expression (searched in the source
+bytes), or a tuple of groups that must all match, each a regular expression or a tuple of
+alternatives; the alternative ``MATMUL`` stands for the ``@`` operator (``matmul_operator``).
+Bytes are searched as they are: a file with an encoding declaration that is not ASCII-compatible
+is never skipped.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, Dict, Iterable, Tuple
+
+MATMUL = "@"  # the matrix multiplication operator (not a decorator): see matmul_operator
+
+# Off with AMPLINT_NO_PREFILTER=1 (to check that findings are the same with and without it).
+# AMPLINT_AUDIT_NEEDS=<file> (the test suite sets it): every file goes through the rules, and a
+# finding in a file whose text does not match its rule's needs is written to <file> (``audit``).
+AUDIT_LOG = os.environ.get("AMPLINT_AUDIT_NEEDS", "")
+ENABLED = os.environ.get("AMPLINT_NO_PREFILTER", "") in ("", "0") and not AUDIT_LOG
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
+_ASCII_COMPATIBLE = re.compile(r"(utf[-_]?8|latin[-_]?1|iso[-_]?8859[-_]?\d+|(us[-_])?ascii|cp125\d|"
+                               r"windows[-_]125\d)([-_].*)?$", re.I)
+
+
+def plain_bytes(source: bytes) -> bool:
+    """Is the text of ``source`` its bytes for ASCII (UTF-8 unless a coding cookie in the first two
+    lines names another ASCII-compatible encoding)?"""
+    if source.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False
+    head = b"\n".join(source.split(b"\n", 2)[:2])
+    m = _COOKIE.search(head)
+    return m is None or bool(_ASCII_COMPATIBLE.match(m.group(1).decode("ascii", "replace")))
+
+
+_DECORATOR = re.compile(rb"[ \t]*@[A-Za-z_][\w.]*[ \t]*(\(.*)?(#.*)?\r?$")
+_FOLLOWS_DECORATOR = re.compile(rb"[ \t]*(@|def\b|class\b|async\b)")
+
+
+def matmul_operator(source: bytes) -> bool:
+    """Might ``source`` use the ``@`` operator? Every ``@`` counts (in strings and comments too)
+    except a decorator's: a line ``@name`` / ``@name(...)`` with balanced brackets, not continuing
+    the line before it (no ``\\`` there), followed by its definition or another decorator (blank
+    lines and comments between). A continuation line of a bracketed expression starting with
+    ``@ name`` is followed by more of the expression, or leaves a bracket open: it counts."""
+    if b"@" not in source:
+        return False
+    lines = source.split(b"\n")
+    for i, line in enumerate(lines):
+        if b"@" not in line:
+            continue
+        if not _DECORATOR.match(line) or line.count(b"@") != 1 or not _balanced(line):
+            return True
+        if i > 0 and lines[i - 1].rstrip().endswith(b"\\"):
+            return True
+        j = i + 1
+        while j < len(lines) and (not lines[j].strip() or lines[j].lstrip().startswith(b"#")):
+            j += 1
+        if j >= len(lines) or not _FOLLOWS_DECORATOR.match(lines[j]):
+            return True
+    return False
+
+
+def _balanced(line: bytes) -> bool:
+    code = line.split(b"#", 1)[0]
+    return all(code.count(o) == code.count(c) for o, c in ((b"(", b")"), (b"[", b"]"), (b"{", b"}")))
+
+
+_Test = Callable[[bytes], bool]
+_COMPILED: Dict[object, _Test] = {}
+
+
+def _test(needs) -> _Test:
+    """The test for one rule's ``needs`` (compiled once per distinct value)."""
+    key = needs
+    found = _COMPILED.get(key)
+    if found is not None:
+        return found
+    groups = (needs,) if isinstance(needs, str) else tuple(needs)
+    tests = []
+    for group in groups:
+        alternatives = (group,) if isinstance(group, str) else tuple(group)
+        words = [a for a in alternatives if a != MATMUL]
+        rx = re.compile("|".join(f"(?:{w})" for w in words).encode()) if words else None
+        tests.append((rx, MATMUL in alternatives))
+
+    def test(source: bytes) -> bool:
+        for rx, matmul in tests:
+            if not ((rx is not None and rx.search(source) is not None) or (matmul and matmul_operator(source))):
+                return False
+        return True
+
+    _COMPILED[key] = test
+    return test
+
+
+def may_fire(rule, source: bytes) -> bool:
+    """Can ``rule`` report a finding in a file of this text? (True when it states no needs.)"""
+    needs = getattr(rule, "needs", None)
+    return True if needs is None else _test(needs)(source)
+
+
+def may_hold_findings(source: bytes, rules: Iterable) -> bool:
+    """Can a file of this text hold a finding of any of ``rules``?"""
+    if not plain_bytes(source):
+        return True
+    return any(may_fire(rule, source) for rule in rules)
+
+
+def audit(path: str, source: bytes, findings: Iterable[Tuple[str, object]]) -> None:
+    """Under AMPLINT_AUDIT_NEEDS: note each (code, rule) found in a file its needs say cannot hold
+    it (a rule whose needs would hide a finding)."""
+    wrong = [code for code, rule in findings if plain_bytes(source) and not may_fire(rule, source)]
+    if wrong and AUDIT_LOG:
+        with open(AUDIT_LOG, "a", encoding="utf-8") as log:
+            for code in sorted(set(wrong)):
+                log.write(f"{path}: a {code} finding, but the file does not match {code}'s needs\n")
+
+
+def words(names: Iterable[str]) -> str:
+    """A ``needs`` pattern for any of ``names`` (the last part of dotted names) written as a whole
+    identifier (a name in code always is one, in a call, an attribute or an import)."""
+    return r"\b(?:" + "|".join(sorted({re.escape(n.rsplit(".", 1)[-1]) for n in names})) + r")\b"
+
+
+__all__: Tuple[str, ...] = ("MATMUL", "ENABLED", "may_fire", "may_hold_findings", "matmul_operator", "words")
