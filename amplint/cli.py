@@ -286,6 +286,7 @@ def _run_check(args, out, err) -> int:
     if getattr(args, "fix", False) or getattr(args, "diff", False):
         return run_fix(args, settings, selection, paths, out, err)
     runner = Runner(settings, selection, jobs=getattr(args, "jobs", None), **cache_options(args))
+    runner.tune_gc = True  # the command line's process is amplint's (amplint.gc_policy)
     from .progress import for_run
     runner.progress = for_run(args, err)
     if getattr(args, "show_settings", False):

@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import gc_policy
 from .cache import ProjectCache, default_dir
 from .config import RuleSelection, Settings
 from .discovery import Discovery, project_root
@@ -45,6 +46,9 @@ class Runner:
         self.cache_dir = cache_dir  # None: .amplint_cache/ at each project's root
         self.progress = None  # amplint.progress.Progress, told how many files are done
         self.checked_files: List[Tuple[Project, Path]] = []  # (project, file) of the last check
+        # The command line's garbage-collector policy (amplint.gc_policy) for runs of many files;
+        # off for API users, whose process is theirs.
+        self.tune_gc = False
 
     def project_for(self, path: Path) -> Project:
         root = project_root(path)
@@ -93,15 +97,22 @@ class Runner:
         linted: Optional[List[Tuple[FileResult, list]]] = None
         if self.progress is not None:
             self.progress.start(len(todo))
+        tune = self.tune_gc and len(todo) >= PARALLEL_MIN_FILES
+        if tune:
+            gc_policy.start()
         try:
             if workers > 1:
-                linted = self._parallel([tasks[i] for i in todo], workers)
+                linted = self._parallel([tasks[i] for i in todo], workers, tune)
             if linted is None:
                 linted = []
                 for i in todo:
                     linted.append(_lint_recorded(tasks[i], projects[tasks[i][2]], self.settings))
                     self._advance(len(linted))
+                    if tune and len(linted) == 1:
+                        gc_policy.freeze()  # the first file built the project's facts
         finally:
+            if tune:
+                gc_policy.stop()
             if self.progress is not None:
                 self.progress.close()
         for i, (result, deps) in zip(todo, linted):
@@ -164,11 +175,13 @@ class Runner:
     def _projects_by_root(self) -> Dict[Path, Project]:
         return {p.root: p for p in self._projects.values()}
 
-    def _parallel(self, tasks: List[Task], workers: int) -> Optional[List[Tuple[FileResult, list]]]:
+    def _parallel(self, tasks: List[Task], workers: int, tune: bool = False) -> Optional[List[Tuple[FileResult, list]]]:
         """Lint in worker processes; None when a pool cannot be used here (the caller goes serial)."""
         projects = self._projects_by_root()
         for project in projects.values():
             project.prepare()  # the project-wide scan, once, in the parent
+        if tune:
+            gc_policy.freeze()  # the workers start with the project facts frozen (and shared by fork)
         chunksize = max(1, len(tasks) // (workers * 4))
         try:
             executor = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,

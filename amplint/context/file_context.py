@@ -189,6 +189,15 @@ class FileContext:
             return self.project.regime_for(self.file)
         return self.project.regime
 
+    def release(self) -> None:
+        """Drop the analysis (tree, semantic model, memos) once the file's findings are made: its
+        parts refer to each other (the model to the context, scopes to bindings), so without this
+        only a garbage collection frees them. The context answers nothing after."""
+        semantic = self.__dict__.get("semantic")
+        if semantic is not None:
+            semantic.release()
+        self.__dict__.clear()
+
     @contextmanager
     def assuming(self, regime):
         """Judge this file under ``regime`` for a while (the library policy's look at library code

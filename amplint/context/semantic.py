@@ -92,6 +92,13 @@ class SemanticModel:
         self._resolved: Dict[int, Optional[Binding]] = {}
         self._attributes: Dict[int, Dict[str, List[Binding]]] = {}  # id(class) -> attr -> bindings
 
+    def release(self) -> None:
+        """Drop everything recorded (scopes and bindings refer to each other: a cycle only the
+        garbage collector would free, holding the file's tree): the model answers nothing after."""
+        for scope in self._scopes.values():
+            scope.bindings.clear()
+        self.__dict__.clear()
+
     # ---- recording (during the walk) ------------------------------------------------------------
     def start(self, module: cst.Module) -> Scope:
         """The module's scope, before the walk enters anything."""
