@@ -21,8 +21,9 @@ name or attribute chain whose head is an imported name, a module-level definitio
 (``x.view(...)``) and builtins are left out. Each argument is ``[how, text, kind]``: ``how`` is
 "" (positional), the keyword, ``"*"`` or ``"**"``; ``text`` its source (at most 60 characters);
 ``kind`` one of "number", "string", "constant" (True / None / ...), "name", "attribute", "call",
-"other". ``on_self`` is True for ``self.m(...)`` / ``cls.m(...)`` (``self`` is not among the
-arguments).
+"other". ``on_self`` is True for ``self.m(...)`` / ``cls.m(...)`` and for a method called through an
+instance the file holds (``self.coder.encode(...)`` after ``self.coder = BoxCoder()``: the callee is
+``<BoxCoder's dotted name>.encode``); ``self`` is not among the arguments.
 """
 from __future__ import annotations
 
@@ -131,6 +132,7 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
     # as in FileContext's table).
     for c in classes:
         c[2] = [resolve(d, None) or d for d in c[2]]
+    instances = _instances(parents, parent, qualname, lambda d: resolve(d, None))
     out_calls = []
     for call, d in calls:
         fn = _owner(call, parent, _FUNCTIONS)
@@ -139,7 +141,8 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
             # in a method (or a def nested in one), ``self`` is an instance of the method's class
             c = _owner(fn, parent, (ast.ClassDef,))
             cls = qualname(c) if c is not None else None
-        callee = resolve(d, cls)
+        through = _instance_callee(d, cls, fn, instances)
+        callee = through or resolve(d, cls)
         if callee is None:
             continue
         args = []
@@ -151,11 +154,61 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
         for k in call.keywords:
             args.append([k.arg or "**", src.text(k.value), _kind(k.value)])
         out_calls.append([qualname(fn) if fn is not None else "", callee, call.lineno, call.col_offset, args,
-                          cls is not None])
+                          cls is not None or through is not None])
     functions.sort(key=lambda f: (f[1], f[0]))
     classes.sort(key=lambda c: (c[1], c[0]))
     out_calls.sort(key=lambda c: (c[2], c[3]))
     return {"functions": functions, "classes": classes, "names": dict(sorted(imports.items())), "calls": out_calls}
+
+
+def _instances(parents, parent, qualname, resolve) -> Dict[Any, str]:
+    """What instances the file holds, for calls of their methods: ``(class qualname, attr)`` for
+    ``self.coder = BoxCoder(...)`` in any method of the class, ``(id(def), name)`` for a local
+    ``coder = BoxCoder(...)``, each to the class's dotted name (``BoxCoder`` resolved through the
+    file's imports). A name assigned instances of two classes, or assigned anything else as well,
+    is left out. Only classes by their spelling (a capitalised last name) outside torch: ``self.opt =
+    torch.optim.AdamW(...)`` stays a value whose calls the graph does not follow."""
+    found: Dict[Any, Optional[str]] = {}
+
+    def bind(key, value: Optional[str]) -> None:
+        found[key] = value if found.get(key, value) == value else None
+
+    for node in parents.nodes:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        built = None
+        if isinstance(value, ast.Call) and len(targets) == 1:
+            d = ast_dotted(value.func)
+            last = d.rpartition(".")[2] if d else ""
+            dotted = resolve(d) if d and last[:1].isupper() else None
+            if dotted and not dotted.startswith("torch."):
+                built = dotted
+        fn = _owner(node, parent, _FUNCTIONS)
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and fn is not None:
+                c = _owner(fn, parent, (ast.ClassDef,))
+                if c is not None:
+                    bind((qualname(c), t.attr), built)
+            elif isinstance(t, ast.Name) and fn is not None:
+                bind((id(fn), t.id), built)
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _instance_callee(dotted: str, cls: Optional[str], fn, instances: Dict[Any, str]) -> Optional[str]:
+    """The method a call ``self.coder.encode`` / ``coder.encode`` runs, as ``<class>.encode``,
+    when ``self.coder`` / ``coder`` holds an instance of one class (``_instances``)."""
+    parts = dotted.split(".")
+    if len(parts) == 3 and parts[0] == "self" and cls is not None:
+        held = instances.get((cls, parts[1]))
+    elif len(parts) == 2 and fn is not None:
+        held = instances.get((id(fn), parts[0]))
+    else:
+        return None
+    return f"{held}.{parts[-1]}" if held is not None else None
 
 
 class _Tree:

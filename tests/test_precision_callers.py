@@ -306,3 +306,82 @@ def test_a_method_called_through_an_instance_held_in_an_attribute():
     # near miss: the head passes float32 sizes
     assert lines("AMP102", CODER.format(pair="self.size(x).float().relu()"), filename="model.py",
                  extra_files={"train.py": TRAIN}) == []
+
+
+# ---- methods called through an instance held in another file ---------------------------------------
+CODER_FILE = textwrap.dedent("""
+    import torch
+    class BoxCoder:
+        def __init__(self, eps: float = 1e-8):
+            self.eps = eps
+        def encode(self, h, ha):
+            return torch.log(h / (ha + self.eps))
+    """)
+
+HEAD = textwrap.dedent("""
+    from torch import nn
+    from coder import BoxCoder
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.size = nn.Linear(16, 2)
+            self.coder = {built}
+        def forward(self, x):
+            h, ha = {pair}.unbind(-1)
+            return self.coder.encode(h, ha)
+    """)
+
+
+def test_a_method_called_through_an_instance_a_model_of_another_file_holds():
+    # the effdet shape with the coder in its own module: the head passes float16 sizes
+    head = HEAD.format(built="BoxCoder()", pair="self.size(x).relu()")
+    assert lines("AMP102", CODER_FILE, filename="coder.py",
+                 extra_files={"model.py": head, "train.py": TRAIN}) == [4]
+    # near misses: the head passes float32 sizes; the attribute holds something else; a call
+    # through the class that passes the instance itself is not a bound call
+    fp32 = HEAD.format(built="BoxCoder()", pair="self.size(x).float().relu()")
+    assert lines("AMP102", CODER_FILE, filename="coder.py",
+                 extra_files={"model.py": fp32, "train.py": TRAIN}) == []
+    other = HEAD.format(built="make_coder()", pair="self.size(x).relu()").replace(
+        "from coder import BoxCoder", "from coder import BoxCoder\ndef make_coder():\n    return BoxCoder()")
+    assert lines("AMP102", CODER_FILE, filename="coder.py",
+                 extra_files={"model.py": other, "train.py": TRAIN}) == []
+
+
+ASSIGNER = textwrap.dedent("""
+    import torch.nn.functional as F
+    class Assigner:
+        def assign(self, scores, labels):
+            return F.binary_cross_entropy(scores, labels, reduction="none").sum(-1)
+    """)
+
+ASSIGNING_HEAD = textwrap.dedent("""
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+    from assigner import Assigner
+    class {cls}:
+        def __init__(self):
+            super().__init__()
+            self.cls = nn.Linear(8, 4)
+            self.assigner = Assigner()
+        @torch.no_grad()
+        def target_assign(self, scores, labels):
+            return self.assigner.assign(scores.sigmoid(), labels)
+        def {method}(self, x, labels):
+            logits = self.cls(x)
+            cost = self.target_assign(logits.detach(), labels)
+            return F.binary_cross_entropy_with_logits(logits, labels) + 0 * cost.mean()
+    """)
+
+
+def test_a_plain_class_method_a_model_calls_from_another_file_runs_under_its_autocast():
+    # nanodet's soft-label assigner: F.binary_cross_entropy in a plain class that a detection head
+    # calls inside the training step's fp16 autocast (a RuntimeError there)
+    head = ASSIGNING_HEAD.format(cls="Net(nn.Module)", method="forward")
+    assert lines("AMP202", ASSIGNER, filename="assigner.py",
+                 extra_files={"model.py": head, "train.py": TRAIN}) == [5]
+    # near miss: the caller is a data-side class (no forward, no Module base), not model code
+    data = ASSIGNING_HEAD.format(cls="LabelBuilder", method="build")
+    assert lines("AMP202", ASSIGNER, filename="assigner.py",
+                 extra_files={"model.py": data, "train.py": TRAIN}) == []

@@ -118,6 +118,42 @@ def test_instantiations_calls_and_what_an_entry_point_reaches(project):
     assert "pkg.model.Net.forward" in index.reachable(["train"])
 
 
+def test_calls_of_a_method_through_an_instance_held_in_an_attribute_or_a_local(tmp_path):
+    files = {
+        "coder.py": "class BoxCoder:\n    def encode(self, h, ha):\n        return h / ha\n",
+        "head.py": textwrap.dedent("""
+            import torch
+            from coder import BoxCoder
+            class Head:
+                def __init__(self):
+                    self.coder = BoxCoder()
+                    self.opt = torch.optim.AdamW([])
+                    self.either = BoxCoder()
+                def forward(self, h, ha):
+                    self.opt.step()
+                    self.either.encode(h, ha)
+                    return self.coder.encode(h, ha)
+                def swap(self):
+                    self.either = None
+            def local(h, ha):
+                coder = BoxCoder()
+                return coder.encode(h, ha)
+            """),
+    }
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    project = Project(tmp_path)
+    method = project.index.symbol("coder.BoxCoder.encode")
+    sites = project.callers(method.name)
+    # self.either is also set to None elsewhere: which class it holds is unknown, so it is no call
+    assert where(sites) == [("head.py", 12, "head.Head.forward"), ("head.py", 17, "head.local")]
+    assert all(s.on_self and s.argument_for(method, "ha")[1].text == "ha" for s in sites)
+    assert "coder.BoxCoder.encode" in project.index.reachable(["head.local"])
+    # torch objects held in attributes are values, not project classes the graph follows
+    assert not any("AdamW" in s.callee for s in project.index.calls_from("head.Head.forward"))
+
+
 def test_the_graph_survives_the_cache_round_trip():
     source = textwrap.dedent(FILES["pkg/model.py"]).encode()
     live = summarise(source, "pkg/model.py", "pkg.model")

@@ -72,25 +72,31 @@ def passed_values(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
         known, value = argument_for(call, fn, param, method)
         if known:
             out.append(Passed(call, value, pm, ctx.path))
-    if not method and ctx.imports.module_name and ctx.project is not None:
-        out.extend(_project_calls(pm, fn, param))
+    if ctx.imports.module_name and ctx.project is not None:
+        out.extend(_project_calls(pm, fn, param, method))
     return out
 
 
-def _project_calls(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
-    """The calls of module-level ``fn`` in other project files: the project index names the files
-    and the callees as each file writes them (through its imports, aliases included); only those
-    files are parsed, for the dtype of what they pass."""
+def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) -> List[Passed]:
+    """The calls of ``fn`` in other project files: of a module-level function, and of a method of
+    a module-level class through an instance the calling file holds (``self.coder.encode(h, ha)``
+    after ``self.coder = BoxCoder()``). The project index names the files and the calls' lines;
+    only those files are parsed, for the dtype of what they pass."""
     ctx = pm.ctx
     project = ctx.project
     if not hasattr(project, "callers"):
         return []
-    qualified = f"{ctx.imports.module_name}.{fn.name.value}"
+    owner = ctx.parent(ctx.parent(fn)) if method else None
+    if method and not (isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module):
+        return []
+    qualified = ".".join([ctx.imports.module_name, *([owner.name.value] if method else []), fn.name.value])
     here = Path(ctx.path).resolve()
     callees: Dict[Path, set] = {}
+    lines: Dict[Path, set] = {}
     for site in project.callers(qualified):
-        if site.path != here:
+        if site.path != here and (site.on_self or not method):  # ``Class.method(obj, x)`` passes self itself
             callees.setdefault(site.path, set()).add(site.callee)
+            lines.setdefault(site.path, set()).add(site.line)
     out: List[Passed] = []
     for path in list(callees)[:MAX_FILES]:
         other = ctx.other_file(path)
@@ -98,9 +104,15 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
             continue
         other_pm = pm.model_for(other)
         for call in other.nodes(cst.Call):
-            if other.call_name(call) not in callees[path]:
+            if method:
+                # ``self.coder.encode(...)``: the index resolved the instance; the call is the one
+                # on that line calling a method of that name
+                if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == fn.name.value
+                        and other.line_of(call) in lines[path]):
+                    continue
+            elif other.call_name(call) not in callees[path]:
                 continue
-            known, value = argument_for(call, fn, param, False)
+            known, value = argument_for(call, fn, param, method)
             if known:
                 out.append(Passed(call, value, other_pm, other.path))
     return out

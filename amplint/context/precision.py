@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -26,6 +27,9 @@ import libcst as cst
 from ..torch_api import autocast as autocast_ops
 from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model, autocast_device
 from .file_context import Evidence, FileContext
+
+# Other files parsed to ask whether their calls of a method run in model code (each costs a parse).
+MAX_OTHER_FILES = 8
 
 F16, BF16, F32 = "float16", "bfloat16", "float32"
 # Complex tensors: CUDA autocast casts floating-point tensors only, so they keep their dtype under
@@ -258,10 +262,42 @@ class PrecisionModel:
         if _MODEL_HELPER.search(fn.name.value):
             return True
         if cls is not None:
-            return False  # a method of a Dataset, a Trainer, a config class...
+            # a method of a Dataset, a Trainer, a config class... unless a model calls it through
+            # an instance it holds (a head's ``self.assigner.assign(scores.sigmoid(), labels)``)
+            return self._called_by_model_elsewhere(cls, fn)
         if _DATA_PATH.search(ctx.path) or self._uses_numpy(fn):
             return False  # data pipelines and preprocessing work on numpy arrays / fp32 tensors
         return True  # a module-level helper whose callers are elsewhere
+
+    def _called_by_model_elsewhere(self, cls: cst.ClassDef, fn: cst.FunctionDef) -> bool:
+        """Is the method ``fn`` of the module-level class ``cls`` called, through an instance, from
+        model code or an autocast region of another project file (the project index's callers)?"""
+        ctx = self.ctx
+        project = ctx.project
+        if project is None or not hasattr(project, "callers") or ctx.parent(cls) is not ctx.module \
+                or not ctx.imports.module_name:
+            return False
+        here = Path(ctx.path).resolve()
+        sites = [s for s in project.callers(f"{ctx.imports.module_name}.{cls.name.value}.{fn.name.value}")
+                 if s.on_self and s.path != here]
+        for path in sorted({s.path for s in sites})[:MAX_OTHER_FILES]:
+            other = ctx.other_file(path)
+            if other is None:
+                continue
+            lines = {s.line for s in sites if s.path == path}
+            other_pm = self.model_for(other)
+            for call in other.method_calls(fn.name.value):
+                if other.line_of(call) not in lines:
+                    continue
+                region = other.region_of(call)
+                if region is not None:
+                    if region.enabled and region.dtype in (F16, BF16):
+                        return True
+                    continue
+                caller = other.enclosing_function(call)
+                if caller is not None and other_pm.model_code(caller):
+                    return True
+        return False
 
     def _writes_parameter_data(self, fn: cst.FunctionDef) -> bool:
         """Does ``fn`` overwrite a tensor's ``.data`` (``layer.weight.data = w``,
