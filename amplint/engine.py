@@ -178,6 +178,9 @@ def project_context(project, path: Path) -> Optional[FileContext]:
 def reportable(ctx: FileContext, violations: Iterable[Violation]) -> List[Tuple[Violation, Tuple[int, int, int, int]]]:
     """The violations that are reported (not suppressed by a comment, not duplicates), each with
     its position. ``fix`` applies the fixes of exactly these."""
+    violations = list(violations)
+    if not violations:
+        return []  # (the suppression comments are read by tokenizing the file: not for nothing)
     table = suppressions(ctx.source)
     out = []
     seen = set()

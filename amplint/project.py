@@ -492,6 +492,7 @@ class Project:
         self.regime
         for f in self.files():
             self.regime_for(f)
+        self.evidence_anywhere  # else each worker derives it again, and none caches it
         self._module_paths()
         return self
 

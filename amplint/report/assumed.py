@@ -92,7 +92,7 @@ def _has_entry_points(project) -> bool:
     file's summary) only to say whether there are any."""
     from ..project import Project
 
-    if type(project) is Project:
+    if isinstance(project, Project):  # also `amplint fix`'s project (amplint.fixes._FixedProject)
         return bool(project.regime.entry_points)
     return bool(project.entry_points())
 
