@@ -90,6 +90,8 @@ _SCALAR_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
 _VIEW_ATTRS = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
 _CONSTRUCTORS = {"zeros", "ones", "empty", "full", "randn", "rand", "tensor", "arange", "linspace",
                  "logspace", "eye", "as_tensor", "from_numpy", "randint", "normal"}
+# Elementwise functions that keep a 0-dim tensor 0-dim (``torch.sqrt(torch.tensor(d))``).
+_ZERO_DIM_ELEMENTWISE = {"sqrt", "rsqrt", "log", "exp", "abs", "reciprocal", "pow", "clamp", "neg"}
 _LIKE = {"zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like"}
 _NEW = {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 # Parameter names that are conventionally numbers, not tensors.
@@ -700,7 +702,38 @@ class PrecisionModel:
             return left
         if right.dtype is not None and left.dtype is None and self.ctx.number(e.left) is not None:
             return right
+        # Neither does a 0-dim tensor of the same category (``attn / torch.sqrt(torch.tensor(d))``
+        # stays float16: torch.result_type ranks dimensioned tensors above 0-dim ones).
+        left_0d, right_0d = self._zero_dim(e.left), self._zero_dim(e.right)
+        if left.dtype is not None and right_0d and not left_0d:
+            return left
+        if right.dtype is not None and left_0d and not right_0d:
+            return right
         return _widest([left, right])
+
+    def _zero_dim(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Is ``expr`` a 0-dim tensor built from a number: ``torch.tensor(k.shape[-1])``, through
+        casts, moves and elementwise functions (``torch.sqrt(...)``, ``.to(torch.float32)``), or a
+        name bound to one?"""
+        if depth > 8:
+            return False
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr)
+            return value is not None and self._zero_dim(value, depth + 1)
+        if not isinstance(expr, cst.Call):
+            return False
+        name = self.ctx.call_name(expr) or ""
+        args = [a.value for a in expr.args if a.keyword is None and not a.star]
+        if name in ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor") and args:
+            return not isinstance(args[0], (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)) \
+                and self.dtype_of(args[0]).dtype is None  # a number, not a tensor copied
+        if name.startswith("torch.") and name.rsplit(".", 1)[-1] in _ZERO_DIM_ELEMENTWISE and args:
+            return self._zero_dim(args[0], depth + 1)
+        func = expr.func
+        if isinstance(func, cst.Attribute) and (func.attr.value in _ZERO_DIM_ELEMENTWISE or func.attr.value in _CASTS
+                                                or func.attr.value in ("to", "type", "cuda", "cpu")):
+            return self._zero_dim(func.value, depth + 1)
+        return False
 
     def _apply_policy(self, op: str, label: str, node: cst.CSTNode, inputs: List[DTypeFact]) -> DTypeFact:
         complex_input = next((i for i in inputs if i.dtype == COMPLEX), None)
@@ -741,6 +774,19 @@ class PrecisionModel:
             if isinstance(a.value, cst.Attribute) and a.value.attr.value == "dtype":
                 return self.dtype_of(a.value.value)
         return None
+
+    def _tensor_argument(self, arg: cst.BaseExpression) -> Optional[DTypeFact]:
+        """The dtype ``x.to(other)`` takes from a tensor ``other``; None when ``other`` may be a
+        device (a string, ``x.device``, a name that holds no known tensor)."""
+        if isinstance(arg, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return None
+        if isinstance(arg, cst.Attribute) and arg.attr.value in _SCALAR_ATTRS:
+            return None
+        fact = self.dtype_of(arg)
+        if fact.dtype is None:
+            return None
+        return DTypeFact(fact.dtype, fact.confidence, f"`.to({self.ctx.code(arg)})` takes its dtype: {fact.why}",
+                         fact.evidence)
 
     def _explicit_dtype(self, call: cst.Call) -> Optional[DTypeFact]:
         """``dtype=torch.float32`` (or a positional ``torch.float32``) given to an op that takes
@@ -798,6 +844,8 @@ class PrecisionModel:
             return DTypeFact(d, CERTAIN, f"`.{method}()` gives {d}")
         if method in ("to", "type"):
             d = self._dtype_argument(call)
+            if d is None and method == "to" and args and call.args[0].keyword is None:
+                d = self._tensor_argument(args[0])  # ``.to(q)``: q's dtype (and device)
             return d if d is not None else self.dtype_of(receiver)
         if method == "type_as" and args:
             return self.dtype_of(args[0])
