@@ -49,6 +49,9 @@ class DTypeFact:
     confidence: str = LIKELY
     why: str = ""  # how the model got there, for messages
     evidence: Optional[Evidence] = None  # the region / regime evidence behind it
+    # float16 only because the regime takes the tensor arguments of code under fp16 autocast to be
+    # activations (no caller says): a value that code then moves to a device is input data instead.
+    assumed: bool = False
 
     @property
     def is_half(self) -> bool:
@@ -139,7 +142,8 @@ def _widest(facts: List[DTypeFact]) -> DTypeFact:
     # A half value combined with something unknown (a scalar or a tensor of unknown dtype) is
     # likely still half: Python scalars do not promote a tensor's dtype.
     conf = CERTAIN if len(known) == len(facts) and all(k.confidence == CERTAIN for k in known) else LIKELY
-    return DTypeFact(f.dtype, conf if conf == LIKELY else f.confidence, f.why, f.evidence)
+    return DTypeFact(f.dtype, conf if conf == LIKELY else f.confidence, f.why, f.evidence,
+                     all(k.assumed for k in known))
 
 
 class PrecisionModel:
@@ -267,8 +271,13 @@ class PrecisionModel:
             # a method of a Dataset, a Trainer, a config class... unless a model calls it through
             # an instance it holds (a head's ``self.assigner.assign(scores.sigmoid(), labels)``)
             return self._called_by_model_elsewhere(cls, fn)
-        if _DATA_PATH.search(ctx.path) or self._uses_numpy(fn):
+        if _DATA_PATH.search(self._project_path()) or self._uses_numpy(fn):
             return False  # data pipelines and preprocessing work on numpy arrays / fp32 tensors
+        if self._never_used(fn):
+            # No code of the project calls it or names it (speechbrain's NMF_separate_spectra, a
+            # separation utility its users run after training): the training step does not reach
+            # it, and the entry point's fp16 regime says nothing about how its users call it.
+            return False
         return True  # a module-level helper whose callers are elsewhere
 
     def _called_by_model_elsewhere(self, cls: cst.ClassDef, fn: cst.FunctionDef) -> bool:
@@ -300,6 +309,40 @@ class PrecisionModel:
                 if caller is not None and other_pm.model_code(caller):
                     return True
         return False
+
+    def _never_used(self, fn: cst.FunctionDef) -> bool:
+        """A module-level function that no file of the project calls (the project index) and that
+        its own file never names (no call, no ``self.f = f``, no callback use): API of a package
+        module, in a project whose training entry points are known. Not asked of library code judged by the library policy,
+        nor under an assumed precision: there the users' calls are what is judged."""
+        ctx = self.ctx
+        regime = ctx.regime
+        project = ctx.project
+        module = ctx.imports.module_name
+        if regime is None or regime.any_fp16_use or regime.override or not module or not hasattr(project, "callers"):
+            return False
+        if not regime.entry_points or fn in ctx.regions() or "." not in module:
+            # no training entry point to be reached from, autocast of its own, or a helper of a
+            # script (not the API of a package, which its importers outside the project call)
+            return False
+        if any(ctx.enclosing_function(n) is not fn for n in ctx.semantic.references(fn.name.value)):
+            return False
+        return not project.callers(f"{module}.{fn.name.value}")
+
+    def _project_path(self) -> str:
+        """The file's path relative to its project's root (the directories above the project, a
+        checkout under ``~/data/``, say nothing of what the code is)."""
+        ctx = self.ctx
+        if "project_path" not in ctx._cache:
+            path = ctx.path
+            file, root = getattr(ctx, "file", None), getattr(ctx.project, "root", None)
+            if file is not None and root is not None:
+                try:
+                    path = Path(file).resolve().relative_to(Path(root).resolve()).as_posix()
+                except (ValueError, OSError):
+                    pass
+            ctx._cache["project_path"] = path
+        return ctx._cache["project_path"]  # type: ignore[return-value]
 
     def _writes_parameter_data(self, fn: cst.FunctionDef) -> bool:
         """Does ``fn`` overwrite a tensor's ``.data`` (``layer.weight.data = w``,
@@ -396,14 +439,43 @@ class PrecisionModel:
         ``cls.f(...)`` for a method (by name, within the file)."""
         owner = self.ctx.parent(self.ctx.parent(fn))
         if isinstance(owner, cst.ClassDef):
-            return [*self._calls_by_callee().get(("method", fn.name.value), ()),
-                    *self._instance_calls(owner.name.value, fn.name.value)]
+            # ``self.m(...)`` runs this ``m`` only in this class and the classes of the file related
+            # to it by inheritance: speechbrain's SPNPredictor.infer calls its own
+            # ``self.forward(tokens, ...)``, not BinaryAlignmentLoss.forward further down the file.
+            related = self._related_classes(owner)
+            own = [c for c in self._calls_by_callee().get(("method", fn.name.value), ())
+                   if self.ctx.enclosing_class(c) in related]
+            return [*own, *self._instance_calls(owner.name.value, fn.name.value)]
         calls = list(self._calls_by_callee().get(("function", fn.name.value), ()))
         # ``self.sample = gumbel_sample`` in ``__init__``, then ``self.sample(logits)``: a call of
         # the function (an instance attribute is not bound: no ``self`` is passed).
         for attr in self._function_attributes().get(fn.name.value, ()):
             calls.extend(self._calls_by_callee().get(("method", attr), ()))
         return calls
+
+    def _related_classes(self, cls: cst.ClassDef) -> set:
+        """``cls`` and the classes of this file it derives from or that derive from it (by base
+        name, transitively): where a ``self.m(...)`` may run ``cls``'s ``m``."""
+        key = ("related_classes", cls)
+        cache = self.ctx._cache
+        if key not in cache:
+            all_classes = list(self.ctx.nodes(cst.ClassDef))
+            classes = {c.name.value: c for c in all_classes}
+            bases = {c: {b.value.value for b in c.bases if isinstance(b.value, cst.Name)} for c in all_classes}
+
+            def closure(start, step) -> set:
+                seen, todo = {start}, [start]
+                while todo:
+                    for other in step(todo.pop()):
+                        if other not in seen:
+                            seen.add(other)
+                            todo.append(other)
+                return seen
+
+            up = closure(cls, lambda c: [classes[b] for b in bases[c] if b in classes and classes[b] is not c])
+            down = closure(cls, lambda c: [d for d in all_classes if c.name.value in bases[d]])
+            cache[key] = up | down
+        return cache[key]  # type: ignore[return-value]
 
     def _instance_calls(self, cls: str, method: str) -> List[cst.Call]:
         """``self.coder.encode(h, ha)`` with ``self.coder = BoxCoder()`` in ``__init__`` (or
@@ -528,7 +600,7 @@ class PrecisionModel:
         state = self.autocast_at(fn.body)
         if state.active and state.dtype == F16:
             return DTypeFact(F16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under fp16 autocast",
-                             state.evidence)
+                             state.evidence, assumed=True)
         return UNKNOWN
 
     def _from_callers(self, fn: cst.FunctionDef, name: str) -> Optional[DTypeFact]:
@@ -555,7 +627,8 @@ class PrecisionModel:
             if fact.is_half:
                 line = p.model.ctx.line_of(p.call)
                 return DTypeFact(F16, LIKELY, f"`{name}` of `{fn.name.value}` is passed a float16 value at "
-                                              f"{p.path}:{line} ({fact.why})".replace(" ()", ""), fact.evidence)
+                                              f"{p.path}:{line} ({fact.why})".replace(" ()", ""), fact.evidence,
+                                 assumed=fact.assumed)
         if facts and all(known for _, _, known in facts):
             # Every caller passes float32 / bfloat16 / a non-tensor. Say so with a dtype, so that a
             # helper this parameter is passed on to sees a known value, not an unknown one (which
@@ -842,11 +915,20 @@ class PrecisionModel:
         if method in _CASTS and not args:
             d = _CASTS[method]
             return DTypeFact(d, CERTAIN, f"`.{method}()` gives {d}")
-        if method in ("to", "type"):
+        if method in ("to", "type", "cuda"):
             d = self._dtype_argument(call)
             if d is None and method == "to" and args and call.args[0].keyword is None:
                 d = self._tensor_argument(args[0])  # ``.to(q)``: q's dtype (and device)
-            return d if d is not None else self.dtype_of(receiver)
+            if d is not None:
+                return d
+            moved = self.dtype_of(receiver)
+            if moved.assumed and method != "type" and (args or method == "cuda"):
+                # ``noisy = noisy.to(self.device)``: activations are on the device already; what is
+                # moved there is input data (a waveform, a batch), and autocast casts the inputs of
+                # its ops, never the data: float32 under fp16 autocast.
+                return DTypeFact(F32, LIKELY, f"`{self.ctx.code(receiver)}` is moved to a device: input data, "
+                                              "which autocast does not cast")
+            return moved
         if method == "type_as" and args:
             return self.dtype_of(args[0])
         if method in _SCALAR_METHODS:
@@ -925,6 +1007,15 @@ class PrecisionModel:
             if isinstance(alias, cst.Name):
                 return defs.get(alias.value)  # type: ignore[union-attr]
         return None
+
+    def returned_values(self, call: cst.Call) -> List[cst.BaseExpression]:
+        """The values the ``return`` statements of the function of this file that ``call`` runs
+        give back (``_callee``); empty when the callee is not known."""
+        fn = self._callee(call)
+        if fn is None:
+            return []
+        return [r.value for r in self.ctx.nodes(cst.Return)
+                if r.value is not None and self.ctx.enclosing_function(r) is fn]
 
     def _returned(self, fn: Optional[cst.FunctionDef]) -> DTypeFact:
         """What a project function returns, when every ``return`` says and none is float16: a
