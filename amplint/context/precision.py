@@ -248,7 +248,10 @@ class PrecisionModel:
         if fn.name.value != "forward" and self._writes_parameter_data(fn):
             return False  # weight surgery (merge / unmerge an adapter into .weight.data): not the forward
         if cls is not None and self._module_like(cls):
-            return True
+            # An nn.Module under a preprocessing / data directory is a feature extractor run over
+            # the data set (fairseq's speech_synthesis/preprocessing/speaker_embedder), not the
+            # model the training step runs in fp16.
+            return not _DATA_PATH.search(self._project_path())
         if self._scopes_autocast(fn) or _LOOP_FUNCTION.search(fn.name.value):
             return False  # a training / evaluation loop: it runs the model, it is not the model
         callers = self.calls_of(fn)
@@ -830,6 +833,15 @@ class PrecisionModel:
             return _widest(inputs)
         return known[0] if known else UNKNOWN
 
+    def _sequence_dtypes(self, seq: cst.BaseExpression) -> List[DTypeFact]:
+        """The dtypes of the tensors a list / tuple literal or a comprehension holds (what
+        ``torch.stack`` / ``torch.cat`` joins): ``[torch.norm(p.grad) for p in params]``."""
+        if isinstance(seq, (cst.List, cst.Tuple)):
+            return [self.dtype_of(e.value) for e in seq.elements if isinstance(e, cst.Element)]
+        if isinstance(seq, (cst.ListComp, cst.GeneratorExp)):
+            return [self.dtype_of(seq.elt)]
+        return []
+
     def _dtype_argument(self, call: cst.Call) -> Optional[DTypeFact]:
         """What a ``dtype=`` / positional dtype argument (``.to(torch.float32)``) says."""
         for a in call.args:
@@ -956,6 +968,8 @@ class PrecisionModel:
                 if d is not None:
                     return d
             inputs = [self.dtype_of(a) for a in args]
+            if op in ("stack", "cat", "concat", "concatenate", "hstack", "vstack") and args:
+                inputs = self._sequence_dtypes(args[0]) or inputs
             return self._apply_policy(op, f"`{name}`", call, inputs)
         if method is not None and method in autocast_ops.OPT_DTYPE:
             d = self._explicit_dtype(call)

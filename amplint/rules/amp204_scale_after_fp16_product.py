@@ -10,6 +10,7 @@ from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt
 from ..prefilter import MATMUL, words
 from . import _fp16_products as P
+from ..context.precision import precision_model
 from ._scaled_products import scaled_products
 from .base import Rule, because
 
@@ -24,8 +25,9 @@ class ScaleAfterFp16Product(Rule):
     summary = "Float16 matmul / einsum over a long axis normalised only after the product"
     fix_safety = "safe"
     applies_under = "fp16 (mixed or pure half)"
-    # the product (``einsum``, ``matmul``, ``@``...) and the ``*`` / ``/`` scaling it afterwards
-    needs = ((words(P.PRODUCTS), MATMUL), r"\*|/")
+    # the product (``einsum``, ``matmul``, ``@``...) or a norm, and the ``*`` / ``/`` scaling it
+    # afterwards or the ``**`` raising it
+    needs = ((words(P.PRODUCTS), MATMUL, words({"norm", "vector_norm", "matrix_norm"})), r"\*|/")
 
     def check(self, ctx) -> Iterable[Violation]:
         for c in scaled_products(ctx):
@@ -53,3 +55,42 @@ class ScaleAfterFp16Product(Rule):
                        "normalise an operand first"
             yield Violation(c.node, message, Confidence.LIKELY, fix=c.fix, help=help,
                             evidence=because(c.fact, ctx, c.node))
+        yield from self._powers_of_norms(ctx)
+
+    def _powers_of_norms(self, ctx) -> Iterable[Violation]:
+        """``local_norm ** norm_type`` with a float16 norm (fairscale's OSS.clip_grad_norm under
+        --fp16: the norm of half gradients, squared to be summed across ranks): a norm is a sum of
+        powers taken back to scale, so raising it again is the product before the normalisation,
+        and any norm above sqrt(65504) ≈ 256 squared is inf. Under autocast ``norm`` and ``**``
+        run in float32; a float32 norm (``dtype=torch.float32``) is the fix."""
+        pm = precision_model(ctx)
+        for node in ctx.nodes(cst.BinaryOperation):
+            if not isinstance(node.operator, cst.Power) or not _raises(ctx, node.right):
+                continue
+            base = P.through_views(ctx, pm, node.left)
+            norm = pm.value_of(base) if isinstance(base, cst.Name) else base
+            if norm is None or P.op_of(ctx, pm, norm) not in _NORMS:
+                continue
+            fact = pm.dtype_of(node.left)
+            if not fact.is_half:
+                continue
+            largest = FLOAT16.max ** 0.5
+            what = P.short_code(ctx, node)
+            message = (f"`{what}` raises a float16 norm to a power: any norm above {largest:.0f} squared "
+                       f"is beyond float16's {fmt(FLOAT16.max)} (inf)")
+            help = ("take the norm in float32 (`torch.norm(x, p, dtype=torch.float32)`, or `.float()` "
+                    "before the norm) and raise that")
+            yield Violation(node, message, Confidence.LIKELY, help=help, evidence=because(fact, ctx, node))
+
+
+# Norms: the op names autocast knows them by (torch.norm, torch.linalg.vector_norm, x.norm()).
+_NORMS = frozenset({"norm", "linalg_vector_norm", "vector_norm", "linalg_norm", "frobenius_norm", "linalg_matrix_norm"})
+
+
+def _raises(ctx, exponent: cst.BaseExpression) -> bool:
+    """An exponent that grows its base: a number of at least 2, or a name / attribute (the
+    ``norm_type`` of a clip_grad_norm, 2.0 by default), not ``1 / p`` nor ``0.5``."""
+    value = ctx.number(exponent)
+    if value is not None:
+        return value >= 2
+    return isinstance(exponent, (cst.Name, cst.Attribute))
