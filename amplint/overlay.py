@@ -76,10 +76,15 @@ class OverlayProject:
             return self.base.regime_for(path)
         base = self.base.regime_for(path)
         display = self.base.display(self.path)
-        signals = [(s, ev) for s, ev in base.signals if ev.path != display]
+        keep = [i for i, (_, ev) in enumerate(base.signals) if ev.path != display]
+        signals = [base.signals[i] for i in keep]
+        origins = [base.origins[i] for i in keep] if len(base.origins) == len(base.signals) else None
         if self._inside() and not TEST_PATH.search(self.base.relative(self.path)):
-            signals.extend(scan_source(self.text, display, module_name_for(self.path, self.root)))
-        return Regime(signals, base.override, base.scope, base.entry_points)
+            own = scan_source(self.text, display, module_name_for(self.path, self.root))
+            signals.extend(own)
+            if origins is not None:  # the file's own evidence is seen by every entry point reaching it
+                origins.extend([tuple(base.entry_points)] * len(own))
+        return Regime(signals, base.override, base.scope, base.entry_points, tuple(origins or ()))
 
     def summary(self, path: Path) -> FileSummary:
         """The text's summary for the file at ``path``; the base's for any other file."""

@@ -272,6 +272,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     imports = _imports(nodes, module)
     dtype_vars = _value_dtype_vars(nodes, imports)
     frozen = _frozen_objects(nodes)
+    adapted = _adapter_wrapped(nodes)
     lines = source.decode("utf-8", "replace").splitlines()
     from .project import _saved_names  # the checkpoint analysis lives with the regime scan
     saved = _saved_names(nodes)
@@ -359,7 +360,15 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         if sig.kind == "half_params" and isinstance(node.func, ast.Attribute) and node.func.attr == "from_pretrained" \
                 and targets.get(id(node)):
             record["model"] = targets[id(node)]  # ``text_encoder = T5EncoderModel.from_pretrained(..., torch_dtype=...)``
-        if sig.kind == "half_params" and sig.dtype == "float16" and record["model"] and (
+        if sig.kind == "half_params" and sig.dtype == "float16" and record["model"] in adapted \
+                and _TASK_HEAD_MODEL.search(_dotted(node.func) or ""):
+            # PEFT trains a task model's new head (``score`` / ``classifier``, its task type's
+            # ``modules_to_save``) as a copy of the base's module: float16 here, whatever the peft version
+            # (pykoi's reward model: ``AutoModelForSequenceClassification.from_pretrained(torch_dtype=...)``
+            # then ``get_peft_model``, trained by an HF Trainer with the default adam_epsilon=1e-8).
+            record["note"] = (f"`{record['model']}` is wrapped by PEFT, whose trainable copy of the task head "
+                              f"(modules_to_save) keeps its float16 dtype")
+        elif sig.kind == "half_params" and sig.dtype == "float16" and record["model"] and (
                 record["model"] in frozen or _NOT_TRAINED.search(record["model"])):
             # diffusers' training scripts: ``vae.requires_grad_(False)`` ... ``vae.to(dtype=weight_dtype)``
             # with ``weight_dtype = torch.float16`` when accelerate's mixed precision is fp16. The frozen
@@ -376,20 +385,27 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
 _NOT_TRAINED = re.compile(r"(?i)pipe|(^|_)ema(_|$)|teacher|frozen")
 
 
+# Task models whose head PEFT trains as a copy in the base's dtype (its SEQ_CLS / TOKEN_CLS / QUESTION_ANS
+# task types put ``classifier`` / ``score`` / ``qa_outputs`` in ``modules_to_save``).
+_TASK_HEAD_MODEL = re.compile(r"For(Sequence|Token)Classification\.from_pretrained$|ForQuestionAnswering\.from_pretrained$")
 _ADAPTER_WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
+
+
+def _adapter_wrapped(nodes: List[ast.AST]) -> set:
+    """Names of models handed to a PEFT wrapper (``get_peft_model(model, config)``)."""
+    return {_dotted(n.args[0]).rsplit(".", 1)[-1] for n in nodes
+            if isinstance(n, ast.Call) and (_dotted(n.func) or "").rsplit(".", 1)[-1] in _ADAPTER_WRAPPERS
+            and n.args and _dotted(n.args[0])}
 
 
 def _frozen_objects(nodes: List[ast.AST]) -> set:
     """Names of modules whose parameters do not train: ``vae.requires_grad_(False)``,
     ``for p in encoder.parameters(): p.requires_grad = False``, ``get_peft_model(model, config)`` (the
     last part of a dotted name)."""
-    out = set()
+    # PEFT freezes the base model and trains adapters (float32 since peft 0.12's autocast_adapter_dtype)
+    out = _adapter_wrapped(nodes)
     for node in nodes:
-        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in _ADAPTER_WRAPPERS \
-                and node.args and _dotted(node.args[0]):
-            # PEFT freezes the base model and trains adapters (float32 since peft 0.12's autocast_adapter_dtype)
-            out.add(_dotted(node.args[0]).rsplit(".", 1)[-1])
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_" \
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_" \
                 and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
             name = _dotted(node.func.value)
             if name:

@@ -42,11 +42,18 @@ class Regime:
     whole project, see ``Project.regime_for``); the properties answer the questions rules ask.
     ``override`` is the configured ``precision`` when it is not "auto". ``scope`` says whose
     precision this is (for ``--show-settings`` and the summary line).
+
+    ``origins`` (parallel to ``signals``, or empty) names the training entry points each signal
+    came from: whether a half cast taken only in some runs has a mixed-precision alternative is a
+    question about one run, so it is asked within the signals of the same entry point (pykoi's
+    reward trainer loads its model in float16 unless ``cfg.bf16``; the project's other entry
+    point trains another model with ``fp16=True``). Empty: all the signals are of one run.
     """
     signals: List[Tuple[Signal, Evidence]] = field(default_factory=list)
     override: Optional[str] = None
     scope: str = "project"
     entry_points: Tuple[str, ...] = ()
+    origins: Tuple[Tuple[str, ...], ...] = ()
 
     def _first(self, pred) -> Optional[Evidence]:
         for sig, ev in self.signals:
@@ -84,9 +91,20 @@ class Regime:
         activations and parameters seen by the forward pass are float16."""
         if self.override:
             return self._configured() if self.override in ("fp16", "fp16-master") else None
-        return self._first(lambda s: self._pure_half(s))
+        return self._first_half(lambda s: True)
 
-    def _pure_half(self, s: Signal) -> bool:
+    def _first_half(self, pred) -> Optional[Evidence]:
+        for i, (sig, ev) in enumerate(self.signals):
+            if pred(sig) and self._pure_half(sig, i):
+                return ev
+        return None
+
+    def _same_run(self, i: int, j: int) -> bool:
+        if len(self.origins) != len(self.signals):
+            return True
+        return bool(set(self.origins[i]) & set(self.origins[j]))
+
+    def _pure_half(self, s: Signal, i: int = -1) -> bool:
         """``s`` makes the parameters float16. A half cast taken only in some runs (``if precision ==
         "fp16": model.half()``, ``dtype = torch.float16 if ... else torch.bfloat16``) beside an fp16
         autocast or a GradScaler is one option of a script that trains in mixed precision (open_clip's
@@ -98,13 +116,14 @@ class Regime:
             return False
         if s.master:
             return True
-        return not (s.conditional and self._mixed_alternative(s))
+        return not (s.conditional and self._mixed_alternative(s, i))
 
-    def _mixed_alternative(self, half: Signal) -> bool:
+    def _mixed_alternative(self, half: Signal, i: int = -1) -> bool:
         # (a frozen module's float16 copy, a flag naming its ``model``, follows the same dtype switch
         # as the half cast: no alternative to it)
         return any(o.kind in ("autocast", "grad_scaler", "flag") and not o.pure and o.dtype == "float16"
-                   and not _same_option(half, o) and not (o.kind == "flag" and o.model) for o, _ in self.signals)
+                   and not _same_option(half, o) and not (o.kind == "flag" and o.model)
+                   and (i < 0 or self._same_run(i, j)) for j, (o, _) in enumerate(self.signals))
 
     @property
     def half_optimizer(self) -> Optional[Evidence]:
@@ -112,7 +131,7 @@ class Regime:
         no float32 master copy (DeepSpeed fp16, apex O2, FSDP's param_dtype keep one)."""
         if self.override:
             return self._configured() if self.override == "fp16" else None
-        return self._first(lambda s: self._pure_half(s) and not s.master)
+        return self._first_half(lambda s: not s.master)
 
     def half_optimizer_of(self, model: Optional[str], path: Optional[str] = None) -> Optional[Evidence]:
         """``half_optimizer`` for an optimizer over ``model``'s parameters built in the file shown as
@@ -127,8 +146,9 @@ class Regime:
                 if same[ev.path] and s.kind == "half_params" and s.pure and not s.master and s.dtype == "float16"
                 and s.enabled and s.model]
         if here and all(s.model != model for s, _ in here):
-            others = [(s, ev) for s, ev in self.signals if not same[ev.path]]
-            return Regime(others).half_optimizer
+            keep = [i for i, (_, ev) in enumerate(self.signals) if not same[ev.path]]
+            origins = tuple(self.origins[i] for i in keep) if len(self.origins) == len(self.signals) else ()
+            return Regime([self.signals[i] for i in keep], origins=origins).half_optimizer
         return self.half_optimizer
 
     @property
@@ -320,7 +340,8 @@ def regime_data(regime: Regime) -> dict:
     return {"signals": [[sig.kind, sig.dtype, sig.enabled, sig.pure, sig.note, sig.master, ev.what, ev.path, ev.line, sig.model,
                          sig.conditional, sig.condition]
                         for sig, ev in regime.signals],
-            "override": regime.override, "scope": regime.scope, "entry_points": list(regime.entry_points)}
+            "override": regime.override, "scope": regime.scope, "entry_points": list(regime.entry_points),
+            "origins": [list(o) for o in regime.origins]}
 
 
 def regime_from(data) -> Optional[Regime]:
@@ -333,11 +354,12 @@ def regime_from(data) -> Optional[Regime]:
                 return None
             signals.append((Signal(kind, dtype, enabled, pure, note, master, model, conditional, condition),
                             Evidence(what, path, line)))
-        override, scope, eps = data["override"], data["scope"], data["entry_points"]
+        override, scope, eps, origins = data["override"], data["scope"], data["entry_points"], data["origins"]
         if not (isinstance(override, (str, type(None))) and isinstance(scope, str)
-                and all(isinstance(e, str) for e in eps)):
+                and all(isinstance(e, str) for e in eps)
+                and all(isinstance(o, list) and all(isinstance(e, str) for e in o) for o in origins)):
             return None
-        return Regime(signals, override, scope, tuple(eps))
+        return Regime(signals, override, scope, tuple(eps), tuple(tuple(o) for o in origins))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -382,6 +404,7 @@ class Project:
         self._regimes: Dict[Path, Regime] = {}
         self._anywhere: Optional[Regime] = None
         self._index: Optional[ProjectIndex] = None
+        self._reached: Dict[Path, "_Reached"] = {}
         self.display_base = display_base
 
     # The facts rules read of the project, recorded while a file is analysed so that its cached
@@ -756,14 +779,19 @@ class Project:
         if self._regime is None:
             eps = self.entry_points()
             signals: List[Tuple[Signal, Evidence]] = []
+            origins: Dict[Tuple[Signal, Evidence], List[str]] = {}
             if eps:
                 for ep in eps:
-                    signals.extend(x for x in ep.signals if x not in signals)
+                    for x in ep.signals:
+                        if x not in origins:
+                            signals.append(x)
+                        origins.setdefault(x, []).append(ep.name())
                 scope = "project: its training entry points"
             else:
                 signals = list(self.evidence_anywhere.signals)
                 scope = "project: no training entry point found"
-            self._regime = Regime(signals, self._override, scope, tuple(ep.name() for ep in eps))
+            self._regime = Regime(signals, self._override, scope, tuple(ep.name() for ep in eps),
+                                  tuple(tuple(origins[x]) for x in signals) if eps else ())
         return self._regime
 
     @property
@@ -816,6 +844,11 @@ class Project:
             return Regime([], None, "test file: not training evidence, judged without a precision")
         eps = self.entry_points()
         reaching = [ep for ep in eps if key == ep.path or key in ep.reach]
+        if any(ep.path == key for ep in reaching):
+            # The script of another entry point, imported (a package's __init__ imports every trainer)
+            # but none of whose functions or classes this entry point's code uses: its run does not run
+            # that script's code (pykoi: the reward trainer's float16 model is not the SFT script's).
+            reaching = [ep for ep in reaching if ep.path == key or self._uses_code_of(ep, key)]
         if reaching and all(_EXAMPLE_DIR.search(ep.display) and not ep.signals for ep in reaching) \
                 and self._published_package_file(key):
             # linformer-pytorch: its examples/ train in fp32; its users train the package in fp16
@@ -823,13 +856,15 @@ class Project:
                                  "with no precision evidence")
         if reaching:
             signals: List[Tuple[Signal, Evidence]] = []
+            origins = []
             for ep in reaching:
                 for sig, ev in ep.signals:
                     if ev.path != ep.display:
                         ev = Evidence(f"{ev.what} (training entry point {ep.display})", ev.path, ev.line)
                     signals.append((sig, ev))
+                    origins.append((ep.name(),))
             names = tuple(ep.name() for ep in reaching)
-            return Regime(signals, None, "entry point " + ", ".join(names), names)
+            return Regime(signals, None, "entry point " + ", ".join(names), names, tuple(origins))
         project = self.regime
         # With no entry point, evidence that says no float16 (only ``autocast(enabled=False)``
         # regions: x-transformers' and vector-quantize-pytorch's, written for callers that run them
@@ -845,8 +880,16 @@ class Project:
         modes = {Regime(ep.signals).mode for ep in eps if ep.signals}
         if not eps or len(modes) <= 1 or modes <= {"fp16-mixed", "fp16-master", "fp16"}:
             scope = "not reached by an entry point's imports; the project's precision" if eps else project.scope
-            return Regime(project.signals, None, scope, project.entry_points)
+            return Regime(project.signals, None, scope, project.entry_points, project.origins)
         return self._library("no training entry point reaches it, and the entry points disagree")
+
+    def _uses_code_of(self, ep: "EntryPoint", path: Path) -> bool:
+        """Does ``ep``'s code reach (the project's call graph) a function or class defined in ``path``?"""
+        symbols = self.index.symbols_in(path)
+        if not symbols:
+            return True
+        reached = self._reached.setdefault(ep.path, _Reached(self, ep.path))
+        return any(reached.reaches(s.name) for s in symbols)
 
     def _published_package_file(self, path: Path) -> bool:
         """``path`` lies in a package the project publishes: a directory with an ``__init__.py``
@@ -977,6 +1020,11 @@ class _Reached:
     def __init__(self, project: "Project", path: Path) -> None:
         self.project, self.path = project, path
         self._names: Optional[set] = None
+
+    def reaches(self, name: str) -> bool:
+        """Is the project symbol ``name`` (``pkg.mod.Class.method``) reached?"""
+        self.holds(self.path, "")
+        return name in self._names
 
     def holds(self, path: Path, function: str) -> bool:
         if self._names is None:

@@ -277,6 +277,77 @@ def test_a_half_base_model_under_lora_adapters_is_mixed_precision(tmp_path):
     assert p.regime_for(p.root / "finetune.py").mode == "fp16-mixed"
 
 
+def test_a_half_task_model_under_peft_trains_its_head_in_half(tmp_path):
+    # pykoi's reward model: PEFT trains a copy of the classification head (modules_to_save) in the
+    # base's float16, so TrainingArguments' implicit adam_epsilon=1e-8 is a hazard
+    src = _HF.replace("AutoModelForCausalLM", "AutoModelForSequenceClassification").replace(
+        "        args =", "        model = get_peft_model(model, LoraConfig(r=8, task_type='SEQ_CLS'))\n        args =")
+    p = project(tmp_path, {"finetune.py": "from peft import LoraConfig, get_peft_model\n" + textwrap.dedent(src)})
+    assert p.regime_for(p.root / "finetune.py").mode == "fp16"
+    assert "AMP101" in run(["check", "--select", "AMP101", "--output-format", "concise", "."], p.root).out
+
+
+def test_a_frozen_half_task_model_is_not_trained_in_half(tmp_path):
+    # near miss: the same model frozen with requires_grad_(False) (a reward model scoring another's outputs)
+    src = _HF.replace("AutoModelForCausalLM", "AutoModelForSequenceClassification").replace(
+        "        args =", "        model.requires_grad_(False)\n        args =")
+    p = project(tmp_path, {"finetune.py": src})
+    assert p.regime_for(p.root / "finetune.py").mode == "fp16-mixed"
+
+
+_TWO_TRAINERS = {
+    "pkg/__init__.py": "from .sft import SFT\nfrom .reward import Reward\n",
+    "pkg/sft.py": """
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+        class SFT:
+            def __init__(self, cfg):
+                self.args = TrainingArguments(output_dir="out", fp16=cfg.fp16)
+                self.model = AutoModelForCausalLM.from_pretrained("gpt2")
+            def train(self):
+                Trainer(model=self.model, args=self.args).train()
+    """,
+    "pkg/reward.py": """
+        import torch
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+        import pkg
+        class Reward(Trainer):
+            def __init__(self, cfg):
+                args = TrainingArguments(output_dir="out", bf16=cfg.bf16)
+                self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16
+                model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=self.torch_dtype)
+                super().__init__(model=model, args=args)
+            def train_and_save(self):
+                self.train()
+    """,
+}
+
+
+def test_a_half_option_is_judged_per_entry_point(tmp_path):
+    # pykoi: the reward trainer's model is float16 unless cfg.bf16; the SFT script's fp16=True
+    # autocast is another run's precision, not a mixed-precision alternative of this one
+    p = project(tmp_path, _TWO_TRAINERS)
+    modes = {e.display.rsplit("/", 1)[-1]: Regime(e.signals).mode for e in p.entry_points()}
+    assert modes == {"reward.py": "fp16", "sft.py": "fp16-mixed"}
+    reward = p.regime_for(p.root / "pkg" / "reward.py")
+    assert reward.mode == "fp16" and reward.half_optimizer is not None
+    assert "AMP101" in run(["check", "--select", "AMP101", "--output-format", "concise", "pkg/reward.py"], p.root).out
+    # near miss: the SFT script is imported by the reward's package, but its run does not run SFT's code
+    assert p.regime_for(p.root / "pkg" / "sft.py").mode == "fp16-mixed"
+    assert "AMP101" not in run(["check", "--select", "AMP101", "--output-format", "concise", "pkg/sft.py"], p.root).out
+
+
+def test_one_run_with_a_half_option_beside_autocast_stays_mixed():
+    # near miss: within ONE entry point, `if args.fp16: model.half()` beside its autocast is an option
+    half = Signal("half_params", "float16", pure=True, conditional=True, condition="if args.precision == 'fp16'")
+    amp = Signal("autocast", "float16")
+    ev = Evidence("x", "train.py", 1)
+    assert Regime([(half, ev), (amp, ev)], origins=(("a",), ("a",))).mode == "fp16-mixed"
+    assert Regime([(half, ev), (amp, ev)], origins=(("a",), ("b",))).mode == "fp16"
+    assert Regime([(half, ev), (amp, ev)], origins=(("a",), ("a", "b"))).mode == "fp16-mixed"
+    back = regime_from(regime_data(Regime([(half, ev), (amp, ev)], origins=(("a",), ("b",)))))
+    assert back.origins == (("a",), ("b",)) and back.mode == "fp16"
+
+
 # ---- evidence an entry point's code calls, not every line of the modules it imports ----------------
 
 _MONOREPO = {
