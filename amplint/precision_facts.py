@@ -260,6 +260,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             if why not in e["why"]:
                 e["why"].append(why)
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
+    training_helpers = _training_helpers(functions, training_lines)
     facts["precision_functions"] = _precision_functions(functions)
     facts["master_optimizers"] = sorted(
         n.name for n in nodes if isinstance(n, ast.ClassDef) and _MASTER_OPTIMIZER.search(n.name)
@@ -339,7 +340,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             call = _precision_call(node, owner, parents)
             if call is not None:  # ``Fabric(precision=precision)`` with ``precision = p or default_precision()``
                 role, why = _role(node, Signal("flag", "float16"), parents, owner, path, trains, training_lines, imports,
-                                  script)
+                                  script, training_helpers)
                 fn = owner(node)
                 facts["precision_calls"].append({**call, "role": role, "why": why, "text": _text(lines, node),
                                                  "line": node.lineno, "function": getattr(fn, "name", None)})
@@ -349,7 +350,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # ``{"model": deepcopy(model).half()}`` / ``torch.save(model.half(), f)``: a half copy
             # for a checkpoint or an export, not the parameters that train.
             continue
-        role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script)
+        role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script, training_helpers)
         cond = one_of or _dtype_condition(node, parents, lines)
         record = _record(sig, why, node, lines, role, cond)
         fn = owner(node)
@@ -705,14 +706,38 @@ def _dtype_condition(node: ast.AST, parents: _Parents, lines: List[str]) -> Opti
     return None
 
 
+def _training_helpers(functions, training_lines: Dict[int, List[int]]) -> set:
+    """Names of the functions a training function of the file calls before its last backward /
+    optimizer step (EveryDream2's ``get_model_prediction_and_target``, the forward pass of its
+    training loop, also used by validation): what they run is training, whatever their name."""
+    out = set()
+    for fn in functions:
+        steps = training_lines.get(id(fn))
+        if not steps:
+            continue
+        last = max(steps)
+        for call in ast.walk(fn):
+            if isinstance(call, ast.Call) and call.lineno <= last:
+                f = call.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) and \
+                    isinstance(f.value, ast.Name) and f.value.id == "self" else None
+                if name:
+                    out.add(name)
+    return out
+
+
 def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trains: bool,
-          training_lines: Dict[int, List[int]], imports: ImportTable, script: bool):
+          training_lines: Dict[int, List[int]], imports: ImportTable, script: bool,
+          training_helpers: frozenset = frozenset()):
     """The role of a piece of evidence, and why."""
     fn = owner(node)
     names = []
+    trained = set()  # functions named for evaluation that run a training step or that training calls
     for p in parents.chain(node):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(p.name)
+            if not isinstance(p, ast.ClassDef) and (training_lines.get(id(p)) or p.name in training_helpers):
+                trained.add(p.name)
         if isinstance(p, (ast.With, ast.AsyncWith)):
             for item in p.items:
                 call = item.context_expr
@@ -733,7 +758,8 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
             return BENCHMARK, f"in `{name}`"
         if _EXPORT_FUNCTION.search(name) and sig.kind == "half_params":
             return EXPORT, f"in `{name}`"
-        if _INFERENCE_FUNCTION.search(name):
+        if _INFERENCE_FUNCTION.search(name) and name not in trained:
+            # (vits' ``train_and_evaluate`` runs backward and the optimizer step itself)
             return INFERENCE, f"in `{name}`"
     if _BENCHMARK_FILE.search(path):
         return BENCHMARK, "in a benchmark script"

@@ -64,6 +64,47 @@ def test_roles_of_evaluation_and_test_code(src, role):
     assert [r for r, _ in roles(src)] == [role]
 
 
+def test_a_function_named_for_evaluation_that_trains_is_training():
+    # vits' train_and_evaluate runs backward and the optimizer step itself
+    src = """
+        import torch
+        def train_and_evaluate(model, opt, loader):
+            for x in loader:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x).mean()
+                loss.backward()
+                opt.step()
+    """
+    assert roles(src) == [("training", 'torch.autocast("cuda", dtype=torch.float16)')]
+
+
+def test_a_forward_helper_called_by_the_training_loop_is_training():
+    # EveryDream2's get_model_prediction_and_target: the training loop's forward pass (also used by
+    # validation), nested in main; the same helper under no_grad, and validation's own autocast, stay inference
+    src = """
+        import torch
+        def main(unet, opt, loader, val_loader):
+            def get_model_prediction_and_target(x):
+                with torch.no_grad():
+                    with torch.autocast("cuda", enabled=True):
+                        latents = x * 2
+                with torch.autocast("cuda", enabled=True):
+                    return unet(latents)
+            def validate_epoch():
+                for x in val_loader:
+                    get_model_prediction_and_target(x)
+                    with torch.autocast("cuda", enabled=True):
+                        unet(x)
+            for x in loader:
+                loss = get_model_prediction_and_target(x).mean()
+                loss.backward()
+                opt.step()
+            validate_epoch()
+    """
+    signals = file_facts(textwrap.dedent(src).encode(), "train.py", None)["signals"]
+    assert sorted((s["line"], s["role"]) for s in signals) == [(6, "inference"), (8, "training"), (13, "inference")]
+
+
 def test_a_benchmark_dtype_branch_is_a_benchmark():
     # a memory benchmark: elif dtype == "float16": model.half()
     src = """
