@@ -120,9 +120,17 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
         elif isinstance(node, ast.ClassDef):
             classes.append([qualname(node), node.lineno, [d for d in map(ast_dotted, node.bases) if d is not None]])
         elif isinstance(node, ast.Call):
-            d = ast_dotted(node.func)
-            if d is not None:
-                calls.append((node, d))
+            func = node.func
+            # ``(AMPTrainer if cfg.amp else SimpleTrainer)(model, ...)`` calls one of the branches:
+            # each is recorded (detectron2's lazyconfig_train_net picks its trainer so)
+            branches = []
+            while isinstance(func, ast.IfExp):
+                branches.append(func.body)
+                func = func.orelse
+            for b in (*branches, func):
+                d = ast_dotted(b)
+                if d is not None:
+                    calls.append((node, d))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 imports.add_import(a.name, a.asname)

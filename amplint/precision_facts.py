@@ -32,7 +32,7 @@ from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
 
 PRECISION_WORDS = re.compile(
-    rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|opt_level|"
+    rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|precision[\"']\s*(?:\]\s*=|:)|opt_level|"
     rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision|"
     rb"Accelerator\(|pytorch_accelerated"
 )
@@ -315,7 +315,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         if not isinstance(node, ast.Call) or id(node) in skipped:
             continue
         call_facts = ast_call_facts(node, imports, targets.get(id(node)))
-        one_of = None
+        one_of = _splat_kwargs(node, call_facts, owner, parents, imports, lines)
         for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
             if isinstance(v, Dotted) and v.name in dtype_vars:
                 alts = dtype_vars[v.name]
@@ -557,6 +557,59 @@ def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):
             texts = [ast.unparse(b) for b in branches] if hasattr(ast, "unparse") else []
             return found[0], f"`{kw.arg}` is one of {', '.join(texts)}" if texts else f"`{kw.arg}` is conditional"
     return None, None
+
+
+def _splat_kwargs(node: ast.Call, call_facts, owner, parents: "_Parents", imports: ImportTable,
+                  lines: List[str]) -> Optional[str]:
+    """Keywords passed as ``**params`` where ``params`` is a dict the same function builds before
+    the call (``params = {"max_steps": n}``, ``params["precision"] = 16``, ``params.update(precision=16)``)
+    go into ``call_facts``; one set under an ``if`` makes the evidence "one of" (detectron2's
+    ``if cfg.SOLVER.AMP.ENABLED: params["precision"] = 16`` then ``pl.Trainer(**params)``).
+    Returns that condition's text, or None."""
+    splats = {kw.value.id for kw in node.keywords if kw.arg is None and isinstance(kw.value, ast.Name)}
+    if not splats:
+        return None
+    scope = owner(node)
+    body = scope if scope is not None else parents.nodes[0] if parents.nodes else None
+    if body is None:
+        return None
+    found: Dict[str, tuple] = {}
+    for stmt in ast.walk(body):
+        if getattr(stmt, "lineno", node.lineno) >= node.lineno or not isinstance(stmt, (ast.Assign, ast.Expr)):
+            continue
+        pairs = []
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            t, v = stmt.targets[0], stmt.value
+            if isinstance(t, ast.Name) and t.id in splats and isinstance(v, ast.Dict):
+                pairs = [(k.value, val) for k, val in zip(v.keys, v.values)
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            elif isinstance(t, ast.Name) and t.id in splats and isinstance(v, ast.Call) and _dotted(v.func) == "dict":
+                pairs = [(kw.arg, kw.value) for kw in v.keywords if kw.arg]
+            elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in splats:
+                key = t.slice.value if isinstance(t.slice, ast.Index) else t.slice  # (3.8's ast.Index)
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    pairs = [(key.value, v)]
+        elif isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) \
+                and stmt.value.func.attr == "update" and isinstance(stmt.value.func.value, ast.Name) \
+                and stmt.value.func.value.id in splats:
+            pairs = [(kw.arg, kw.value) for kw in stmt.value.keywords if kw.arg]
+        for key, value in pairs:
+            if key in call_facts.kwargs:
+                continue  # the call's own keyword
+            cond = None
+            for p in parents.chain(stmt):
+                if p is scope:
+                    break
+                if isinstance(p, ast.If):
+                    cond = f"if {_text(lines, p.test)}"
+                    break
+            found[key] = (value, cond)
+    conditions = []
+    for key, (value, cond) in found.items():
+        call_facts.kwargs[key] = ast_value(value, imports)
+        if cond:
+            conditions.append(f"`{key}` set {cond}")
+    return "; ".join(conditions) or None
 
 
 def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str]) -> Dict[str, Any]:

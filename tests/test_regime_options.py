@@ -562,3 +562,87 @@ def test_a_project_subclass_of_a_launcher_trainer_leaves_the_precision_to_the_la
     p = project(tmp_path / "other", other)
     assert p.regime_for(p.root / "pkg" / "loss.py").launcher is None
     assert "AMP202" not in run(["check", "--output-format", "concise", "."], p.root).out
+
+
+# ---- a trainer picked by a conditional expression; Lightning keywords in a ``**params`` dict ------
+
+_PICKED_TRAINER = {
+    "pkg/__init__.py": "",
+    "pkg/trainers.py": """
+        import torch
+        class SimpleTrainer:
+            def __init__(self, model, loader, optimizer):
+                self.model, self.loader, self.optimizer = model, loader, optimizer
+            def run_step(self, batch):
+                loss = self.model(batch)
+                loss.backward()
+                self.optimizer.step()
+            def train(self):
+                for batch in self.loader:
+                    self.run_step(batch)
+        class AMPTrainer(SimpleTrainer):
+            def __init__(self, model, loader, optimizer):
+                super().__init__(model, loader, optimizer)
+                self.scaler = torch.amp.GradScaler("cuda")
+            def run_step(self, batch):
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = self.model(batch)
+                self.scaler.scale(loss).backward()
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+    """,
+    "train.py": """
+        import torch
+        from pkg.trainers import AMPTrainer, SimpleTrainer
+        def do_train(cfg, model, loader):
+            optim = torch.optim.SGD(model.parameters(), lr=0.1)
+            trainer = (AMPTrainer if cfg.amp_enabled else SimpleTrainer)(model, loader, optim)
+            trainer.train()
+    """,
+}
+
+
+def test_a_trainer_picked_by_a_conditional_expression_reaches_both(tmp_path):
+    # detectron2's lazyconfig_train_net: (AMPTrainer if cfg.train.amp.enabled else SimpleTrainer)(...)
+    p = project(tmp_path, _PICKED_TRAINER)
+    (ep,) = p.entry_points()
+    assert ep.display.endswith("train.py") and Regime(ep.signals).mode == "fp16-mixed"
+    # near miss: a script that imports the trainers but runs a loop of its own
+    alone = dict(_PICKED_TRAINER, **{"train.py": """
+        import torch
+        from pkg.trainers import AMPTrainer, SimpleTrainer
+        def do_train(cfg, model, loader):
+            optim = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                model(x).sum().backward()
+                optim.step()
+    """})
+    p = project(tmp_path / "alone", alone)
+    modes = {e.display.rsplit("/", 1)[-1]: Regime(e.signals).mode for e in p.entry_points()}
+    assert modes["train.py"] == "fp32"
+
+
+_SPLAT = """
+    import pytorch_lightning as pl
+    def train(cfg, module):
+        params = {"max_steps": cfg.max_iter}
+        if cfg.amp_enabled:
+            params["precision"] = 16
+        trainer = pl.Trainer(**params)
+        trainer.fit(module)
+"""
+
+
+def test_lightning_precision_in_a_kwargs_dict(tmp_path):
+    # detectron2's lightning_train_net: trainer_params["precision"] = 16 under `if cfg.SOLVER.AMP.ENABLED`
+    p = project(tmp_path, {"train.py": _SPLAT})
+    (ep,) = p.entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
+    assert "if cfg.amp_enabled" in ep.signals[0][0].condition
+    for near_miss in (_SPLAT.replace("= 16", "= 32"),  # a float32 run
+                      _SPLAT.replace('params["precision"] = 16', 'other["precision"] = 16'),  # another dict
+                      _SPLAT.replace("        trainer.fit(module)", '        params["precision"] = 16\n        trainer.fit(module)')
+                      .replace('        if cfg.amp_enabled:\n            params["precision"] = 16\n', "")):  # set after the call
+        p = project(tmp_path / str(abs(hash(near_miss))), {"train.py": near_miss})
+        (ep,) = p.entry_points()
+        assert Regime(ep.signals).mode == "fp32", near_miss
