@@ -121,6 +121,9 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
     if not rules:
         return []
     seen = {(v.code, id(v.node)) for v in found}
+    from .project import EXAMPLES_ONLY
+    whose = "library code that only example scripts with no precision evidence reach" if EXAMPLES_ONLY in regime.scope \
+        else "library code no training entry point reaches"
     out: List[Violation] = []
     with ctx.assuming(regime.assuming_any_fp16_use()):
         for code, rule in rules:
@@ -129,8 +132,7 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
                     v.code = code
                     if (code, id(v.node)) in seen:
                         continue
-                    v.message += " (a hazard under any float16 use of this code: library code no training entry " \
-                                 "point reaches, judged as under fp16 autocast)"
+                    v.message += f" (a hazard under any float16 use of this code: {whose}, judged as under fp16 autocast)"
                     if v.confidence == Confidence.CERTAIN:
                         v.confidence = Confidence.LIKELY
                     out.append(v)

@@ -47,12 +47,19 @@ def precision_line(files_by_project: List[Tuple[object, Path]]) -> str:
 
 def precision_parts(files_by_project: List[Tuple[object, Path]]) -> str:
     """``fp16-mixed for 40 files, no training entry point reaches 3 files (library policy)``."""
-    counts = OrderedDict(sorted(precision_counts(files_by_project).items(), key=lambda kv: (-kv[1], kv[0])))
+    from .project import EXAMPLES_ONLY
+    labels = []
+    for project, f in files_by_project:
+        label, scope = file_label(project, f)
+        labels.append("examples-library" if label == "library" and EXAMPLES_ONLY in scope else label)
+    counts = OrderedDict(sorted(Counter(labels).items(), key=lambda kv: (-kv[1], kv[0])))
     parts = []
     for label, n in counts.items():
         files = f"{n} file{'s' if n != 1 else ''}"
         if label == "library":
             parts.append(f"no training entry point reaches {files} (library policy)")
+        elif label == "examples-library":
+            parts.append(f"only example scripts with no precision evidence reach {files} (library policy)")
         elif label == "test":
             parts.append(f"{files} {'are tests' if n != 1 else 'is a test'} (no precision assumed)")
         else:
@@ -83,6 +90,11 @@ def settings_report(projects) -> str:
                 note = f" ({why})" if why else ""
                 counted = "" if role == "training" else " (not counted)"
                 out.append(f"    evidence: {where} [{role}]{note}{counted}")
+        from .project import EXAMPLES_ONLY
+        examples_only = [f for f in project.files() if EXAMPLES_ONLY in project.regime_for(f).scope]
+        if examples_only:
+            out.append(f"  package files only example scripts with no precision evidence reach: {len(examples_only)} "
+                       f"(library policy)")
         unreached = [f for f in project.files() if not any(f.resolve() == ep.path or f.resolve() in ep.reach for ep in eps)]
         if eps and unreached:
             labels = Counter(file_label(project, f)[0] for f in unreached)

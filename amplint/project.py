@@ -31,6 +31,8 @@ REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
 
 
 LIBRARY_SCOPE = "library code"
+# a package's file that only example scripts without precision evidence reach (linformer-pytorch)
+EXAMPLES_ONLY = "a package of the project, reached only by example scripts with no precision evidence"
 ANY_FP16_USE = "any float16 use of library code"
 
 
@@ -852,8 +854,7 @@ class Project:
         if reaching and all(_EXAMPLE_DIR.search(ep.display) and not ep.signals for ep in reaching) \
                 and self._published_package_file(key):
             # linformer-pytorch: its examples/ train in fp32; its users train the package in fp16
-            return self._library("a package the project publishes, reached only by example scripts "
-                                 "with no precision evidence")
+            return self._library(EXAMPLES_ONLY)
         if reaching:
             signals: List[Tuple[Signal, Evidence]] = []
             origins = []
@@ -892,10 +893,10 @@ class Project:
         return any(reached.reaches(s.name) for s in symbols)
 
     def _published_package_file(self, path: Path) -> bool:
-        """``path`` lies in a package the project publishes: a directory with an ``__init__.py``
-        at the root (or under ``src/``) of a project with a setup.py / setup.cfg / pyproject.toml."""
-        if not any((self.root / m).is_file() for m in ("setup.py", "setup.cfg", "pyproject.toml")):
-            return False
+        """``path`` lies in a package of the project: a directory with an ``__init__.py`` at the
+        root (or under ``src/``). No setup.py is asked for: a package that only example scripts use
+        is library code whether or not this checkout packages it (linformer-pytorch's tree before
+        its setup.py; its users trained it in fp16)."""
         rel = self._relative_or_none(path)
         parts = rel.split("/") if rel else []
         if parts and parts[0] == "src":
