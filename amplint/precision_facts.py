@@ -34,7 +34,7 @@ TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchma
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|precision[\"']\s*(?:\]\s*=|:)|opt_level|"
     rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision|"
-    rb"Accelerator\(|pytorch_accelerated"
+    rb"Accelerator\(|pytorch_accelerated|(?:Trainer|Fabric)\([^()]*\*\*"
 )
 # A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
 # any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
@@ -335,7 +335,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             sig, branch = _conditional_signal(node, call_facts, imports)
             one_of = one_of or branch
         if sig is None:
-            sig = _launcher_signal(node, call_facts)
+            sig = _launcher_signal(node, call_facts) or _callers_precision(node, call_facts, owner(node))
         if sig is None:
             call = _precision_call(node, owner, parents)
             if call is not None:  # ``Fabric(precision=precision)`` with ``precision = p or default_precision()``
@@ -531,6 +531,24 @@ def _launcher_signal(node: ast.Call, call_facts) -> Optional[Signal]:
             not isinstance(call_facts.kwargs.get("mixed_precision", UNKNOWN), str):
         return Signal("launcher", "", note="`Accelerator()` without a literal mixed_precision: the launcher's precision")
     return None
+
+
+_LIGHTNING_TRAINERS = {"pytorch_lightning.Trainer", "pytorch_lightning.trainer.trainer.Trainer", "lightning.Trainer",
+                       "lightning.pytorch.Trainer", "lightning.pytorch.trainer.trainer.Trainer", "lightning.Fabric",
+                       "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
+
+
+def _callers_precision(node: ast.Call, call_facts, fn) -> Optional[Signal]:
+    """A Lightning ``Trainer`` / ``Fabric`` built with no precision of its own but the enclosing
+    function's ``**kwargs`` (graphnet's ``EasySyntax.fit(..., **trainer_kwargs)``): the caller passes
+    the precision (``precision="16-mixed"``), one of fp32, fp16 or bf16 autocast, as a launcher does."""
+    if (call_facts.qualname or "") not in _LIGHTNING_TRAINERS or "precision" in call_facts.kwargs \
+            or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.args.kwarg is None:
+        return None
+    name = fn.args.kwarg.arg
+    if not any(kw.arg is None and isinstance(kw.value, ast.Name) and kw.value.id == name for kw in node.keywords):
+        return None
+    return Signal("launcher", "", note=f"`**{name}` of `{fn.name}` passes the caller's precision")
 
 
 def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):

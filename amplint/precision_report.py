@@ -81,8 +81,12 @@ def settings_report(projects) -> str:
             out.append(f"  precision for its files: {project.regime.mode} ({project.regime.scope})")
         for ep in eps:
             from .project import Regime
-            mode = Regime(ep.signals).mode
-            out.append(f"  entry point {ep.name()}: {mode} ({MODE_WORDS.get(mode, mode)})")
+            regime = Regime(ep.signals)
+            mode = regime.mode
+            words = MODE_WORDS.get(mode, mode)
+            if mode == "fp32" and regime.launcher is not None:
+                words = "set by the launcher or the caller: fp32, fp16 or bf16 autocast; only what fails under any autocast is judged"
+            out.append(f"  entry point {ep.name()}: {mode} ({words})")
             for f in ep.functions:
                 out.append(f"    trains in {f['function']} (line {f['line']}): {', '.join(f['why'])}")
             out.append(f"    reaches {len(ep.reach)} file{'s' if len(ep.reach) != 1 else ''} of the project")

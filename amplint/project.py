@@ -661,7 +661,7 @@ class Project:
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))
                     for s in pf["signals"]:
                         roles.append((s["role"], f"`{s['text']}` at {self.display(p)}:{s['line']}",
-                                      s["why"] or (s["one_of"] or "")))
+                                      s["why"] or s["one_of"] or (s["note"] if s["kind"] == "launcher" else "")))
                 for cpath, sig, ev in configs:
                     if _config_applies(cpath, path):
                         signals.append((sig, ev))

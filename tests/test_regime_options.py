@@ -564,7 +564,7 @@ def test_a_project_subclass_of_a_launcher_trainer_leaves_the_precision_to_the_la
     assert r.mode == "fp32" and r.launcher is not None and "DetectorTrainer" in r.launcher.what
     out = run(["check", "--output-format", "concise", "."], p.root).out
     assert "AMP202" in out
-    assert "Assumed precision: fp32: the launcher's (`pkg.trainer.DetectorTrainer(...)`)" in out  # not "no autocast ..."
+    assert "Assumed precision: fp32: set by the launcher or the caller (`pkg.trainer.DetectorTrainer(...)`)" in out  # not "no autocast ..."
     # near miss: the same subclass of another library's trainer (its own precision: fp32 here)
     other = {**_SUBCLASSED_TRAINER,
              "pkg/trainer.py": _SUBCLASSED_TRAINER["pkg/trainer.py"].replace("pytorch_accelerated", "mylib")}
@@ -655,3 +655,39 @@ def test_lightning_precision_in_a_kwargs_dict(tmp_path):
         p = project(tmp_path / str(abs(hash(near_miss))), {"train.py": near_miss})
         (ep,) = p.entry_points()
         assert Regime(ep.signals).mode == "fp32", near_miss
+
+
+_CALLERS_TRAINER = {
+    "pkg/__init__.py": "",
+    "pkg/loss.py": """
+        import torch.nn.functional as F
+        class BinaryLoss:
+            def __call__(self, logits, target):
+                return F.binary_cross_entropy(logits.sigmoid(), target)
+    """,
+    "pkg/model.py": """
+        from pytorch_lightning import Trainer
+        from pkg.loss import BinaryLoss
+        class Model:
+            def fit(self, loader, max_epochs=10, **trainer_kwargs):
+                self.loss = BinaryLoss()
+                trainer = Trainer(max_epochs=max_epochs, **trainer_kwargs)
+                trainer.fit(self, loader)
+    """,
+}
+
+
+def test_a_lightning_trainer_built_from_the_callers_kwargs_takes_the_callers_precision(tmp_path):
+    # graphnet's EasySyntax.fit(..., **trainer_kwargs): users pass precision="16-mixed"; its loss's
+    # F.binary_cross_entropy then raises under autocast
+    p = project(tmp_path, _CALLERS_TRAINER)
+    r = p.regime_for(p.root / "pkg" / "loss.py")
+    assert r.mode == "fp32" and r.launcher is not None
+    assert "AMP202" in run(["check", "--output-format", "concise", "."], p.root).out
+    assert "set by the launcher or the caller" in run(["check", "--show-settings", "."], p.root).out
+    # near misses: the trainer's own precision, and kwargs that are not the function's own **kwargs
+    for src in (_CALLERS_TRAINER["pkg/model.py"].replace("max_epochs=max_epochs,", "precision=32, max_epochs=max_epochs,"),
+                _CALLERS_TRAINER["pkg/model.py"].replace("**trainer_kwargs)", "**self.trainer_kwargs)")):
+        p = project(tmp_path / str(abs(hash(src))), {**_CALLERS_TRAINER, "pkg/model.py": src})
+        assert p.regime_for(p.root / "pkg" / "loss.py").launcher is None
+        assert "AMP202" not in run(["check", "--output-format", "concise", "."], p.root).out

@@ -218,7 +218,7 @@ class PrecisionModel:
         loss_object = cls is not None and re.search(r"(?i)loss|criterion", cls.name.value)  # Loss.__call__
         if not (self.model_code(fn) or loss_object):
             return NOT_AUTOCAST
-        return AutocastState(True, "fp16 or bf16 (the launcher's)", LIKELY, evidence)
+        return AutocastState(True, "fp16 or bf16 (set by the launcher or the caller)", LIKELY, evidence)
 
     def model_code(self, fn: Optional[cst.FunctionDef]) -> bool:
         """Does ``fn`` run as part of a model's computation, so that the project's regime (fp16

@@ -78,7 +78,7 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
         launcher = next((r.launcher for r in map(project.regime_for, files) if r.launcher is not None), None)
     if launcher is not None:
         # Accelerator() / a pytorch_accelerated trainer: `accelerate launch` picks fp32, fp16 or bf16.
-        return AssumedPrecision(root or ".", "fp32", f"the launcher's ({launcher.what}): fp32, fp16 or bf16 autocast, "
+        return AssumedPrecision(root or ".", "fp32", f"set by the launcher or the caller ({launcher.what}): fp32, fp16 or bf16 autocast, "
                                                      "so only what fails under any autocast is reported (AMP202, "
                                                      "docs/precision.md); `--precision` overrides", Location.of(launcher))
     n = len(project.files())
