@@ -309,8 +309,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
 
     for node in nodes:
         if isinstance(node, ast.Dict):
+            # a DeepSpeed block under ``if precision == "bfloat16":`` is one of the options (gpt-neox)
+            cond = _dtype_condition(node, parents, lines)
             for sig, note in _dict_signals(node):
-                facts["signals"].append(_record(sig, note, node, lines, TRAINING, None))
+                facts["signals"].append(_record(sig, note, node, lines, TRAINING, cond))
             continue
         if not isinstance(node, ast.Call) or id(node) in skipped:
             continue

@@ -639,6 +639,10 @@ class Project:
         if self._entry_points is None:
             facts = self.facts()
             graph = self._import_graph()
+            importers: Dict[Path, set] = {}
+            for src, targets in graph.items():
+                for t in targets:
+                    importers.setdefault(t, set()).add(src)
             configs = self._config_signals()
             master = bool(self.master_optimizers())
             reached_of: Dict[Path, _Reached] = {}
@@ -661,11 +665,19 @@ class Project:
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))
                     for s in pf["signals"]:
                         roles.append((s["role"], f"`{s['text']}` at {self.display(p)}:{s['line']}",
-                                      s["why"] or s["one_of"] or (s["note"] if s["kind"] == "launcher" else "")))
+                                      "; ".join(x for x in (s["why"], s["one_of"], s["note"] if s["kind"] == "launcher"
+                                                            else "") if x)))
+                runners = None
                 for cpath, sig, ev in configs:
-                    if _config_applies(cpath, path):
-                        signals.append((sig, ev))
-                        roles.append(("training", str(ev), "configuration"))
+                    if not _config_applies(cpath, path):
+                        # the configs of a script that runs this entry point's code (gpt-neox: train.py at
+                        # the root beside configs/, the loop in megatron/training.py)
+                        if runners is None:
+                            runners = [r for r in _closure(path, importers) if r != path and not self.is_test(r)]
+                        if not any(_config_applies(cpath, r) for r in runners):
+                            continue
+                    signals.append((sig, ev))
+                    roles.append(("training", str(ev), "configuration"))
                 for sig, ev in self._launcher_trainer_signals(path, f["entry_points"]):
                     signals.append((sig, ev))
                     roles.append((TRAINING, str(ev), "a trainer whose precision the launcher sets"))

@@ -521,3 +521,45 @@ def test_a_lightning_module_s_own_cli_precision_stays_with_its_script(tmp_path):
     assert p.regime_for(p.root / "simclr.py").mode == "fp16-mixed"
     assert p.regime_for(p.root / "gan.py").mode == "fp32"
     assert {e.display.rsplit("/", 1)[-1] for e in p.entry_points()} == {"simclr.py", "gan.py"}
+
+
+_NEOX = {
+    "pyproject.toml": "[project]\nname = 'neox'\n",
+    "train.py": """
+        import sys
+        import yaml
+        from megatron.training import pretrain
+        def main(model, loader):
+            pretrain(model, loader, yaml.safe_load(open(sys.argv[1])))
+    """,
+    "megatron/__init__.py": "",
+    "megatron/training.py": """
+        import deepspeed
+        def pretrain(model, loader, ds_config):
+            if ds_config.get("precision") == "bfloat16":
+                ds_config.update({"bf16": {"enabled": True}})
+            engine, _, _, _ = deepspeed.initialize(model=model, config_params=ds_config)
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
+    """,
+    "configs/125M.yml": '{"train_micro_batch_size_per_gpu": 4, "fp16": {"enabled": true, "loss_scale": 0}}\n',
+}
+
+
+def test_configs_beside_the_script_that_runs_an_entry_point_belong_to_it(tmp_path):
+    # gpt-neox: `python train.py configs/125M.yml`; the loop is in megatron/training.py, the configs in a sibling dir
+    p = project(tmp_path, _NEOX)
+    (ep,) = p.entry_points()
+    assert ep.display.endswith("megatron/training.py")
+    from amplint.project import Regime
+    assert Regime(ep.signals).mode == "fp16-master"
+    # the bf16 block under `if ... == "bfloat16":` is one of the options, shown with its condition
+    (bf16,) = [s for s, _ in ep.signals if s.dtype == "bfloat16"]
+    assert bf16.conditional and "bfloat16" in bf16.condition
+    # near miss: no script runs it from beside the configs (a package's loop, configs of another tool)
+    files = {k: v for k, v in _NEOX.items() if k != "train.py"}
+    files["tools/other.py"] = "import json\n"
+    p = project(tmp_path / "alone", files)
+    (ep,) = p.entry_points()
+    assert Regime(ep.signals).mode == "bf16"
