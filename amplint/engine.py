@@ -121,9 +121,9 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
     if not rules:
         return []
     seen = {(v.code, id(v.node)) for v in found}
-    from .project import EXAMPLES_ONLY
-    whose = "library code that only example scripts with no precision evidence reach" if EXAMPLES_ONLY in regime.scope \
-        else "library code no training entry point reaches"
+    from .project import who_reaches
+    words = who_reaches(regime.scope)
+    whose = f"library code {words}" if words.startswith("no ") else f"library code that {words}"
     out: List[Violation] = []
     with ctx.assuming(regime.assuming_any_fp16_use()):
         for code, rule in rules:

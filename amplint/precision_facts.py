@@ -260,6 +260,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             if why not in e["why"]:
                 e["why"].append(why)
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
+    facts["script"] = b"__main__" in source  # run as a program, not only imported
     training_helpers = _training_helpers(functions, training_lines)
     facts["precision_functions"] = _precision_functions(functions)
     facts["master_optimizers"] = sorted(

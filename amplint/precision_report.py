@@ -47,19 +47,17 @@ def precision_line(files_by_project: List[Tuple[object, Path]]) -> str:
 
 def precision_parts(files_by_project: List[Tuple[object, Path]]) -> str:
     """``fp16-mixed for 40 files, no training entry point reaches 3 files (library policy)``."""
-    from .project import EXAMPLES_ONLY
+    from .project import who_reaches
     labels = []
     for project, f in files_by_project:
         label, scope = file_label(project, f)
-        labels.append("examples-library" if label == "library" and EXAMPLES_ONLY in scope else label)
+        labels.append("library:" + who_reaches(scope) if label == "library" else label)
     counts = OrderedDict(sorted(Counter(labels).items(), key=lambda kv: (-kv[1], kv[0])))
     parts = []
     for label, n in counts.items():
         files = f"{n} file{'s' if n != 1 else ''}"
-        if label == "library":
-            parts.append(f"no training entry point reaches {files} (library policy)")
-        elif label == "examples-library":
-            parts.append(f"only example scripts with no precision evidence reach {files} (library policy)")
+        if label.startswith("library:"):
+            parts.append(f"{label[len('library:'):]} {files} (library policy)")
         elif label == "test":
             parts.append(f"{files} {'are tests' if n != 1 else 'is a test'} (no precision assumed)")
         else:
@@ -86,6 +84,9 @@ def settings_report(projects) -> str:
             words = MODE_WORDS.get(mode, mode)
             if mode == "fp32" and regime.launcher is not None:
                 words = "set by the launcher or the caller: fp32, fp16 or bf16 autocast; only what fails under any autocast is judged"
+            elif not ep.signals and hasattr(project, "_library_loop") and project._library_loop(ep):
+                words = "no precision evidence; a loop of the package its users call, so the package files it reaches " \
+                        "are judged by the library policy"
             out.append(f"  entry point {ep.name()}: {mode} ({words})")
             for f in ep.functions:
                 out.append(f"    trains in {f['function']} (line {f['line']}): {', '.join(f['why'])}")
@@ -94,11 +95,12 @@ def settings_report(projects) -> str:
                 note = f" ({why})" if why else ""
                 counted = "" if role == "training" else " (not counted)"
                 out.append(f"    evidence: {where} [{role}]{note}{counted}")
-        from .project import EXAMPLES_ONLY
-        examples_only = [f for f in project.files() if EXAMPLES_ONLY in project.regime_for(f).scope]
-        if examples_only:
-            out.append(f"  package files only example scripts with no precision evidence reach: {len(examples_only)} "
-                       f"(library policy)")
+        from .project import who_reaches
+        reached_library = Counter(who_reaches(project.regime_for(f).scope) for f in project.files()
+                                  if project.regime_for(f).library and any(f.resolve() == ep.path or f.resolve() in ep.reach
+                                                                           for ep in eps))
+        for words, n in sorted(reached_library.items()):
+            out.append(f"  package files {words}: {n} (library policy)")
         unreached = [f for f in project.files() if not any(f.resolve() == ep.path or f.resolve() in ep.reach for ep in eps)]
         if eps and unreached:
             labels = Counter(file_label(project, f)[0] for f in unreached)

@@ -33,6 +33,17 @@ REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
 LIBRARY_SCOPE = "library code"
 # a package's file that only example scripts without precision evidence reach (linformer-pytorch)
 EXAMPLES_ONLY = "a package of the project, reached only by example scripts with no precision evidence"
+# a package's file that only the package's own optimisation loops without precision evidence reach (kornia)
+LIBRARY_LOOPS_ONLY = ("a package of the project, reached only by optimisation loops of the package itself (functions its "
+                      "users call, not scripts) with no precision evidence")
+_WHO_REACHES = {EXAMPLES_ONLY: "only example scripts with no precision evidence reach",
+                LIBRARY_LOOPS_ONLY: "only the package's own optimisation loops with no precision evidence reach"}
+
+
+def who_reaches(scope: str) -> str:
+    """How library code was reached, for people: "no training entry point reaches" or why the
+    entry points that reach it do not set its precision."""
+    return next((words for marker, words in _WHO_REACHES.items() if marker in scope), "no training entry point reaches")
 ANY_FP16_USE = "any float16 use of library code"
 
 
@@ -202,6 +213,8 @@ class Regime:
 
 
 _EXAMPLE_DIR = re.compile(r"(?i)(^|/)(examples?|tutorials?|demos?|notebooks?|samples?)/")
+# directories of programs, not of a package's API (``tools/train.py`` inside a package is a program)
+_SCRIPT_DIR = re.compile(r"(?i)(^|/)(scripts?|tools|bin|cli|apps?|train(ing)?_scripts?|experiments?|recipes?)/")
 _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
 
@@ -867,6 +880,10 @@ class Project:
                 and self._published_package_file(key):
             # linformer-pytorch: its examples/ train in fp32; its users train the package in fp16
             return self._library(EXAMPLES_ONLY)
+        if reaching and all(not ep.signals and self._library_loop(ep) for ep in reaching) \
+                and self._published_package_file(key):
+            # kornia: ImageRegistrator.register fits a homography with Adam; its users pick their precision
+            return self._library(LIBRARY_LOOPS_ONLY)
         if reaching:
             signals: List[Tuple[Signal, Evidence]] = []
             origins = []
@@ -903,6 +920,13 @@ class Project:
             return True
         reached = self._reached.setdefault(ep.path, _Reached(self, ep.path))
         return any(reached.reaches(s.name) for s in symbols)
+
+    def _library_loop(self, ep: "EntryPoint") -> bool:
+        """``ep`` is a function of the project's package that its users call (kornia's
+        ``ImageRegistrator.register``), not a program: a package file that no script runs."""
+        facts = self.facts().get(ep.path, {})
+        return not facts.get("script", True) and self._published_package_file(ep.path) \
+            and not _SCRIPT_DIR.search(self.relative(ep.path))
 
     def _published_package_file(self, path: Path) -> bool:
         """``path`` lies in a package of the project: a directory with an ``__init__.py`` at the

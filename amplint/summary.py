@@ -23,8 +23,8 @@ from .constants import module_constants
 from .file_graph import check_graph, file_graph
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
-SCHEMA = 18  # 18: a DeepSpeed dict literal under an if on a dtype flag is "one of"
-#   17: a Lightning Trainer built from the function's **kwargs: the caller's precision (launcher)
+SCHEMA = 19  # 19: facts["script"] (the file runs as a program)
+#   18: a DeepSpeed dict literal under an if on a dtype flag is "one of"
 #   11: no entry point in an autograd.Function backward; 10: a cast seen through device moves (model.cuda().half()); 9: precision functions and calls; 8: master-weights optimizer classes, frozen half casts; 7: the file's functions,
 #    classes and calls (``graph``, amplint.file_graph)
 # A module-level line that may bind a number (``EPS = 1e-8``, ``NEG = -2 ** 30``, ``INF = float("inf")``,

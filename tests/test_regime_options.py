@@ -691,3 +691,49 @@ def test_a_lightning_trainer_built_from_the_callers_kwargs_takes_the_callers_pre
         p = project(tmp_path / str(abs(hash(src))), {**_CALLERS_TRAINER, "pkg/model.py": src})
         assert p.regime_for(p.root / "pkg" / "loss.py").launcher is None
         assert "AMP202" not in run(["check", "--output-format", "concise", "."], p.root).out
+
+
+_LIBRARY_LOOP = {
+    "pyproject.toml": "[project]\nname = 'imglib'\n",
+    "imglib/__init__.py": "from .color import rgb_to_hsv\nfrom .register import ImageRegistrator\n",
+    "imglib/color.py": """
+        import torch
+        def rgb_to_hsv(image: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+            max_rgb = image.amax(-3)
+            return (max_rgb - image.amin(-3)) / (max_rgb + eps)
+    """,
+    "imglib/register.py": """
+        import torch
+        from torch import nn
+        class ImageRegistrator(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.h = nn.Parameter(torch.eye(3))
+            def register(self, src, dst, steps=100):
+                opt = torch.optim.Adam(self.parameters(), lr=1e-3)
+                for _ in range(steps):
+                    loss = (src @ self.h - dst).abs().mean()
+                    loss.backward()
+                    opt.step()
+                return self.h
+    """,
+}
+
+
+def test_a_packages_own_optimisation_loop_does_not_make_the_package_fp32(tmp_path):
+    # kornia: ImageRegistrator.register fits a homography with Adam; the rest of the library (rgb_to_hsv's
+    # eps=1e-8, NaN on a black pixel in float16) is its users' to run in fp16: the library policy applies
+    p = project(tmp_path, _LIBRARY_LOOP)
+    color = p.regime_for(p.root / "imglib" / "color.py")
+    assert color.library
+    out = run(["check", "--output-format", "concise", "."], p.root).out
+    assert "color.py" in out and "AMP102" in out
+    assert "only the package's own optimisation loops with no precision evidence reach" in out
+    # near misses: a program of the package (run as __main__), a training script at the root
+    script = textwrap.dedent(_LIBRARY_LOOP["imglib/register.py"]) + "\nif __name__ == '__main__':\n    ImageRegistrator().register(1, 2)\n"
+    p = project(tmp_path / "script", {**_LIBRARY_LOOP, "imglib/register.py": script})
+    assert p.regime_for(p.root / "imglib" / "color.py").mode == "fp32"
+    assert not p.regime_for(p.root / "imglib" / "color.py").library
+    train = "import torch\nimport imglib\ndef main(m, x, opt):\n    m(imglib.rgb_to_hsv(x)).sum().backward()\n    opt.step()\n"
+    p = project(tmp_path / "root", {**_LIBRARY_LOOP, "train.py": train})
+    assert not p.regime_for(p.root / "imglib" / "color.py").library

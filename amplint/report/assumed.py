@@ -53,11 +53,11 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
             ev = r.half_params or r.fp16_autocast or r.fp16 or r.bf16
             return AssumedPrecision(root, mode, why, Location.of(ev) if ev is not None else None)
         if labels[0] == "library" and _has_entry_points(project):
-            from ..project import EXAMPLES_ONLY
+            from ..project import who_reaches
             root = project.display(project.root) or "."
             n = len(files)
-            who = "only example scripts with no precision evidence reach" \
-                if all(EXAMPLES_ONLY in project.regime_for(f).scope for f in files) else "no training entry point reaches"
+            whos = {who_reaches(project.regime_for(f).scope) for f in files}
+            who = whos.pop() if len(whos) == 1 else "no training entry point reaches"
             return AssumedPrecision(root, "library", f"{who} {'these' if n != 1 else 'this'} "
                                     f"{n} file{'s' if n != 1 else ''}; the library policy applies (docs/precision.md), "
                                     f"`assume-precision` sets one")
