@@ -24,7 +24,11 @@ from .file_graph import check_graph, file_graph
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
 SCHEMA = 19  # 19: facts["script"] (the file runs as a program)
-#   18: a DeepSpeed dict literal under an if on a dtype flag is "one of"
+#   18: a DeepSpeed dict literal under an if on a dtype flag is "one of"; 17: a Lightning Trainer built from the
+#   function's **kwargs (the caller's precision); 16: `(A if c else B)(...)` calls each branch, `**params` dict
+#   keywords; 15: a function named for evaluation that trains (or that training calls) holds training evidence;
+#   14: a PEFT-wrapped float16 task model is half parameters; 13: calls through an instance held in an attribute
+#   or local (file_graph); 12: launcher evidence (Accelerator() without a literal mixed_precision)
 #   11: no entry point in an autograd.Function backward; 10: a cast seen through device moves (model.cuda().half()); 9: precision functions and calls; 8: master-weights optimizer classes, frozen half casts; 7: the file's functions,
 #    classes and calls (``graph``, amplint.file_graph)
 # A module-level line that may bind a number (``EPS = 1e-8``, ``NEG = -2 ** 30``, ``INF = float("inf")``,
