@@ -115,6 +115,12 @@ class ProjectCache:
         self._new_results: Dict[str, object] = {}
         self._derived: Dict[str, object] = {}  # facts of the whole project, by project fingerprint
         self._new_derived: Dict[str, object] = {}
+        # Answers to the project index's questions (``Project.callers``) under one summaries'
+        # fingerprint, in a file of their own read on first use: a one-file run whose edit changed
+        # no summary answers them without loading every summary to build the index.
+        self._answers: Optional[Dict[str, object]] = None
+        self._answers_for = ""
+        self._answers_dirty = False
         self._load()
 
     def _read(self, path: Path) -> Optional[dict]:
@@ -205,10 +211,32 @@ class ProjectCache:
         if self._derived.get(key) != data:
             self._new_derived[key] = data
 
+    def answers_path(self) -> Path:
+        return self.path.with_name(f"{self.path.stem}.answers.json")
+
+    def _answers_of(self, fingerprint: str) -> Dict[str, object]:
+        if self._answers is None:
+            data = self._read(self.answers_path())
+            found = data.get("answers") if data is not None and data.get("fingerprint") == fingerprint else None
+            self._answers, self._answers_for = (found if isinstance(found, dict) else {}), fingerprint
+        if self._answers_for != fingerprint:  # the summaries changed: the old answers are void
+            self._answers, self._answers_for, self._answers_dirty = {}, fingerprint, True
+        return self._answers
+
+    def answer(self, fingerprint: str, key: str):
+        return self._answers_of(fingerprint).get(key)
+
+    def put_answer(self, fingerprint: str, key: str, data) -> None:
+        store = self._answers_of(fingerprint)
+        if store.get(key) != data:
+            store[key] = data
+            self._answers_dirty = True
+
     # ---- writing -----------------------------------------------------------------------------------
     @property
     def dirty(self) -> bool:
-        return bool(self._new_files or self._new_summaries or self._new_results or self._new_derived)
+        return bool(self._new_files or self._new_summaries or self._new_results or self._new_derived
+                    or self._answers_dirty)
 
     def save(self, live_rels: Optional[Iterable[str]] = None) -> None:
         """Write the cache files (atomically) when something new was learnt; entries of files no
@@ -239,10 +267,14 @@ class ProjectCache:
             for shard, summaries in shards.items():  # first: the index never names summaries not written
                 write_atomic(self.shard_path(shard), json.dumps({**head, "summaries": summaries},
                                                                 separators=(",", ":")).encode())
+            if self._answers_dirty and self._answers is not None:
+                write_atomic(self.answers_path(), json.dumps({**head, "fingerprint": self._answers_for,
+                                                              "answers": self._answers}, separators=(",", ":")).encode())
             write_atomic(self.path, json.dumps({**head, "files": files, "results": results, "derived": derived},
                                                separators=(",", ":")).encode())
         except OSError:
             return
+        self._answers_dirty = False
         self._files, self._results, self._derived = files, results, derived
         self._shards.update(shards)
         self._new_files, self._new_summaries, self._new_results, self._new_derived = {}, {}, {}, {}

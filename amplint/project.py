@@ -22,7 +22,7 @@ from .cache import ProjectCache, content_key, digest
 from .context.evidence import Evidence, Signal
 from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
-from .project_index import CallSite, ProjectIndex, Symbol
+from .project_index import Argument, CallSite, ProjectIndex, Symbol
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 from .precision_facts import LAUNCHER_TRAINERS, precision_call_signal, precision_call_values
 from .summary import FileSummary, summarise
@@ -1037,8 +1037,46 @@ class Project:
     def callers(self, name: str) -> List[CallSite]:
         """Every call of the project definition ``name`` (``pkg.losses.nll_loss``,
         ``pkg.model.Net.forward``; a class: its instantiations) in the project's files, each with
-        its arguments (``ProjectIndex.callers``)."""
-        return self.index.callers(name)
+        its arguments (``ProjectIndex.callers``). Kept in the cache under the summaries'
+        fingerprint (``ProjectCache.answer``): a run whose edits changed no summary gets them
+        without building the index (the sites' content keys are the files' current ones)."""
+        if self.cache is None or self._overlay:
+            return self.index.callers(name)
+        fingerprint = self.facts_fingerprint()
+        if self._index is None:
+            sites = self._sites_from(self.cache.answer(fingerprint, name))
+            if sites is not None:
+                return sites
+        sites = self.index.callers(name)
+        self.cache.put_answer(fingerprint, name, [[str(c.path), c.caller, c.callee, c.line, c.col,
+                                                   [[a.how, a.text, a.kind] for a in c.args], c.on_self]
+                                                  for c in sites])
+        return sites
+
+    def _sites_from(self, data) -> Optional[List[CallSite]]:
+        """The call sites cached as ``data`` (None when they are not that, or name a file that is
+        no longer the project's)."""
+        if not isinstance(data, list):
+            return None
+        by_resolved = self.__dict__.get("_by_resolved")
+        if by_resolved is None:
+            by_resolved = self._by_resolved = {str(self.resolved(f)): f for f in self.files()}
+        out = []
+        try:
+            for path, caller, callee, line, col, args, on_self in data:
+                f = by_resolved.get(path)
+                if f is None or not (isinstance(caller, str) and isinstance(callee, str) and isinstance(line, int)
+                                     and isinstance(col, int) and isinstance(on_self, bool)):
+                    return None
+                arguments = tuple(Argument(how, text, kind) for how, text, kind in args
+                                  if isinstance(how, str) and isinstance(text, str) and isinstance(kind, str))
+                if len(arguments) != len(args):
+                    return None
+                out.append(CallSite(self.resolved(f), caller, callee, line, col, arguments, on_self,
+                                    self.content_key(f) or ""))
+        except (TypeError, ValueError):
+            return None
+        return out
 
     def subclasses(self, name: str) -> List[Symbol]:
         """The project classes deriving from ``name``, directly or not (``ProjectIndex.subclasses``)."""

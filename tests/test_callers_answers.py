@@ -1,0 +1,51 @@
+"""Project.callers' answers kept in the cache under the summaries' fingerprint: a one-file run
+after an edit that changed no summary answers them without building the project index, and gives
+the findings a run without the cache gives; an edit that changes what a caller passes is seen."""
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import amplint.project as project_module
+
+from cliutil import run, write_project
+from test_precision_callers import HELPER, TRAIN
+
+
+@pytest.fixture(autouse=True)
+def with_cache(monkeypatch):
+    monkeypatch.delenv("AMPLINT_NO_CACHE", raising=False)
+    monkeypatch.delenv("AMPLINT_CACHE_DIR", raising=False)
+
+
+def caller(arg: str) -> str:
+    return textwrap.dedent(f"""
+        import torch
+        from torch import nn
+        from losses import nll_loss
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+            def forward(self, x):
+                return nll_loss({arg})
+        """)
+
+
+def test_callers_answered_from_the_cache_while_no_summary_changes(tmp_path, monkeypatch):
+    root = write_project(tmp_path / "p", {"losses.py": "import torch\n" + textwrap.dedent(HELPER), "train.py": TRAIN,
+                                          "model.py": caller("self.fc(x).sigmoid()")})
+    built = []
+    index = project_module.ProjectIndex
+    monkeypatch.setattr(project_module, "ProjectIndex", lambda *a, **k: built.append(1) or index(*a, **k))
+    first = run(["check", "--output-format", "concise", "losses.py"], root).out
+    assert "AMP102" in first and built  # the caller in model.py passes a float16 probability
+    built.clear()
+    with (root / "losses.py").open("a") as fh:
+        fh.write("# an edit no summary sees\n")
+    assert run(["check", "--output-format", "concise", "losses.py"], root).out == first
+    assert not built  # answered from the cache
+    (root / "model.py").write_text(caller("self.fc(x).float().sigmoid()"))  # the caller now passes float32
+    out = run(["check", "--output-format", "concise", "losses.py"], root).out
+    assert "AMP102" not in out and built
+    assert out == run(["check", "--no-cache", "--output-format", "concise", "losses.py"], root).out
