@@ -43,3 +43,38 @@ def test_unscale_twice_in_a_row():
 ])
 def test_near_misses(name, inner, outer):
     assert lines("AMP303", LOOP.replace("{inner}", inner).replace("{outer}", outer)) == [], name
+
+
+SKIPPED_UPDATE = """
+import torch
+
+def train(model, loader, optimizer):
+    scaler = torch.amp.GradScaler("cuda")
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).mean()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        {tail}
+        optimizer.zero_grad()
+"""
+
+
+def test_an_update_skipped_on_some_iterations_is_reported_where_it_is_skipped():
+    # LVSM (fixed upstream): step and update under `if not skip_optimizer_step:`; on a skipped
+    # iteration the optimizer stays unscaled and the next unscale_ raises
+    tail = "if norm < 5.0:\n            scaler.step(optimizer)\n            scaler.update()"
+    (line, message), = found("AMP303", SKIPPED_UPDATE.replace("{tail}", tail))
+    assert line == 14 and "only under `if norm < 5.0:`" in message
+
+
+@pytest.mark.parametrize("name, tail", [
+    ("the upstream fix: update on every iteration",
+     "if norm < 5.0:\n            scaler.step(optimizer)\n        scaler.update()"),
+    ("step and update every iteration", "scaler.step(optimizer)\n        scaler.update()"),
+    ("the update is another function's business", "if norm < 5.0:\n            scaler.step(optimizer)"),
+])
+def test_near_misses_of_a_skipped_update(name, tail):
+    out = found("AMP303", SKIPPED_UPDATE.replace("{tail}", tail))
+    assert [m for _, m in out if "unscale_() has already been called" in m] == [], name

@@ -520,6 +520,11 @@ class _Walk:
         self.step = step
         self.by_owner = by_owner
         self.loop_exits: List[Tuple[Set[_State], Set[_State]]] = []  # (continue, break) per loop
+        # Scalers this function updates: only for those is the whole protocol in sight, so that an
+        # unscale_ is known to stay in force until their update() (a GradScaler's per-optimizer
+        # state goes back to "ready" at update() only, not at step() or zero_grad()). For the
+        # others, a step / zero_grad ends what this function can say.
+        self.updated_here = frozenset(e.scaler for e in step.events if e.kind == "update" and e.scaler)
 
     # events ----------------------------------------------------------------------------------
     def events(self, owner: cst.CSTNode, states: Set[_State]) -> Set[_State]:
@@ -528,8 +533,7 @@ class _Walk:
             states = {self.apply(e, s) for s in states}
         return states
 
-    @staticmethod
-    def apply(e: Event, s: _State) -> _State:
+    def apply(self, e: Event, s: _State) -> _State:
         if e.kind == "backward":
             if e.how == "scaled" and e.scaler:
                 return _State(s.scaled | {e.scaler}, s.unscale_due | {e.scaler}, s.plain_backward, s.assume, s.unscaled)
@@ -543,12 +547,13 @@ class _Walk:
                           s.unscaled | {key} if key is not None else s.unscaled)
         if e.kind == "scaler_step" and e.scaler:
             return _State(s.scaled - {e.scaler}, s.unscale_due - {e.scaler}, frozenset(), s.assume,
-                          frozenset(k for k in s.unscaled if k[0] != e.scaler))
+                          frozenset(k for k in s.unscaled if k[0] != e.scaler or e.scaler in self.updated_here))
         if e.kind == "update" and e.scaler:
             return _State(s.scaled, s.unscale_due, s.plain_backward, s.assume,
                           frozenset(k for k in s.unscaled if k[0] != e.scaler))
         if e.kind in ("opt_step", "zero_grad"):
-            return _State(frozenset(), frozenset(), frozenset(), s.assume)
+            return _State(frozenset(), frozenset(), frozenset(), s.assume,
+                          frozenset(k for k in s.unscaled if k[0] in self.updated_here))
         return s
 
     # statements ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Set
+from typing import Iterable, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -143,9 +143,32 @@ class GradScalerMisuse(Rule):
             target = ctx.code(e.target)
             if any(isinstance(a, cst.For) and ctx.code(a.target) == target for a in ctx.ancestors(e.call)):
                 continue  # ``for opt in optimizers: scaler.unscale_(opt)``: a new optimizer each time
+            skipped = _conditional_update(ctx, step, e)
+            if skipped is not None:
+                # the update, not the unscale_, is what to move: report it there
+                update, condition = skipped
+                message = (f"`{e.scaler}.update()` runs only under `if {condition}:`, but "
+                           f"`{e.scaler}.unscale_({target})` is not: the next iteration's unscale_ raises "
+                           f"RuntimeError \"unscale_() has already been called on this optimizer since the last "
+                           f"update()\"")
+                yield Violation(update.call, message, Confidence.CERTAIN,
+                                help=f"call `{e.scaler}.update()` on every iteration that unscaled, outside the `if` "
+                                     f"(`{e.scaler}.step` already skips a step whose gradients are inf/NaN)",
+                                related=[Location(ctx.path, ctx.line_of(e.call), f"`{e.scaler}.unscale_({target})`")])
+                continue
             message = (f"`{e.scaler}.unscale_({target})` may run a second time before `{e.scaler}.step` / "
                        f"`{e.scaler}.update()` (in a loop over micro-batches, or after an earlier unscale_): it "
                        f"raises RuntimeError \"unscale_() has already been called on this optimizer since the "
                        f"last update()\"")
             yield Violation(e.call, message, Confidence.CERTAIN,
                             help=f"unscale once per optimizer step, right before clipping and `{e.scaler}.step({target})`")
+
+
+def _conditional_update(ctx, step: Step, unscale) -> Optional[Tuple[object, str]]:
+    """The ``scaler.update()`` after ``unscale`` that an ``if`` around it (not around the unscale_)
+    may skip, with that ``if``'s condition."""
+    for update in step.following(unscale, "update", unscale.scaler):
+        for a in ctx.ancestors(update.call):
+            if isinstance(a, cst.If) and not ctx.is_ancestor(a, unscale.call):
+                return update, ctx.code(a.test)
+    return None
