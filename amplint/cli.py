@@ -325,6 +325,8 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
     run = fix_in_memory(paths, settings, selection, unsafe, **cache_options(args))
     errors = [e for s in run.states for e in s.errors]
     assumed = [assumed_precision(p) for p in run.projects]
+    for p in run.projects:
+        p.save_cache()  # what the summary line asked of the project (its regime) is cached too
     if getattr(args, "verbose", False):
         for s in run.states:
             err.write(f"amplint: {'fixed' if s.changed else 'checked'} {s.display}"

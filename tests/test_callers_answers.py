@@ -49,3 +49,17 @@ def test_callers_answered_from_the_cache_while_no_summary_changes(tmp_path, monk
     out = run(["check", "--output-format", "concise", "losses.py"], root).out
     assert "AMP102" not in out and built
     assert out == run(["check", "--no-cache", "--output-format", "concise", "losses.py"], root).out
+
+
+def test_fix_of_one_file_reads_the_cached_regime_the_run_before_stored(tmp_path, monkeypatch):
+    root = write_project(tmp_path / "p", {"losses.py": "import torch\n" + textwrap.dedent(HELPER), "train.py": TRAIN,
+                                          "model.py": caller("self.fc(x)")})
+    derived = []
+    entry_points = project_module.Project.entry_points
+    monkeypatch.setattr(project_module.Project, "entry_points",
+                        lambda self: derived.append(1) or entry_points(self))
+    first = run(["fix", "--diff", "model.py"], root)
+    assert derived  # the precision of the summary line: derived from the summaries, then cached
+    derived.clear()
+    again = run(["fix", "--diff", "model.py"], root)
+    assert (again.rc, again.out, again.err) == (first.rc, first.out, first.err) and not derived
