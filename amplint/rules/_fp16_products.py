@@ -142,6 +142,12 @@ def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0, kinds=BOUNDED) ->
         returns = pm.returned_values(expr)
         if returns:
             return all(bounded(ctx, pm, r, depth + 1, kinds) for r in returns)
+    if kinds is BOUNDED and isinstance(expr, cst.Call) and call_op(ctx, pm, expr)[0] == "exp":
+        # ``exp(x - x.max(-1, keepdim=True).values)``: every term is in (0, 1] (a softmax's numerator)
+        func = expr.func
+        args = positional(expr)
+        arg = func.value if isinstance(func, cst.Attribute) and not args else (args[0].value if args else None)
+        return arg is not None and _max_shifted(ctx, pm, arg, expr)
     if kinds is BOUNDED:
         v = ctx.number(expr)
         if v is not None:
@@ -151,6 +157,56 @@ def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0, kinds=BOUNDED) ->
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
             return bounded(ctx, pm, expr.left, depth + 1, kinds) and bounded(ctx, pm, expr.right, depth + 1, kinds)
     return op_of(ctx, pm, expr) in kinds
+
+
+def _max_shifted(ctx, pm, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """``x - x.max(dim, keepdim=True).values`` (or ``x`` after ``x.sub_(x.max(...)[0].unsqueeze(-1))``
+    earlier in the function): values at most 0, whose exp is at most 1."""
+    for _ in range(3):
+        if isinstance(expr, cst.Name) and pm.value_of(expr) is not None:
+            value = pm.value_of(expr)
+            if isinstance(value, cst.BinaryOperation):
+                expr = value
+                continue
+        break
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract):
+        return _max_of(ctx, pm, expr.right, ctx.code(expr.left))
+    if isinstance(expr, cst.Name):
+        # shifted in place before the exp: ``logits.sub_(logits_max.unsqueeze(dim=-1))``
+        fn = ctx.enclosing_function(at)
+        for call in ctx.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "sub_" and ctx.code(func.value) == expr.value \
+                    and ctx.enclosing_function(call) is fn and ctx.order(call) < ctx.order(at) and positional(call) \
+                    and _max_of(ctx, pm, positional(call)[0].value, expr.value):
+                return True
+    return False
+
+
+def _max_of(ctx, pm, expr: cst.BaseExpression, of: str, depth: int = 0) -> bool:
+    """Is ``expr`` a maximum of the value written ``of`` (``x.max(-1, keepdim=True).values``,
+    ``torch.max(x, dim=-1)[0].unsqueeze(-1)``, ``x.amax(...)``, or a name bound to one)?"""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Name):
+        value = pm.value_of(expr)
+        return value is not None and _max_of(ctx, pm, value, of, depth + 1)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "values":
+        return _max_of(ctx, pm, expr.value, of, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return _max_of(ctx, pm, expr.value, of, depth + 1)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        name = ctx.call_name(expr) or ""
+        args = positional(expr)
+        if name in ("torch.max", "torch.amax") and args:
+            return ctx.code(args[0].value) == of
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in ("max", "amax"):
+                return ctx.code(func.value) == of
+            if func.attr.value in VIEWS or func.attr.value == "detach":
+                return _max_of(ctx, pm, func.value, of, depth + 1)
+    return False
 
 
 # Calls whose output is bounded where their input is: a mean of values in [-1, 1] (or of rows that

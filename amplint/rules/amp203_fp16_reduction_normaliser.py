@@ -46,6 +46,8 @@ class Fp16ReductionNormaliser(Rule):
                 continue  # a product of unit vectors or softmax weights cannot overflow
             if op in P.PRODUCTS and self._mask_product(ctx, pm, core):
                 continue  # einsum(mask, mask): a count of the valid pairs, at most the contraction's length
+            if op in P.PRODUCTS and self._own_component(ctx, pm, site, denominator, core, named):
+                continue  # a perspective division: homogeneous coordinates over their last one
             message = self._message(ctx, core, op, named, binding, fact)
             stmt = binding if binding is not None else ctx.statement_of(site)
             fix = None
@@ -68,6 +70,42 @@ class Fp16ReductionNormaliser(Rule):
         counts, and a count is exact in float16 up to 2048 and finite up to 65504."""
         operands = P.tensor_operands(ctx, pm, core)
         return len(operands) >= 2 and all("mask" in P.short_code(ctx, o).lower() for o in operands)
+
+    def _own_component(self, ctx, pm, site, denominator, core, named) -> bool:
+        """The denominator is one entry of the product itself, picked by a literal position, and
+        the numerator is the same product (``uvw[:, :2] / uvw[:, 2:3]``, ``H / H[..., -1:, -1:]``,
+        ``1 / flow[:, 2]`` then ``flow[:, 0] * z``): homogeneous coordinates (a projection, a
+        homography) normalised by their last one. The contraction runs over the 3 or 4 coordinates
+        of a point (kornia's ``K @ cam``, ``torch.stack([x, y, ones], -1) @ tilt.T``), not over a
+        long axis, and the ratio does not depend on the product's scale."""
+        if not _picks_component(ctx, self._outer_subscript(ctx, pm, denominator)):
+            return False
+        if not isinstance(site, cst.BinaryOperation):
+            return isinstance(site, cst.AugAssign)  # ``H /= H[..., 2:, 2:]``
+        numerator = site.left
+        if ctx.number(numerator) is not None:
+            return True  # ``z = 1 / flow[:, 2]``: the reciprocal of the last coordinate
+        base = P.through_views(ctx, pm, numerator)
+        target = named if named is not None else core
+        return ctx.code(base) == ctx.code(target)
+
+    def _outer_subscript(self, ctx, pm, denominator) -> Optional[cst.Subscript]:
+        """The subscript the denominator reads, through ``+ eps`` and views (``w[:, :, [2]] + 1e-4``)."""
+        expr = denominator
+        for _ in range(8):
+            if isinstance(expr, cst.Subscript):
+                return expr
+            if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)) \
+                    and self._is_guard(ctx, expr.right):
+                expr = expr.left
+                continue
+            if isinstance(expr, cst.Call):
+                op, is_method = P.call_op(ctx, pm, expr)
+                if is_method and (op in P.VIEWS or op in P.CASTS or op in P.LOWER_GUARDS):
+                    expr = expr.func.value  # type: ignore[attr-defined]
+                    continue
+            return None
+        return None
 
     # ---- where normalisers are used -------------------------------------------------------------
     @staticmethod
@@ -184,3 +222,26 @@ class Fp16ReductionNormaliser(Rule):
             risk = (f"each entry sums many products and can pass float16's {fmt(FLOAT16.max)} (inf, then NaN) "
                     f"or cancel to 0 (1/0 = inf)")
         return f"{what} is {kind} used as a denominator: {risk}"
+
+
+def _picks_component(ctx, sub: Optional[cst.Subscript]) -> bool:
+    """Does ``sub`` pick entries at literal positions (``[:, 2]``, ``[..., 2:3]``, ``[..., -1:, -1:]``,
+    ``[:, :, [2]]``) rather than only viewing (``[..., None]``, ``[:, :n]``)?"""
+    if sub is None:
+        return False
+
+    def literal(e) -> bool:
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus):
+            e = e.expression
+        return isinstance(e, cst.Integer)
+
+    for el in sub.slice:
+        index = el.slice
+        if isinstance(index, cst.Index):
+            v = index.value
+            if literal(v) or (isinstance(v, cst.List) and v.elements and all(literal(x.value) for x in v.elements)):
+                return True
+        elif isinstance(index, cst.Slice) and (literal(index.lower) or literal(index.upper)) \
+                and all(b is None or literal(b) for b in (index.lower, index.upper)):
+            return True
+    return False
