@@ -106,6 +106,8 @@ class ProjectIndex:
         self._aliases: Optional[Dict[str, Set[str]]] = None
         self._resolved: Dict[Tuple[str, str], Optional[Symbol]] = {}
         self._subclasses: Optional[Dict[str, List[str]]] = None
+        self._by_path: Optional[Dict[Path, List[Symbol]]] = None
+        self._methods: Optional[Dict[str, List[Symbol]]] = None
         for path, (module, graph, content) in files.items():
             if not module or graph is None:
                 continue
@@ -127,7 +129,12 @@ class ProjectIndex:
 
     def symbols_in(self, path: Path) -> List[Symbol]:
         """The functions and classes a file defines, in source order."""
-        return sorted((s for s in self._symbols.values() if s.path == path), key=lambda s: (s.line, s.qualname))
+        if self._by_path is None:  # once: entry points ask it of many files (a scan each was quadratic)
+            by_path: Dict[Path, List[Symbol]] = {}
+            for sym in self._symbols.values():
+                by_path.setdefault(sym.path, []).append(sym)
+            self._by_path = {p: sorted(syms, key=lambda s: (s.line, s.qualname)) for p, syms in by_path.items()}
+        return list(self._by_path.get(path, ()))
 
     def resolve(self, dotted: str, from_module: str = "") -> Optional[Symbol]:
         """The project definition a dotted name (as a file of module ``from_module`` resolves it
@@ -259,9 +266,12 @@ class ProjectIndex:
 
     def methods(self, cls: str) -> List[Symbol]:
         """The methods a project class defines itself (not inherited)."""
-        prefix = cls + "."
-        return [s for s in self._symbols.values()
-                if s.kind == "function" and s.name.startswith(prefix) and "." not in s.name[len(prefix):]]
+        if self._methods is None:  # once: by the name of what defines them (the symbols' order kept)
+            self._methods = {}
+            for sym in self._symbols.values():
+                if sym.kind == "function":
+                    self._methods.setdefault(sym.name.rpartition(".")[0], []).append(sym)
+        return list(self._methods.get(cls, ()))
 
     def reachable(self, names: Iterable[str]) -> Set[str]:
         """Every project definition reached from ``names`` through calls: a called function, a
