@@ -115,17 +115,24 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
     under any float16 use (``any_fp16_use = True``: a guard that is 0 in float16, the log of a float16
     sigmoid). Those rules yield only such hazards under this look; each is marked as such."""
     regime = ctx.regime
-    if regime is None or not getattr(regime, "library", False):
+    if regime is None:
+        return []
+    launcher = _launcher_only(regime)
+    if not (getattr(regime, "library", False) or launcher is not None):
         return []
     rules = [(code, rule) for code, rule in all_rules().items() if code in codes and getattr(rule, "any_fp16_use", False)]
     if not rules:
         return []
     seen = {(v.code, id(v.node)) for v in found}
-    from .project import who_reaches
-    words = who_reaches(regime.scope)
-    whose = f"library code {words}" if words.startswith("no ") else f"library code that {words}"
+    if launcher is not None:
+        # ``accelerate launch --mixed_precision fp16`` is one of the runs the launcher may make
+        whose = f"its precision is the launcher's ({launcher.what} at {launcher.path}:{launcher.line}), fp16 included"
+    else:
+        from .project import who_reaches
+        words = who_reaches(regime.scope)
+        whose = f"library code {words}" if words.startswith("no ") else f"library code that {words}"
     out: List[Violation] = []
-    with ctx.assuming(regime.assuming_any_fp16_use()):
+    with ctx.assuming(regime.assuming_any_fp16_use(launched=launcher is not None)):
         for code, rule in rules:
             try:
                 for v in rule.check(ctx):
@@ -140,6 +147,16 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
                 tb = traceback.format_exc(limit=-3)
                 errors.append(f"{ctx.path}: internal error in rule {code}: {tb.strip().splitlines()[-1]}\n{tb}")
     return out
+
+
+def _launcher_only(regime):
+    """The launcher evidence when the launcher alone decides the precision (``Accelerator()`` with
+    no mixed_precision, nothing else saying float16 or bfloat16): fp16 autocast is one of its runs,
+    so what is a hazard under any float16 use is one there too."""
+    launcher = getattr(regime, "launcher", None)
+    if launcher is None or getattr(regime, "mode", None) != "fp32":
+        return None
+    return launcher
 
 
 def build_context(path: Path, display: str, source: bytes, project, settings=None) -> FileContext:

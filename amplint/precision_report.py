@@ -83,7 +83,7 @@ def settings_report(projects) -> str:
             mode = regime.mode
             words = MODE_WORDS.get(mode, mode)
             if mode == "fp32" and regime.launcher is not None:
-                words = "set by the launcher or the caller: fp32, fp16 or bf16 autocast; only what fails under any autocast is judged"
+                words = "set by the launcher or the caller: fp32, fp16 or bf16 autocast; only what fails under any autocast or any float16 use is judged"
             elif not ep.signals and hasattr(project, "_library_loop") and project._library_loop(ep):
                 words = "no precision evidence; a loop of the package its users call, so the package files it reaches " \
                         "are judged by the library policy"

@@ -45,6 +45,7 @@ def who_reaches(scope: str) -> str:
     entry points that reach it do not set its precision."""
     return next((words for marker, words in _WHO_REACHES.items() if marker in scope), "no training entry point reaches")
 ANY_FP16_USE = "any float16 use of library code"
+LAUNCHED = "launched in fp16:"  # in an ANY_FP16_USE scope: the launcher decides the precision
 
 
 @dataclass
@@ -75,6 +76,9 @@ class Regime:
         return None
 
     def _configured(self) -> Evidence:
+        if self.any_fp16_use and LAUNCHED in self.scope:
+            return Evidence("an fp16 launch (the launcher decides the precision, fp16 autocast included: judged as "
+                            "under fp16 autocast, docs/precision.md)", "launcher", 0)
         if self.any_fp16_use:
             return Evidence("any float16 use of this library code (no training entry point reaches it: the library "
                             "policy judges it as under fp16 autocast, docs/precision.md)", "library policy", 0)
@@ -92,11 +96,13 @@ class Regime:
         judged as its users would run it in float16; only hazards under any float16 use count."""
         return self.scope.startswith(ANY_FP16_USE)
 
-    def assuming_any_fp16_use(self) -> "Regime":
+    def assuming_any_fp16_use(self, launched: bool = False) -> "Regime":
         """This library code as under fp16 autocast, the float16 use whose activations are float16
         only where they are float16 under every float16 use (pure half makes more of them float16,
-        never fewer); parameters stay float32, so nothing is said about optimizers."""
-        return Regime([], "fp16-mixed", f"{ANY_FP16_USE} ({self.scope})", self.entry_points)
+        never fewer); parameters stay float32, so nothing is said about optimizers. ``launched``:
+        code whose precision a launcher decides, looked at as under its fp16 run."""
+        scope = f"{LAUNCHED} {self.scope}" if launched else self.scope
+        return Regime([], "fp16-mixed", f"{ANY_FP16_USE} ({scope})", self.entry_points)
 
     @property
     def half_params(self) -> Optional[Evidence]:

@@ -1,6 +1,7 @@
 """Which of a project's precision options is judged (issue 8): a half option with float32 master
 weights, a flag that is the half cast's own switch, a frozen module cast to half beside the model
 that trains. Each case is a small project named after the real code it stands for."""
+import re
 import textwrap
 
 from amplint.context.evidence import Signal
@@ -506,6 +507,44 @@ def test_a_precision_the_launcher_decides_judges_what_fails_under_any_autocast(t
     p = project(tmp_path / "no", {"train.py": _LAUNCHED.replace("Accelerator()", 'Accelerator(mixed_precision="no")')})
     assert p.regime_for(p.root / "train.py").launcher is None
     assert "AMP202" not in run(["check", "--output-format", "concise", "."], p.root).out
+
+
+_LAUNCHED_SCAN = """
+    import torch
+    from accelerate import Accelerator
+    from torch import nn
+    def scan(a, kv, eps={eps}):
+        return torch.cumsum(a.clamp(min=eps).log(), dim=1) + kv
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = nn.Linear(8, 8)
+        def forward(self, x):
+            return scan(self.gate(x).sigmoid(), x).sum()
+    def main(loader):
+        accelerator = Accelerator()
+        model = Net()
+        opt = torch.optim.Adam(model.parameters())
+        model, opt = accelerator.prepare(model, opt)
+        for x in loader:
+            accelerator.backward(model(x))
+            opt.step()
+"""
+
+
+def test_a_precision_the_launcher_decides_judges_what_is_a_hazard_under_any_float16_use(tmp_path):
+    # gateloop-transformer (fixed upstream): `a.clamp(min=1e-20).log()`, launched in fp16 by its users
+    def findings(p):
+        out = run(["check", "--output-format", "concise", "."], p.root).out
+        return [line for line in out.splitlines() if re.match(r"\S+:\d+:\d+: AMP\d+", line)]
+
+    p = project(tmp_path, {"train.py": _LAUNCHED_SCAN.replace("{eps}", "1e-20")})
+    (finding,) = findings(p)  # no AMP101: no precision is assumed for the optimizer
+    assert finding.startswith("train.py:5:") and " AMP102 " in finding and "the launcher's" in finding
+    # near misses: the fixed guard, and the same script with its precision set to "no"
+    assert findings(project(tmp_path / "fixed", {"train.py": _LAUNCHED_SCAN.replace("{eps}", "1e-4")})) == []
+    assert findings(project(tmp_path / "no", {"train.py": _LAUNCHED_SCAN.replace("{eps}", "1e-20").replace(
+        "Accelerator()", 'Accelerator(mixed_precision="no")')})) == []
 
 
 def test_a_training_file_another_entry_point_imports_but_never_calls_stays_an_entry_point(tmp_path):

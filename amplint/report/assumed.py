@@ -79,8 +79,9 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
     if launcher is not None:
         # Accelerator() / a pytorch_accelerated trainer: `accelerate launch` picks fp32, fp16 or bf16.
         return AssumedPrecision(root or ".", "fp32", f"set by the launcher or the caller ({launcher.what}): fp32, fp16 or bf16 autocast, "
-                                                     "so only what fails under any autocast is reported (AMP202, "
-                                                     "docs/precision.md); `--precision` overrides", Location.of(launcher))
+                                                     "so only what fails under any autocast or any float16 use is reported (AMP202; AMP102, "
+                                                     "AMP103, AMP201 as under fp16 autocast; docs/precision.md); "
+                                                     "`--precision` overrides", Location.of(launcher))
     n = len(project.files())
     library = hasattr(project, "entry_points") and not _has_entry_points(project)
     return AssumedPrecision(root or ".", "fp32", f"no autocast, GradScaler, half parameters or precision flag in the project's "
