@@ -119,6 +119,13 @@ def test_near_miss_a_script_helper_stands_for_a_helper_called_out_of_sight():
     assert lint("AMP102", UTILITY, filename="utils.py", **PACKAGE) == [5]
 
 
+def test_an_uncalled_function_of_a_module_the_model_uses_is_not_reached():
+    # imagen video: `def log(t, eps=1e-12)` never called, beside helpers the model does call
+    source = textwrap.dedent(UTILITY) + "\ndef l2norm(t):\n    return t / t.norm(dim=-1, keepdim=True)\n"
+    model = "import torch\nimport utils\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return utils.l2norm(x)\n"
+    assert lint("AMP102", source, filename="utils.py", **{"model.py": model}) == []
+
+
 @pytest.mark.parametrize("name, model", [
     ("imported by name", "import torch\nfrom pkg.utils import separate_spectra\nclass Net(torch.nn.Module):\n"
                          "    def forward(self, w, h):\n        return separate_spectra(w, h)\n"),

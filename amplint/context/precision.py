@@ -315,8 +315,8 @@ class PrecisionModel:
 
     def _never_used(self, fn: cst.FunctionDef) -> bool:
         """A module-level function that no file of the project calls (the project index) and that
-        its own file never names (no call, no ``self.f = f``, no callback use): API of a package
-        module, in a project whose training entry points are known. Not asked of library code judged by the library policy,
+        its own file never names (no call, no ``self.f = f``, no callback use), in a package module
+        or a module other files use, in a project whose training entry points are known. Not asked of library code judged by the library policy,
         nor under an assumed precision: there the users' calls are what is judged."""
         ctx = self.ctx
         regime = ctx.regime
@@ -324,13 +324,26 @@ class PrecisionModel:
         module = ctx.imports.module_name
         if regime is None or regime.any_fp16_use or regime.override or not module or not hasattr(project, "callers"):
             return False
-        if not regime.entry_points or fn in ctx.regions() or "." not in module:
-            # no training entry point to be reached from, autocast of its own, or a helper of a
-            # script (not the API of a package, which its importers outside the project call)
+        if not regime.entry_points or fn in ctx.regions():
+            return False  # no training entry point to be reached from, or autocast of its own
+        if "." not in module and not self._module_used_elsewhere(module):
+            # a lone script's helper: its callers may be anywhere; a package module's function, or
+            # one of a module other files use (imagen's imagen_video.py `log` beside the called
+            # functions), is reached only through the calls the project makes
             return False
         if any(ctx.enclosing_function(n) is not fn for n in ctx.semantic.references(fn.name.value)):
             return False
         return not project.callers(f"{module}.{fn.name.value}")
+
+    def _module_used_elsewhere(self, module: str) -> bool:
+        """Does another file of the project call a function or class this module defines?"""
+        ctx = self.ctx
+        here = Path(ctx.path).resolve()
+        for stmt in ctx.module.body:
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                if any(site.path != here for site in ctx.project.callers(f"{module}.{stmt.name.value}")):
+                    return True
+        return False
 
     def _project_path(self) -> str:
         """The file's path relative to its project's root (the directories above the project, a

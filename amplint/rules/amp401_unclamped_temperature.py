@@ -171,11 +171,44 @@ class UnclampedLearnableTemperature(Rule):
                     return None
                 op, other, divisor = self._alias_use(ctx, alias, fn)
         logits = other is not None and bool(LOGITS_NAME.search(ctx.code(other)))
+        if op is not None and self._result_clamped(ctx, divisor, fn):
+            return None
         if op == "div" and (named or logits):
             return "temperature", divisor, divisor
         if exp is not None and (named or (op == "mul" and logits)):
             return "logit_scale", exp, attr
         return None
+
+    def _result_clamped(self, ctx, node: cst.CSTNode, fn) -> bool:
+        """The scaled logits are clamped to float16's range before anything else reads them
+        (GLIP / mmdet's ATSS-VLFusion head: ``logits = sim / self.log_scale.exp()`` then
+        ``logits = torch.clamp(logits, max=MAX_CLAMP_VALUE)`` with 50000): an inf becomes the
+        bound. A bound beyond 65504 is inf itself in float16 and clamps nothing."""
+        stmt = ctx.statement_of(node)
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or fn is None:
+            return False
+        assign = stmt.body[0]
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)):
+            return False
+        name = assign.targets[0].target.value
+        later = [n for n in ctx.semantic.references(name)
+                 if ctx.enclosing_function(n) is fn and ctx.order(n) > ctx.order(stmt)]
+        if not later:
+            return False
+        first = min(later, key=ctx.order)
+        parent = ctx.parent(first)
+        call = None
+        if isinstance(parent, cst.Attribute) and parent.value is first and parent.attr.value in CLAMPS:
+            call = ctx.parent(parent)
+        elif isinstance(parent, cst.Arg) and _is_clamp(ctx, ctx.parent(parent)) \
+                and ctx.call_name(ctx.parent(parent)) not in ("min", "max"):
+            call = ctx.parent(parent)
+        if not isinstance(call, cst.Call):
+            return False
+        bounds = [a.value for a in call.args if a.value is not first]
+        values = [ctx.number(b) for b in bounds]
+        return bool(bounds) and all(v is None or abs(v) <= FLOAT16.max for v in values)
 
     def _alias_uses(self, ctx, alias: str, fn) -> List[cst.Name]:
         if fn is None:
