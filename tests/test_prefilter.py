@@ -106,3 +106,13 @@ def test_needs_of_each_rule_compile_and_a_foreign_encoding_is_never_skipped():
     amp204 = all_rules()["AMP204"]
     assert not prefilter.may_fire(amp204, b"y = torch.einsum('ij,jk->ik', a, b)\n")
     assert prefilter.may_fire(amp204, b"y = torch.einsum('ij,jk->ik', a, b) / 8\n")
+
+
+def test_a_bracket_before_a_banner_of_comment_signs_is_read_in_linear_time():
+    # pykoi's example/comparator demos: `# questions = [...]` then a line of 33 '#': AMP103's
+    # `]`-then-comments-then-`=` need split each '#' run every way (2^n), and the run never ended
+    from amplint.prefilter import may_fire
+    from amplint.rules import all_rules
+    source = b"x = 1\n# questions = [...]\n" + b"#" * 200 + b"\nprint(x)\n"
+    assert may_fire(all_rules()["AMP103"], source) is False
+    assert may_fire(all_rules()["AMP103"], b"a[0]  # note\n" + b"#" * 200 + b"\n= 1\n") is True

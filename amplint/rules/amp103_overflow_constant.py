@@ -63,7 +63,7 @@ class Fp16OverflowConstant(Rule):
     # masked_fill_(~mask, -1e10), GAU-alpha's -1e12: users training in fp16 hit the error).
     any_fp16_use = True
     # the call or method writing the value, or ``x[...] = value``; the value may be imported
-    needs = words([*FUNCTIONS, *FILL_HELPERS, *METHODS]) + r"|\](?:[\s\\)]|#[^\n]*)*=(?!=)"
+    needs = words([*FUNCTIONS, *FILL_HELPERS, *METHODS]) + r"|\](?:[\s\\)]|#[^\n]*(?=\n))*=(?!=)"
 
     def _targets(self, ctx):
         """(node, what, the tensor written to, the constant expression)."""
