@@ -62,3 +62,15 @@ def test_the_promotion_facts_the_model_relies_on():
     assert (half / torch.sqrt(torch.tensor(3).to(torch.float32))).dtype == torch.float16
     assert (half / torch.ones(1)).dtype == torch.float32
     assert torch.zeros(2, 2).to(half).dtype == torch.float16
+
+
+def test_parts_mapped_through_a_reshape_keep_their_dtype():
+    # gpt-neox (fixed upstream): q, k, v = map(lambda t: rearrange(...), (q, k, v)), then a
+    # torch.zeros(i, j).to(q) mask filled with -1e7
+    body = ("q, k = map(lambda t: t.reshape(2, -1).transpose(0, 1), (q, k))\n"
+            "        bias = torch.zeros(4, 4).to(q)\n        bias.masked_fill_(mask, MASK_VALUE)\n"
+            "        return attn + bias")
+    assert amp103(body) == [15]
+    # near misses: a lambda that is not a reshape (an upcast), and a map over something else
+    assert amp103(body.replace("t.reshape(2, -1).transpose(0, 1)", "t.float()")) == []
+    assert amp103(body.replace("(q, k))", "(x.float(), x.float()))")) == []

@@ -93,6 +93,32 @@ _SCALAR_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
 _VIEW_ATTRS = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
 _CONSTRUCTORS = {"zeros", "ones", "empty", "full", "randn", "rand", "tensor", "arange", "linspace",
                  "logspace", "eye", "as_tensor", "from_numpy", "randint", "normal"}
+# Reshapes and views: what they return has their input's dtype (``_reshapes``).
+_RESHAPE_METHODS = {"view", "reshape", "transpose", "permute", "contiguous", "unsqueeze", "squeeze", "flatten",
+                    "unflatten", "expand", "repeat", "movedim", "swapaxes", "chunk", "split", "narrow"}
+_RESHAPE_FUNCTIONS = {"einops.rearrange", "einops.repeat", "torch.transpose", "torch.reshape", "torch.permute",
+                      "torch.flatten", "torch.unsqueeze", "torch.squeeze", "torch.movedim"}
+
+
+def _reshapes(ctx, body: cst.BaseExpression, param: str) -> bool:
+    """Is ``body`` a chain of reshapes / views of the name ``param`` (``rearrange(t, ...)``,
+    ``t.view(b, n, h, -1).transpose(1, 2)``)?"""
+    while True:
+        if isinstance(body, cst.Name):
+            return body.value == param
+        if not isinstance(body, cst.Call):
+            return False
+        func = body.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPE_METHODS and \
+                ctx.call_name(body) not in _RESHAPE_FUNCTIONS:
+            body = func.value
+            continue
+        if ctx.call_name(body) in _RESHAPE_FUNCTIONS and body.args and body.args[0].keyword is None:
+            body = body.args[0].value
+            continue
+        return False
+
+
 # Elementwise functions that keep a 0-dim tensor 0-dim (``torch.sqrt(torch.tensor(d))``).
 _ZERO_DIM_ELEMENTWISE = {"sqrt", "rsqrt", "log", "exp", "abs", "reciprocal", "pow", "clamp", "neg"}
 _LIKE = {"zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like"}
@@ -873,6 +899,25 @@ class PrecisionModel:
                 return self.dtype_of(a.value.value)
         return None
 
+    def _mapped(self, call: cst.Call) -> Optional[DTypeFact]:
+        """``map(lambda t: rearrange(t, "b n (h d) -> b h n d", h=h), (q, k, v))`` (unpacked into
+        ``q, k, v``): each element keeps its dtype through a reshape, so the parts have the
+        elements' dtype (all alike: the widest)."""
+        func = call.func
+        if not (isinstance(func, cst.Name) and func.value == "map" and not self.ctx.imports.binds("map")
+                and len(call.args) == 2 and not any(a.keyword or a.star for a in call.args)):
+            return None
+        fn, seq = call.args[0].value, call.args[1].value
+        if not (isinstance(fn, cst.Lambda) and len(fn.params.params) == 1 and not isinstance(fn.params.star_arg, cst.Param)
+                and isinstance(seq, (cst.Tuple, cst.List)) and seq.elements):
+            return None
+        if not _reshapes(self.ctx, fn.body, fn.params.params[0].name.value):
+            return None
+        facts = [self.dtype_of(el.value) for el in seq.elements if isinstance(el, cst.Element)]
+        if len(facts) != len(seq.elements) or any(f.dtype is None for f in facts):
+            return None
+        return _widest(facts)
+
     def _tensor_argument(self, arg: cst.BaseExpression) -> Optional[DTypeFact]:
         """The dtype ``x.to(other)`` takes from a tensor ``other``; None when ``other`` may be a
         device (a string, ``x.device``, a name that holds no known tensor)."""
@@ -918,6 +963,9 @@ class PrecisionModel:
     def _call(self, call: cst.Call) -> DTypeFact:
         ctx = self.ctx
         func = call.func
+        mapped = self._mapped(call)
+        if mapped is not None:
+            return mapped
         name = ctx.call_name(call) or ""
         head = name.split(".", 1)[0]
         is_function = bool(name) and (head == "torch" or ctx.imports.binds(head)) and not (
