@@ -1,0 +1,63 @@
+"""Under the library policy a public function's default guard is what its users get, even where
+the library's own wrapper passes a safe one (kornia's rgb_to_hsv(image, eps=1e-8), which its
+RgbToHsv module calls with 1e-6; kornia's own test of rgb_to_hsv skips float16). Near misses: a
+private helper, and the same file in application code whose only caller passes its own eps."""
+import textwrap
+
+import pytest
+
+from amplint.api import lint_source
+
+HSV = """
+import torch
+from torch import nn
+
+
+def {name}(image: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    max_rgb = image.amax(-3)
+    min_rgb = image.amin(-3)
+    return (max_rgb - min_rgb) / (max_rgb + eps)
+
+
+class ToHsv(nn.Module):
+    def __init__(self, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return {name}(image, self.eps)
+"""
+
+TRAIN = """
+import torch
+from pkg.color import ToHsv
+def train(loader):
+    model = ToHsv().cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    scaler = torch.amp.GradScaler("cuda")
+    for x in loader:
+        with torch.autocast("cuda"):
+            loss = model(x).mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+"""
+
+
+def amp102(name, extra=None):
+    files = {"setup.py": "from setuptools import setup\nsetup(name='pkg', packages=['pkg'])\n", "pkg/__init__.py": "",
+             **(extra or {})}
+    return [f.line for f in lint_source(textwrap.dedent(HSV.format(name=name)), filename="pkg/color.py",
+                                        extra_files=files) if f.code == "AMP102"]
+
+
+def test_a_public_library_function_is_judged_with_its_default():
+    assert amp102("rgb_to_hsv") == [6]
+
+
+@pytest.mark.parametrize("name, fn, extra", [
+    ("a private helper of the library", "_rgb_to_hsv", None),
+    ("application code whose only caller passes 1e-6", "rgb_to_hsv", {"train.py": TRAIN}),
+])
+def test_near_misses(name, fn, extra):
+    assert amp102(fn, extra) == [], name
