@@ -275,6 +275,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     dtype_vars = _value_dtype_vars(nodes, imports)
     frozen = _frozen_objects(nodes)
     adapted = _adapter_wrapped(nodes)
+    trained = _parameter_owners(nodes)
     lines = source.decode("utf-8", "replace").splitlines()
     from .project import _saved_names  # the checkpoint analysis lives with the regime scan
     saved = _saved_names(nodes)
@@ -333,7 +334,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 if len(alts) > 1:
                     one_of = f"`{v.name}` is one of {', '.join(alts)}"
         wrapper = _half_wrapper(node, parents)
-        sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) or _cli_signal(node)
+        sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) or _cli_signal(node) \
+            or _trained_half_cast(node, call_facts, trained)
         if sig is None and not wrapper:
             sig, branch = _conditional_signal(node, call_facts, imports)
             one_of = one_of or branch
@@ -393,6 +395,42 @@ _NOT_TRAINED = re.compile(r"(?i)pipe|(^|_)ema(_|$)|teacher|frozen")
 # task types put ``classifier`` / ``score`` / ``qa_outputs`` in ``modules_to_save``).
 _TASK_HEAD_MODEL = re.compile(r"For(Sequence|Token)Classification\.from_pretrained$|ForQuestionAnswering\.from_pretrained$")
 _ADAPTER_WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
+
+
+_PARAMS_TAKER = re.compile(r"(?i)param|optim|adam|sgd|lamb|lion|rmsprop|adagrad|adafactor")
+
+
+def _parameter_owners(nodes: List[ast.AST]) -> set:
+    """Names whose parameters the file hands to an optimizer: ``x.parameters()`` /
+    ``x.named_parameters()``, or ``x`` passed to a call named for parameters or an optimizer
+    (DALLE-pytorch's ``Adam(get_trainable_params(dalle))``): such an object is a model, whatever
+    its name."""
+    out = set()
+    for n in nodes:
+        if not isinstance(n, ast.Call):
+            continue
+        f = n.func
+        if isinstance(f, ast.Attribute) and f.attr in ("parameters", "named_parameters") and isinstance(f.value, ast.Name):
+            out.add(f.value.id)
+        elif _PARAMS_TAKER.search((_dotted(f) or "").rsplit(".", 1)[-1]):
+            out.update(a.id for a in n.args if isinstance(a, ast.Name))
+    return out
+
+
+def _trained_half_cast(node: ast.Call, call_facts, trained: set) -> Optional[Signal]:
+    """``dalle = dalle.half()`` / ``.to(torch.float16)`` on an object whose parameters the file
+    trains (``_parameter_owners``), though its name is none of the usual model words."""
+    f = node.func
+    if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in trained):
+        return None
+    if f.attr == "half" and not node.args and not node.keywords:
+        return Signal("half_params", "float16", pure=True)
+    if f.attr == "to":
+        from .context.evidence import dtype_of_value
+        for v in (*call_facts.args, call_facts.kwargs.get("dtype")):
+            if isinstance(v, Dotted) and dtype_of_value(v) == "float16":
+                return Signal("half_params", "float16", pure=True)
+    return None
 
 
 def _adapter_wrapped(nodes: List[ast.AST]) -> set:

@@ -688,12 +688,12 @@ class Project:
                                                             else "") if x)))
                 runners = None
                 for cpath, sig, ev in configs:
-                    if not _config_applies(cpath, path):
+                    if not _config_applies(cpath, path, self.root):
                         # the configs of a script that runs this entry point's code (gpt-neox: train.py at
                         # the root beside configs/, the loop in megatron/training.py)
                         if runners is None:
                             runners = [r for r in _closure(path, importers) if r != path and not self.is_test(r)]
-                        if not any(_config_applies(cpath, r) for r in runners):
+                        if not any(_config_applies(cpath, r, self.root) for r in runners):
                             continue
                     signals.append((sig, ev))
                     roles.append(("training", str(ev), "configuration"))
@@ -1149,11 +1149,23 @@ def _closure(start: Path, graph: Dict[Path, set]) -> set:
     return seen
 
 
-def _config_applies(config: Path, entry: Path) -> bool:
+def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> bool:
     """A configuration file belongs to the entry points in its directory, above it (``configs/``
     beside ``train.py``) or below it."""
     c, e = config.parent, entry.parent
-    return c == e or e in c.parents or c in e.parents
+    if c == e or e in c.parents or c in e.parents:
+        return True
+    # a configuration directory (``configs/``, ``conf/``, ``cfg/``) belongs to the tree beside it: dinov2's
+    # dinov2/configs/ssl_default_config.yaml and its dinov2/train/train.py
+    for d in (c, *c.parents):
+        if root is None or d == root or root not in d.parents:
+            break
+        if _CONFIG_DIR.fullmatch(d.name):
+            return d.parent in e.parents or d.parent == e
+    return False
+
+
+_CONFIG_DIR = re.compile(r"(?i)configs?|conf|cfgs?")
 
 
 def _record_reads(cls):

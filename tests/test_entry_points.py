@@ -563,3 +563,55 @@ def test_configs_beside_the_script_that_runs_an_entry_point_belong_to_it(tmp_pat
     p = project(tmp_path / "alone", files)
     (ep,) = p.entry_points()
     assert Regime(ep.signals).mode == "bf16"
+
+
+_DINO = {
+    "pyproject.toml": "[project]\nname = 'proj'\n",
+    "proj/__init__.py": "",
+    "proj/fsdp/__init__.py": "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n",
+    "proj/train/__init__.py": "",
+    "proj/train/train.py": """
+        import torch
+        from proj.fsdp import ShardedGradScaler
+        def do_train(cfg, model, loader):
+            scaler = ShardedGradScaler() if cfg.grad_scaler else None
+            opt = torch.optim.AdamW(model.parameters())
+            for x in loader:
+                scaler.scale(model(x).sum()).backward()
+                scaler.step(opt)
+                scaler.update()
+    """,
+    "proj/configs/ssl_default_config.yaml": "compute_precision:\n  mixed_precision:\n    param_dtype: fp16\n"
+                                            "optim:\n  lr: 0.001\n",
+}
+
+
+def test_a_reexported_scaler_and_a_configs_dir_beside_the_training_package(tmp_path):
+    # dinov2: ShardedGradScaler imported from the project's fsdp package; FSDP param_dtype fp16 in proj/configs/
+    from amplint.project import Regime
+    p = project(tmp_path, _DINO)
+    (ep,) = p.entry_points()
+    kinds = {s.kind for s, _ in ep.signals}
+    assert "grad_scaler" in kinds and Regime(ep.signals).mode == "fp16-master"
+    # near miss: the same YAML in a directory not named for configurations (data/) does not apply beside it
+    files = dict(_DINO)
+    files["proj/data/ssl_default_config.yaml"] = files.pop("proj/configs/ssl_default_config.yaml")
+    p = project(tmp_path / "data", files)
+    (ep,) = p.entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
+
+
+def test_a_half_cast_of_what_the_optimizer_trains_counts_whatever_its_name():
+    # DALLE-pytorch: `dalle = dalle.half()` then Adam(get_trainable_params(dalle)); near miss: a tensor's .half()
+    src = """
+        import torch
+        def main(args, x):
+            dalle = build()
+            if args.fp16:
+                dalle = dalle.half()
+            opt = torch.optim.Adam(get_trainable_params(dalle))
+            images = x.half()
+            dalle(images).sum().backward()
+            opt.step()
+    """
+    assert [(r, t) for r, t in roles(src)] == [("training", "dalle.half()")]

@@ -175,7 +175,9 @@ def classify(facts: CallFacts) -> Optional[Signal]:
     sig = autocast_signal(facts)
     if sig is not None:
         return sig
-    if q in GRAD_SCALER_NAMES or q.endswith(".GradScaler") and q.startswith("torch."):
+    if q in GRAD_SCALER_NAMES or q.endswith(".GradScaler") and q.startswith("torch.") \
+            or q.rsplit(".", 1)[-1] in ("GradScaler", "ShardedGradScaler") and "." in q:
+        # (also a project module re-exporting torch's: dinov2's ``from dinov2.fsdp import ShardedGradScaler``)
         enabled = facts.kwargs.get("enabled", True)
         return Signal("grad_scaler", "float16", enabled=enabled is not False)
     method = facts.method

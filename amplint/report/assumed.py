@@ -29,7 +29,7 @@ class AssumedPrecision:
 
 
 _WHY = {
-    "fp16": ("half_params", "parameters are float16: {what}"),
+    "fp16": ("half_optimizer", "parameters are float16: {what}"),
     "fp16-mixed": ("fp16_autocast", "float16 mixed precision: {what}"),
     "fp16-master": ("half_params", "float16 model, float32 master weights: {what}"),
     "bf16": ("bf16", "bfloat16: {what}"),
