@@ -284,7 +284,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     skipped = set()
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id in saved.get(id(node), ()):
+                and node.targets[0].id in saved.get(id(node), ()) and _casts(node.value):
             value = node.value
             while isinstance(value, ast.Call):
                 skipped.add(id(value))
@@ -398,6 +398,17 @@ _ADAPTER_WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepa
 
 
 _PARAMS_TAKER = re.compile(r"(?i)param|optim|adam|sgd|lamb|lion|rmsprop|adagrad|adafactor")
+
+
+def _casts(value: ast.AST) -> bool:
+    """Does a call chain cast something (``deepcopy(model).half()``, ``.to(torch.float16)``)? Only a
+    cast is a half copy made to be saved; ``fabric = L.Fabric(precision="16-mixed")`` passed to a
+    ``save_model_checkpoint(fabric, model, path)`` after training is the run's precision (lit-llama)."""
+    while isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in ("half", "to", "bfloat16", "type"):
+            return True
+        value = value.func.value if isinstance(value.func, ast.Attribute) else None
+    return False
 
 
 def _parameter_owners(nodes: List[ast.AST]) -> set:

@@ -543,12 +543,13 @@ _NEOX = {
                 engine.backward(engine(batch))
                 engine.step()
     """,
-    "configs/125M.yml": '{"train_micro_batch_size_per_gpu": 4, "fp16": {"enabled": true, "loss_scale": 0}}\n',
+    "runs/125M.yml": '{"train_micro_batch_size_per_gpu": 4, "fp16": {"enabled": true, "loss_scale": 0}}\n',
 }
 
 
 def test_configs_beside_the_script_that_runs_an_entry_point_belong_to_it(tmp_path):
     # gpt-neox: `python train.py configs/125M.yml`; the loop is in megatron/training.py, the configs in a sibling dir
+    # (here runs/, a name that is not a configuration directory's: the script beside it is what ties them)
     p = project(tmp_path, _NEOX)
     (ep,) = p.entry_points()
     assert ep.display.endswith("megatron/training.py")
@@ -615,3 +616,21 @@ def test_a_half_cast_of_what_the_optimizer_trains_counts_whatever_its_name():
             opt.step()
     """
     assert [(r, t) for r, t in roles(src)] == [("training", "dalle.half()")]
+
+
+def test_a_checkpoint_saved_after_training_keeps_the_launchers_precision():
+    # lit-llama finetune/full.py: L.Fabric(precision=...), train(...), then save_model_checkpoint(fabric, model, path)
+    src = """
+        import lightning as L
+        import torch
+        def main(model, loader):
+            fabric = L.Fabric(accelerator="cuda", precision="16-mixed")
+            model = fabric.setup_module(model)
+            train(fabric, model, loader)
+            save_model_checkpoint(fabric, model, "out/final.pth")
+    """
+    assert [r for r, _ in roles(src)] == ["training"]
+    # near miss: a half copy assigned, then saved, is a checkpoint (ultralytics' deepcopy(model).half())
+    saved = src.replace('save_model_checkpoint(fabric, model, "out/final.pth")',
+                        'half = model.half()\n            torch.save({"model": half}, "out/final.pth")')
+    assert "model.half()" not in [t for _, t in roles(saved)]
