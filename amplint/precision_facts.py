@@ -40,6 +40,7 @@ PRECISION_WORDS = re.compile(
 # any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
 TRAINING_WORDS = re.compile(rb"\.backward\(|\boptim\.[A-Z]|torch\.optim\b|\boptimi[sz]er\.step\(|\.zero_grad\(")
 
+_INFERENCE_HELP = re.compile(r"(?i)\b(inference|infer|decod\w*|generat\w*|transcri\w*|sampl\w*|predict\w*|evaluat\w*)\b")
 _INFERENCE_FUNCTION = re.compile(
     r"(?i)(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing|predict|prediction|"
     r"predictor|infer|inference|generate|generation|sample|sampling|sampler|demo|serve|visuali[sz]e|"
@@ -261,6 +262,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 e["why"].append(why)
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
     facts["script"] = b"__main__" in source  # run as a program, not only imported
+    # backward / an optimizer / a trainer somewhere in the file (a project none of whose files trains
+    # holds no training evidence: whisper's --fp16 is its decoder's)
+    facts["trains"] = bool(TRAINING_WORDS.search(source)) or bool(entry)
     training_helpers = _training_helpers(functions, training_lines)
     facts["precision_functions"] = _precision_functions(functions)
     facts["master_optimizers"] = sorted(
@@ -874,6 +878,11 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
                 q = imports.resolve(_dotted(d.func if isinstance(d, ast.Call) else d) or "")
                 if q in _NO_GRAD:
                     return INFERENCE, f"in `{p.name}`, decorated with `{q}`"
+    if sig.kind == "flag" and sig.note.startswith("command line"):
+        helps = [k.value.value for k in node.keywords if k.arg == "help" and isinstance(k.value, ast.Constant)
+                 and isinstance(k.value.value, str)]
+        if helps and _INFERENCE_HELP.search(helps[0]):
+            return INFERENCE, "a command-line flag for inference (its help text)"
     for name in names:
         if name.startswith("test_") or name.startswith("Test"):
             return TEST, f"in test `{name}`"

@@ -76,7 +76,12 @@ def settings_report(projects) -> str:
             out.append(f"  precision configured: {project.regime.override} (every file)")
         if not eps:
             out.append("  no training entry point (nothing runs backward, steps an optimizer or hands a model to a trainer)")
-            out.append(f"  precision for its files: {project.regime.mode} ({project.regime.scope})")
+            files = [f for f in project.files() if not project.is_test(f)] if hasattr(project, "is_test") else []
+            scopes = {project.regime_for(f).scope for f in files}
+            if files and all(project.regime_for(f).library for f in files) and len(scopes) == 1:
+                out.append(f"  precision for its files: none assumed, library policy ({scopes.pop()})")
+            else:
+                out.append(f"  precision for its files: {project.regime.mode} ({project.regime.scope})")
         for ep in eps:
             from .project import Regime
             regime = Regime(ep.signals)

@@ -36,7 +36,10 @@ EXAMPLES_ONLY = "a package of the project, reached only by example scripts with 
 # a package's file that only the package's own optimisation loops without precision evidence reach (kornia)
 LIBRARY_LOOPS_ONLY = ("a package of the project, reached only by optimisation loops of the package itself (functions its "
                       "users call, not scripts) with no precision evidence")
-_WHO_REACHES = {EXAMPLES_ONLY: "only example scripts with no precision evidence reach",
+# a project none of whose files trains (whisper: its --fp16 and .half() are its decoder's)
+NOTHING_TRAINS = "nothing in the project trains (no backward, optimizer step or trainer)"
+_WHO_REACHES = {NOTHING_TRAINS: "nothing in the project trains: no training entry point reaches",
+                EXAMPLES_ONLY: "only example scripts with no precision evidence reach",
                 LIBRARY_LOOPS_ONLY: "only the package's own optimisation loops with no precision evidence reach"}
 
 
@@ -905,6 +908,12 @@ class Project:
         # With no entry point, evidence that says no float16 (only ``autocast(enabled=False)``
         # regions: x-transformers' and vector-quantize-pytorch's, written for callers that run them
         # under autocast) is no precision of the project's: library code.
+        if not eps and not any(s.kind in ("autocast", "grad_scaler") for s, _ in project.signals) \
+                and not any(f.get("trains", True) for p, f in self.facts().items() if not self.is_test(p)):
+            # nothing in the project trains (no backward, optimizer or trainer): its half casts and
+            # flags are its inference's (whisper's --fp16 decoding: a half model after an fp32 log-mel),
+            # its users' training is theirs. (An autocast region runs its code in float16 whatever for.)
+            return self._library(NOTHING_TRAINS)
         if not eps and (not project.signals or project.mode == "fp32"):
             harness = self._harness()
             if harness is not None:

@@ -776,3 +776,60 @@ def test_a_packages_own_optimisation_loop_does_not_make_the_package_fp32(tmp_pat
     train = "import torch\nimport imglib\ndef main(m, x, opt):\n    m(imglib.rgb_to_hsv(x)).sum().backward()\n    opt.step()\n"
     p = project(tmp_path / "root", {**_LIBRARY_LOOP, "train.py": train})
     assert not p.regime_for(p.root / "imglib" / "color.py").library
+
+
+_DECODER = {
+    "setup.py": "from setuptools import setup\nsetup(name='asr')\n",
+    "asr/__init__.py": "",
+    "asr/audio.py": """
+        import torch
+        def log_mel(audio, filters):
+            mel = filters @ audio
+            return torch.clamp(mel, min=1e-10).log10()
+    """,
+    "asr/cli.py": """
+        import argparse
+        import torch
+        from .audio import log_mel
+        def transcribe(model, audio, filters, fp16=True):
+            mel = log_mel(audio, filters)
+            if fp16:
+                model = model.half()
+            with torch.no_grad():
+                return model(mel.half())
+        def cli():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--fp16", type=bool, default=True, help="whether to perform inference in fp16")
+            return parser.parse_args()
+    """,
+}
+
+
+def test_a_project_that_never_trains_is_library_code(tmp_path):
+    # openai/whisper: an inference --fp16 flag and a decoder's .half(), no backward anywhere: not fp16 training
+    p = project(tmp_path, _DECODER)
+    assert p.regime_for(p.root / "asr" / "audio.py").library
+    facts = file_facts(textwrap.dedent(_DECODER["asr/cli.py"]).encode(), "asr/cli.py", "asr.cli")
+    assert [s["role"] for s in facts["signals"] if s["kind"] == "flag"] == ["inference"]
+    out = run(["check", "--output-format", "concise", "."], p.root).out
+    assert "nothing in the project trains: no training entry point reaches" in out
+    assert "runs under fp16 autocast" not in out
+    # near misses: a training flag's help text, and a step function that trains (an autocast the project runs)
+    train_flag = 'parser.add_argument("--fp16", action="store_true", help="mixed precision training")\n'
+    facts = file_facts(("import argparse\nparser = argparse.ArgumentParser()\n" + train_flag).encode(), "train.py", "train")
+    assert [s["role"] for s in facts["signals"]] == ["training"]
+    stepping = dict(_DECODER, **{"asr/step.py": """
+        import torch
+        def step(model, x, opt):
+            with torch.autocast("cuda"):
+                loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """})
+    p = project(tmp_path / "trains", stepping)
+    assert not p.regime_for(p.root / "asr" / "audio.py").library
+    # an autocast region runs its code in float16 whatever it is for (inference too): not library code
+    autocast = dict(_DECODER, **{"asr/cli.py": _DECODER["asr/cli.py"].replace(
+        "with torch.no_grad():", "with torch.autocast('cuda'):")})
+    p = project(tmp_path / "autocast", autocast)
+    assert p.regime_for(p.root / "asr" / "audio.py").mode == "fp16-mixed"
