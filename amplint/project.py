@@ -908,11 +908,12 @@ class Project:
         # With no entry point, evidence that says no float16 (only ``autocast(enabled=False)``
         # regions: x-transformers' and vector-quantize-pytorch's, written for callers that run them
         # under autocast) is no precision of the project's: library code.
-        if not eps and not any(s.kind in ("autocast", "grad_scaler") for s, _ in project.signals) \
+        if not eps and all(s.kind == "half_params" or s.note.startswith("command line") for s, _ in project.signals) \
                 and not any(f.get("trains", True) for p, f in self.facts().items() if not self.is_test(p)):
             # nothing in the project trains (no backward, optimizer or trainer): its half casts and
             # flags are its inference's (whisper's --fp16 decoding: a half model after an fp32 log-mel),
-            # its users' training is theirs. (An autocast region runs its code in float16 whatever for.)
+            # its users' training is theirs. (An autocast region runs its code in float16 whatever for; a
+            # trainer's precision, ``L.Trainer(precision="16-mixed")``, is a training's.)
             return self._library(NOTHING_TRAINS)
         if not eps and (not project.signals or project.mode == "fp32"):
             harness = self._harness()

@@ -833,3 +833,7 @@ def test_a_project_that_never_trains_is_library_code(tmp_path):
         "with torch.no_grad():", "with torch.autocast('cuda'):")})
     p = project(tmp_path / "autocast", autocast)
     assert p.regime_for(p.root / "asr" / "audio.py").mode == "fp16-mixed"
+    # and a trainer's precision is a training's, even where no fit() is in sight
+    trainer = dict(_DECODER, **{"asr/train.py": "import lightning as L\ntrainer = L.Trainer(precision='16-mixed')\n"})
+    p = project(tmp_path / "trainer", trainer)
+    assert not p.regime_for(p.root / "asr" / "audio.py").library
