@@ -908,7 +908,8 @@ class Project:
         # With no entry point, evidence that says no float16 (only ``autocast(enabled=False)``
         # regions: x-transformers' and vector-quantize-pytorch's, written for callers that run them
         # under autocast) is no precision of the project's: library code.
-        if not eps and all(s.kind == "half_params" or s.note.startswith("command line") for s, _ in project.signals) \
+        if not eps and project.signals \
+                and all(s.kind == "half_params" or s.note.startswith("command line") for s, _ in project.signals) \
                 and not any(f.get("trains", True) for p, f in self.facts().items() if not self.is_test(p)):
             # nothing in the project trains (no backward, optimizer or trainer): its half casts and
             # flags are its inference's (whisper's --fp16 decoding: a half model after an fp32 log-mel),
