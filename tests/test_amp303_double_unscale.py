@@ -78,3 +78,38 @@ def test_an_update_skipped_on_some_iterations_is_reported_where_it_is_skipped():
 def test_near_misses_of_a_skipped_update(name, tail):
     out = found("AMP303", SKIPPED_UPDATE.replace("{tail}", tail))
     assert [m for _, m in out if "unscale_() has already been called" in m] == [], name
+
+
+BRANCHES = """
+import torch
+
+def train_one_epoch(cfg, model, loader, optimizer, scaler):
+    for idx, (x, y) in enumerate(loader):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x, y)
+        if cfg.accumulation_steps > 1:
+            scaler.scale(loss / cfg.accumulation_steps).backward()
+            {accumulating}
+            if (idx + 1) % cfg.accumulation_steps == 0:
+                {at_boundary}
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+        else:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+"""
+
+
+def test_unscale_on_every_micro_batch_of_an_accumulation_branch_is_reported_at_the_unscale():
+    # Swin's SimMIM scripts: unscale_ every micro-batch, step / update every N; the else branch
+    # (no accumulation) unscales, steps and updates every iteration and is fine
+    (line, message), = found("AMP303", BRANCHES.replace("{accumulating}", "scaler.unscale_(optimizer)")
+                             .replace("{at_boundary}", "pass"))
+    assert line == 10 and "every micro-batch" in message
+    # near miss: the unscale_ under the boundary, right before the step
+    assert lines("AMP303", BRANCHES.replace("{accumulating}", "pass")
+                 .replace("{at_boundary}", "scaler.unscale_(optimizer)")) == []

@@ -94,9 +94,9 @@ class _State:
     unscale_due: FrozenSet[str] = frozenset()  # scalers whose scaled grads were not unscaled yet
     plain_backward: FrozenSet[int] = frozenset()  # plain backward events since the last step
     assume: FrozenSet[Tuple[str, bool]] = frozenset()  # conditions taken on this path
-    # (scaler, optimizer) pairs unscale_'d since that scaler's last step / update: a second unscale_
-    # of the same optimizer raises
-    unscaled: FrozenSet[Tuple[str, str]] = frozenset()
+    # (scaler, optimizer, index of the unscale_ event) for the pairs unscale_'d since that scaler's
+    # last step / update: a second unscale_ of the same optimizer raises
+    unscaled: FrozenSet[Tuple[str, str, int]] = frozenset()
 
 
 @dataclass
@@ -154,11 +154,18 @@ class Step:
                 found |= s.plain_backward
         return [e for e in self.events if e.index in found]
 
-    def unscaled_again(self, event: Event) -> bool:
+    def unscaled_again(self, event: Event, ctx) -> bool:
         """This ``scaler.unscale_(optimizer)`` may run when the same optimizer was already unscaled
-        since the scaler's last step / update (a second unscale_ raises)."""
+        since the scaler's last step / update (a second unscale_ raises). An unscale_ on the other
+        branch of an ``if`` around this one does not count: reaching it takes the condition to change
+        between iterations (``if accumulation_steps > 1: ... else: unscale_, step, update``), which
+        a configuration value does not."""
         key = unscale_key(event)
-        return key is not None and any(key in s.unscaled for s in self.reaching(event))
+        if key is None:
+            return False
+        by_index = {e.index: e for e in self.events}
+        return any(k[:2] == key and not _exclusive(ctx, by_index[k[2]].call, event.call)
+                   for s in self.reaching(event) for k in s.unscaled)
 
     def following(self, event: Event, kind: str, scaler: Optional[str] = None) -> List[Event]:
         """Events of ``kind`` (of the same scaler) after ``event`` in source order."""
@@ -494,6 +501,15 @@ def _assume(states: Iterable[_State], facts: List[Tuple[str, bool]]) -> Set[_Sta
     return out
 
 
+def _exclusive(ctx, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """``a`` and ``b`` lie on different branches of one ``if`` (its body and its else / elif)."""
+    for node in ctx.ancestors(a):
+        if isinstance(node, cst.If) and ctx.is_ancestor(node, b):
+            in_body_a, in_body_b = ctx.is_ancestor(node.body, a), ctx.is_ancestor(node.body, b)
+            return in_body_a != in_body_b
+    return False
+
+
 def unscale_key(e: Event) -> Optional[Tuple[str, str]]:
     """(scaler, optimizer) of a ``scaler.unscale_(optimizer)`` event, when both are plain names."""
     if e.kind != "unscale" or not e.scaler or e.target is None:
@@ -544,7 +560,7 @@ class _Walk:
             due = s.unscale_due - {e.scaler} if e.scaler else frozenset()
             key = unscale_key(e)
             return _State(s.scaled, due, s.plain_backward, s.assume,
-                          s.unscaled | {key} if key is not None else s.unscaled)
+                          s.unscaled | {(*key, e.index)} if key is not None else s.unscaled)
         if e.kind == "scaler_step" and e.scaler:
             return _State(s.scaled - {e.scaler}, s.unscale_due - {e.scaler}, frozenset(), s.assume,
                           frozenset(k for k in s.unscaled if k[0] != e.scaler or e.scaler in self.updated_here))

@@ -138,12 +138,23 @@ class GradScalerMisuse(Rule):
     # scaler.unscale_(opt) twice before the step -----------------------------------------------------
     def _double_unscale(self, ctx, step: Step) -> Iterable[Violation]:
         for e in step.of_kind("unscale"):
-            if not step.unscaled_again(e) or not is_grad_scaler(ctx, e.scaler):
+            if not step.unscaled_again(e, ctx) or not is_grad_scaler(ctx, e.scaler):
                 continue
             target = ctx.code(e.target)
             if any(isinstance(a, cst.For) and ctx.code(a.target) == target for a in ctx.ancestors(e.call)):
                 continue  # ``for opt in optimizers: scaler.unscale_(opt)``: a new optimizer each time
             skipped = _conditional_update(ctx, step, e)
+            if skipped is not None and _ACCUMULATION.search(skipped[1]):
+                # the if is a gradient-accumulation boundary: the unscale_ belongs under it
+                message = (f"`{e.scaler}.unscale_({target})` runs on every micro-batch but `{e.scaler}.step` / "
+                           f"`update()` only under `if {skipped[1]}:`: the second micro-batch's unscale_ raises "
+                           f"RuntimeError \"unscale_() has already been called on this optimizer since the last "
+                           f"update()\"")
+                yield Violation(e.call, message, Confidence.CERTAIN,
+                                help=f"move the unscale_ (and the clipping) under `if {skipped[1]}:`, right before "
+                                     f"`{e.scaler}.step({target})`",
+                                related=[Location(ctx.path, ctx.line_of(skipped[0].call), f"`{e.scaler}.update()`")])
+                continue
             if skipped is not None:
                 # the update, not the unscale_, is what to move: report it there
                 update, condition = skipped
@@ -162,6 +173,10 @@ class GradScalerMisuse(Rule):
                        f"last update()\"")
             yield Violation(e.call, message, Confidence.CERTAIN,
                             help=f"unscale once per optimizer step, right before clipping and `{e.scaler}.step({target})`")
+
+
+# An if on the micro-batch counter: ``(idx + 1) % accum == 0``, ``step % grad_accum_steps``.
+_ACCUMULATION = re.compile(r"%|accum", re.I)
 
 
 def _conditional_update(ctx, step: Step, unscale) -> Optional[Tuple[object, str]]:
