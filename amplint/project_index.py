@@ -107,6 +107,7 @@ class ProjectIndex:
         self._resolved: Dict[Tuple[str, str], Optional[Symbol]] = {}
         self._subclasses: Optional[Dict[str, List[str]]] = None
         self._by_path: Optional[Dict[Path, List[Symbol]]] = None
+        self._raw_by_caller: Dict[Path, Dict[str, list]] = {}
         self._methods: Optional[Dict[str, List[Symbol]]] = None
         for path, (module, graph, content) in files.items():
             if not module or graph is None:
@@ -246,7 +247,13 @@ class ProjectIndex:
         path = sym.path if sym is not None else self._modules.get(name)
         if path is None:
             return []
-        return [s for s in self._sites_of(path) if s.caller == name]
+        by_caller = self._raw_by_caller.get(path)
+        if by_caller is None:  # once per file: the sites of one caller, not all the file's, are built
+            module = self._module_of[path]
+            by_caller = self._raw_by_caller[path] = {}
+            for raw in self._graphs[path]["calls"]:
+                by_caller.setdefault(f"{module}.{raw[0]}" if raw[0] else module, []).append(raw)
+        return [self._site(path, raw) for raw in by_caller.get(name, ())]
 
     def callees(self, name: str) -> List[Symbol]:
         """The project functions, methods and classes the function (or module-level code of the
@@ -299,9 +306,6 @@ class ProjectIndex:
         return self._module_of.get(path, "")
 
     # ---- sites ------------------------------------------------------------------------------------
-    def _sites_of(self, path: Path) -> List[CallSite]:
-        return [self._site(path, raw) for raw in self._graphs[path]["calls"]]
-
     def _site(self, path: Path, raw: list) -> CallSite:
         caller, callee, line, col, args, on_self = raw
         module = self._module_of[path]

@@ -171,6 +171,9 @@ def amplint_env() -> Dict[str, str]:
     env["PYTHONPATH"] = str(REPO)
     env.pop("AMPLINT_NO_CACHE", None)
     env.pop("AMPLINT_CACHE_DIR", None)
+    # amplint's own modules byte-compiled once, as an installed amplint's are (pip compiles them):
+    # with PYTHONDONTWRITEBYTECODE every run compiles them again, ~0.2 s of a one-file run
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
