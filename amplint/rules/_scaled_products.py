@@ -106,7 +106,7 @@ class ScaledProducts:
             # range for it, which the float16 product never had: not the textbook attention shape
             # whatever its scale, AMP204's.
             yield Candidate(node, product, named, scale_side, scale, fact, fix,
-                            upcast is None and textbook_attention(ctx, pm, product, scale), upcast)
+                            upcast is None and textbook_attention(ctx, pm, product, scale, scale_side), upcast)
 
     # ---- where products are scaled ------------------------------------------------------------
     @staticmethod
@@ -475,11 +475,38 @@ def _last_two_swapped(ctx, pm, expr: cst.BaseExpression) -> bool:
     return False
 
 
-def textbook_attention(ctx, pm, product: cst.CSTNode, scale: Scale) -> bool:
-    """Scaled by 1 / sqrt(d) (the attention scale), or by a constant after a head-dim contraction."""
+def textbook_attention(ctx, pm, product: cst.CSTNode, scale: Scale, scale_side=None) -> bool:
+    """Scaled by 1 / sqrt(d) (the attention scale), by a constant after a head-dim contraction, or
+    by the length of the contracted feature axis itself (``x @ y.transpose(-2, -1)`` then
+    ``/ x.shape[-1]``: a mean over the features, the 1/d of muP attention and of k-diffusion's KID
+    polynomial kernel). A contraction over tokens, sequences or samples (``x.T @ x / x.size(0)``)
+    stays AMP204's."""
     if scale.kind == "sqrt":
         return True
+    if scale.kind == "count" and scale_side is not None and head_dim_contraction(ctx, pm, product):
+        return _feature_length_of(ctx, pm, scale_side, product)
     return scale.kind == "constant" and head_dim_contraction(ctx, pm, product)
+
+
+def _feature_length_of(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode, depth: int = 0) -> bool:
+    """``x.shape[-1]`` / ``x.size(-1)`` (or a name bound to one) of an operand of ``product``."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Name):
+        value = pm.value_of(expr)
+        return value is not None and _feature_length_of(ctx, pm, value, product, depth + 1)
+    receiver = None
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape" \
+            and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+            and ctx.number(expr.slice[0].slice.value) == -1:
+        receiver = expr.value.value
+    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" \
+            and len(P.positional(expr)) == 1 and ctx.number(P.positional(expr)[0].value) == -1:
+        receiver = expr.func.value
+    if receiver is None:
+        return False
+    operands = {ctx.code(P.through_views(ctx, pm, o)) for o in P.tensor_operands(ctx, pm, product)}
+    return ctx.code(receiver) in operands
 
 
 def scaled_products(ctx) -> list:
