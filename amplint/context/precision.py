@@ -281,15 +281,8 @@ class PrecisionModel:
         if self._scopes_autocast(fn) or _LOOP_FUNCTION.search(fn.name.value):
             return False  # a training / evaluation loop: it runs the model, it is not the model
         callers = self.calls_of(fn)
-        for call in callers:
-            region = ctx.region_of(call)
-            if region is not None:
-                if region.enabled and region.dtype in (F16, BF16):
-                    return True
-                continue
-            caller = ctx.enclosing_function(call)
-            if caller is not None and caller is not fn and self.model_code(caller):
-                return True
+        if any(self._runs_in_model(call, fn) for call in callers):
+            return True
         if callers and any(ctx.enclosing_function(c) is not fn for c in callers):
             # Called in this file, and never from model code or an autocast region (an evaluate()
             # helper of the training script, say): it does not run under the fp16 regime.
@@ -326,18 +319,19 @@ class PrecisionModel:
                 continue
             lines = {s.line for s in sites if s.path == path}
             other_pm = self.model_for(other)
-            for call in other.method_calls(fn.name.value):
-                if other.line_of(call) not in lines:
-                    continue
-                region = other.region_of(call)
-                if region is not None:
-                    if region.enabled and region.dtype in (F16, BF16):
-                        return True
-                    continue
-                caller = other.enclosing_function(call)
-                if caller is not None and other_pm.model_code(caller):
-                    return True
+            if any(other_pm._runs_in_model(call) for call in other.method_calls(fn.name.value)
+                   if other.line_of(call) in lines):
+                return True
         return False
+
+    def _runs_in_model(self, call: cst.Call, fn: Optional[cst.FunctionDef] = None) -> bool:
+        """Does the call ``call`` of this file (of ``fn``, when it is in this file) run in model code:
+        inside an fp16 / bf16 autocast region, or in a function that is model code?"""
+        region = self.ctx.region_of(call)
+        if region is not None:
+            return region.enabled and region.dtype in (F16, BF16)
+        caller = self.ctx.enclosing_function(call)
+        return caller is not None and caller is not fn and self.model_code(caller)
 
     def _never_used(self, fn: cst.FunctionDef) -> bool:
         """A module-level function that no file of the project calls (the project index) and that

@@ -14,6 +14,10 @@ from .amp302_clip_before_unscale import bf16_only
 from .base import Rule
 
 
+# What GradScaler.unscale_ raises for an optimizer already unscaled since the last update().
+ALREADY_UNSCALED = 'RuntimeError "unscale_() has already been called on this optimizer since the last update()"'
+
+
 def scaler_updated_somewhere(ctx, scaler: str) -> bool:
     """``<scaler>.update()`` is called somewhere in the project (this file included): by the last
     name of the scaler, since another file may reach it as ``trainer.scaler`` or ``self.scaler``."""
@@ -148,8 +152,7 @@ class GradScalerMisuse(Rule):
                 # the if is a gradient-accumulation boundary: the unscale_ belongs under it
                 message = (f"`{e.scaler}.unscale_({target})` runs on every micro-batch but `{e.scaler}.step` / "
                            f"`update()` only under `if {skipped[1]}:`: the second micro-batch's unscale_ raises "
-                           f"RuntimeError \"unscale_() has already been called on this optimizer since the last "
-                           f"update()\"")
+                           f"{ALREADY_UNSCALED}")
                 yield Violation(e.call, message, Confidence.CERTAIN,
                                 help=f"move the unscale_ (and the clipping) under `if {skipped[1]}:`, right before "
                                      f"`{e.scaler}.step({target})`",
@@ -160,8 +163,7 @@ class GradScalerMisuse(Rule):
                 update, condition = skipped
                 message = (f"`{e.scaler}.update()` runs only under `if {condition}:`, but "
                            f"`{e.scaler}.unscale_({target})` is not: the next iteration's unscale_ raises "
-                           f"RuntimeError \"unscale_() has already been called on this optimizer since the last "
-                           f"update()\"")
+                           f"{ALREADY_UNSCALED}")
                 yield Violation(update.call, message, Confidence.CERTAIN,
                                 help=f"call `{e.scaler}.update()` on every iteration that unscaled, outside the `if` "
                                      f"(`{e.scaler}.step` already skips a step whose gradients are inf/NaN)",
@@ -169,8 +171,7 @@ class GradScalerMisuse(Rule):
                 continue
             message = (f"`{e.scaler}.unscale_({target})` may run a second time before `{e.scaler}.step` / "
                        f"`{e.scaler}.update()` (in a loop over micro-batches, or after an earlier unscale_): it "
-                       f"raises RuntimeError \"unscale_() has already been called on this optimizer since the "
-                       f"last update()\"")
+                       f"raises {ALREADY_UNSCALED}")
             yield Violation(e.call, message, Confidence.CERTAIN,
                             help=f"unscale once per optimizer step, right before clipping and `{e.scaler}.step({target})`")
 
