@@ -683,6 +683,13 @@ class Project:
                     pf = _seen_from(pf, p == path)
                     if p != path:
                         pf = _called_from(pf, p, reached)
+                    else:
+                        live = self._live_in_own_file(pf, path, f["entry_points"])
+                        for s in pf["signals"]:
+                            if s not in live["signals"] and s["role"] == TRAINING:
+                                roles.append(("uncalled", f"`{s['text']}` at {self.display(p)}:{s['line']}",
+                                              f"in `{s['function']}`, which nothing in the project calls"))
+                        pf = live
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))
                     for s in pf["signals"]:
@@ -717,6 +724,30 @@ class Project:
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
+
+    def _live_in_own_file(self, facts: dict, path: Path, functions: List[dict]) -> dict:
+        """``facts`` of an entry point's own file, less the evidence in its module-level functions
+        that nothing in the project calls and that do not lead to the entry point's training
+        functions (LAVIS's vendored mmcv: ``wrap_fp16_model(model)`` beside an optimizer hook's
+        ``after_train_iter``, never called: not the hook's precision). Methods stay (a framework
+        calls them); so does a function the call graph does not know."""
+        index = self.index
+        defined = {s.qualname: s for s in index.symbols_in(path) if s.kind == "function" and not s.is_method}
+        if not defined:
+            return facts
+        module = self.module_name(path) or ""
+        trains = {f"{module}.{e['function']}" for e in functions}
+        dead = set()
+        for s in facts["signals"]:
+            fn = s.get("function")
+            sym = defined.get(fn) if fn else None
+            if sym is None or fn in dead or fn in {e["function"] for e in functions}:
+                continue
+            if not index.callers(sym.name) and not (index.reachable([sym.name]) & trains):
+                dead.add(fn)
+        if not dead:
+            return facts
+        return {**facts, "signals": [s for s in facts["signals"] if s.get("function") not in dead]}
 
     def _launcher_trainer_signals(self, path: Path, functions: List[dict]) -> List[Tuple[Signal, Evidence]]:
         """A project subclass of a trainer whose precision is accelerate's (``class Yolov7Trainer(

@@ -837,3 +837,42 @@ def test_a_project_that_never_trains_is_library_code(tmp_path):
     trainer = dict(_DECODER, **{"asr/train.py": "import lightning as L\ntrainer = L.Trainer(precision='16-mixed')\n"})
     p = project(tmp_path / "trainer", trainer)
     assert not p.regime_for(p.root / "asr" / "audio.py").library
+
+
+_VENDORED = {
+    "setup.py": "from setuptools import setup\nsetup(name='mylib')\n",
+    "mylib/__init__.py": "",
+    "mylib/vendor/__init__.py": "",
+    "mylib/vendor/fp16_utils.py": """
+        import torch
+        def wrap_fp16_model(model):
+            model.half()
+            return model
+        class Fp16OptimizerHook:
+            def after_train_iter(self, runner):
+                (runner.outputs["loss"] * 512.0).backward()
+                runner.optimizer.step()
+    """,
+}
+
+
+def test_an_uncalled_helper_beside_an_entry_point_is_not_its_precision(tmp_path):
+    # LAVIS's vendored mmcv: wrap_fp16_model (never called) beside an optimizer hook's after_train_iter
+    p = project(tmp_path, _VENDORED)
+    (ep,) = p.entry_points()
+    assert Regime(ep.signals).mode == "fp32"
+    assert any(role == "uncalled" for role, _, _ in ep.roles)
+    # near misses: the hook calls it; a script's main() run under __main__; a method (a framework calls it)
+    called = _VENDORED["mylib/vendor/fp16_utils.py"].replace(
+        "def after_train_iter(self, runner):", "def after_train_iter(self, runner):\n                wrap_fp16_model(runner.model)")
+    script = "import torch\ndef main(model, opt, x):\n    model.half()\n    run(model, opt, x)\n" \
+             "def run(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n" \
+             "if __name__ == '__main__':\n    main(None, None, None)\n"
+    method = _VENDORED["mylib/vendor/fp16_utils.py"].replace(
+        "class Fp16OptimizerHook:", "class Fp16OptimizerHook:\n            def before_run(self, runner):\n"
+                                    "                runner.model.half()")
+    for files in ({**_VENDORED, "mylib/vendor/fp16_utils.py": called}, {"train.py": script},
+                  {**_VENDORED, "mylib/vendor/fp16_utils.py": method}):
+        p = project(tmp_path / str(abs(hash(str(files)))), files)
+        (ep,) = p.entry_points()
+        assert Regime(ep.signals).mode == "fp16", files

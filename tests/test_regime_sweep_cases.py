@@ -121,12 +121,13 @@ def test_half_copy_assigned_then_saved_is_a_checkpoint():
     trainer = textwrap.dedent("""
         import torch
         from copy import deepcopy
-        def save_base(self, path):
-            model = deepcopy(self.model).half()
-            strip_qat(model)
-            torch_save({"model": model, "train_args": self.args}, path)
-        def step(self):
-            self.loss.backward()
+        class MultiTrainer:
+            def save_base(self, path):
+                model = deepcopy(self.model).half()
+                strip_qat(model)
+                torch_save({"model": model, "train_args": self.args}, path)
+            def step(self):
+                self.loss.backward()
     """)
     assert "AMP101" not in codes(OPTIMIZER, extra_files={"trainer.py": trainer})
     # (a function named save_* is itself an export role: the positive case is a setup function)
