@@ -175,3 +175,34 @@ def test_a_contraction_with_attention_a_helper_normalises_is_bounded():
 @pytest.mark.parametrize("normalise", ["attn = attn * 2.0", "attn /= attn.amax(dim=-1, keepdim=True).sum()"])
 def test_near_miss_unnormalised_scores_from_the_helper_are_not_bounded(normalise):
     assert [c for c in codes(textwrap.dedent(attention_map(normalise))) if c == "AMP204"] == ["AMP204"]
+
+
+LAUNCHED = textwrap.dedent("""
+    import torch
+    from accelerate import Accelerator
+    import helpers
+    def train(model, loader):
+        accelerator = Accelerator()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        model, opt, loader = accelerator.prepare(model, opt, loader)
+        for x in loader:
+            loss = helpers.{call}(model(x)).mean()
+            accelerator.backward(loss)
+            opt.step()
+    """)
+HELPERS = """
+    import torch
+    def log(t, eps=1e-20):
+        return torch.log(t.clamp(min=eps))
+    def l2norm(t):
+        return t / t.norm(dim=-1, keepdim=True)
+    """
+
+
+@pytest.mark.parametrize("call, expected", [
+    ("l2norm", []),  # audiolm soundstream.py: `def log(t, eps=1e-20)` never called, under the launcher's fp16 run
+    ("log", [3]),  # near miss: the launcher's run calls it (reported at the default)
+])
+def test_an_uncalled_helper_under_a_launchers_fp16_run(call, expected):
+    assert lines("AMP102", textwrap.dedent(HELPERS), filename="helpers.py",
+                 extra_files={"train.py": LAUNCHED.format(call=call)}) == expected

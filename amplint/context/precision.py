@@ -342,7 +342,12 @@ class PrecisionModel:
         regime = ctx.regime
         project = ctx.project
         module = ctx.imports.module_name
-        if regime is None or regime.any_fp16_use or regime.override or not module or not hasattr(project, "callers"):
+        # the launcher's fp16 run of an application (``Accelerator()`` decides) is still the run of its
+        # entry points: what they never call is not reached there either
+        from ..project import LAUNCHED
+        launched = regime is not None and regime.any_fp16_use and LAUNCHED in regime.scope
+        if regime is None or (regime.any_fp16_use or regime.override) and not launched or not module \
+                or not hasattr(project, "callers"):
             return False
         if not regime.entry_points or fn in ctx.regions():
             return False  # no training entry point to be reached from, or autocast of its own
