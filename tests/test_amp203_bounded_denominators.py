@@ -88,3 +88,20 @@ def test_under_autocast_neither_is_reported_for_the_sum():
     # autocast runs exp and sum in float32: nothing to report either way (the regime check, not this one)
     source = "import torch\n" + textwrap.dedent(SOFTMAX["by subtraction"].replace(" - logits.max(dim=-1, keepdim=True).values", ""))
     assert [c for c in codes(source, extra_files={"train.py": MIXED}) if c == "AMP203"] == []
+
+
+def test_an_exp_written_into_an_alias_of_max_shifted_logits():
+    # gpt-neox mpu/cross_entropy.py: exp_logits = logits; torch.exp(logits, out=exp_logits); div_ by its sum
+    body = """
+        def softmax_ce(logits):
+            logits_max = torch.max(logits, dim=-1)[0]
+            logits.sub_(logits_max.unsqueeze(dim=-1))
+            exp_logits = logits
+            torch.exp(logits, out=exp_logits)
+            sum_exp = exp_logits.sum(dim=-1)
+            exp_logits.div_(sum_exp.unsqueeze(dim=-1))
+            return exp_logits
+        """
+    assert lint_half(body) == []
+    # near miss: no shift before the exp
+    assert lint_half(body.replace("logits.sub_(logits_max.unsqueeze(dim=-1))", "pass")) == ["AMP203"]

@@ -131,6 +131,8 @@ def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0, kinds=BOUNDED) ->
         bound = pm.binding_at(expr.value, expr)
         if isinstance(bound, tuple) and bound[0] == "aug":
             return _normalised_by_own_sum(ctx, bound[1])
+        if kinds is BOUNDED and _exp_written_into(ctx, pm, expr):
+            return True
         value = pm.value_of(expr)
         return value is not None and bounded(ctx, pm, value, depth + 1, kinds)
     if isinstance(expr, cst.Call):
@@ -180,6 +182,26 @@ def _max_shifted(ctx, pm, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
                     and ctx.enclosing_function(call) is fn and ctx.order(call) < ctx.order(at) and positional(call) \
                     and _max_of(ctx, pm, positional(call)[0].value, expr.value):
                 return True
+    return False
+
+
+def _exp_written_into(ctx, pm, name: cst.Name) -> bool:
+    """``torch.exp(logits, out=exp_logits)`` earlier in the function, of max-shifted logits
+    (gpt-neox's vocab-parallel cross entropy: ``logits.sub_(max)``; ``exp_logits = logits``;
+    ``torch.exp(logits, out=exp_logits)``)."""
+    writes = ctx._cache.get("exp_out_calls")
+    if writes is None:  # the file's ``torch.exp(..., out=...)`` calls, found once
+        writes = ctx._cache["exp_out_calls"] = [
+            c for c in ctx.nodes(cst.Call)
+            if any(a.keyword is not None and a.keyword.value == "out" for a in c.args) and ctx.call_name(c) == "torch.exp"]
+    fn = ctx.enclosing_function(name)
+    for call in writes:
+        if ctx.enclosing_function(call) is not fn or ctx.order(call) > ctx.order(name):
+            continue
+        out = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "out"), None)
+        args = positional(call)
+        if isinstance(out, cst.Name) and out.value == name.value and args and _max_shifted(ctx, pm, args[0].value, call):
+            return True
     return False
 
 
