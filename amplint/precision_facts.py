@@ -322,7 +322,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             continue
         if not isinstance(node, ast.Call) or id(node) in skipped:
             continue
-        call_facts = ast_call_facts(node, imports, targets.get(id(node)))
+        seen_node = _with_local_values(node, owner(node))
+        call_facts = ast_call_facts(seen_node, imports, targets.get(id(node)))
         one_of = _splat_kwargs(node, call_facts, owner, parents, imports, lines)
         for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
             if isinstance(v, Dotted) and v.name in dtype_vars:
@@ -341,7 +342,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) or _cli_signal(node) \
             or _trained_half_cast(node, call_facts, trained)
         if sig is None and not wrapper:
-            sig, branch = _conditional_signal(node, call_facts, imports)
+            sig, branch = _conditional_signal(seen_node, call_facts, imports)
             one_of = one_of or branch
         if sig is None:
             sig = _launcher_signal(node, call_facts) or _callers_precision(node, call_facts, owner(node))
@@ -631,6 +632,31 @@ def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):
             texts = [ast.unparse(b) for b in branches] if hasattr(ast, "unparse") else []
             return found[0], f"`{kw.arg}` is one of {', '.join(texts)}" if texts else f"`{kw.arg}` is conditional"
     return None, None
+
+
+_PRECISION_KEYWORDS = {"precision", "mixed_precision", "fp16", "bf16"}
+
+
+def _with_local_values(node: ast.Call, fn) -> ast.Call:
+    """``node`` with its precision keywords that name a local of the enclosing function replaced
+    by the value last assigned to it before the call (InnerEye's ``precision = 32 if num_gpus == 0
+    else 16 if config.use_mixed_precision else 32`` then ``Trainer(precision=precision)``): the
+    call as the precision evidence reads it. ``node`` itself when nothing is replaced."""
+    names = {k.arg: k.value.id for k in node.keywords
+             if k.arg in _PRECISION_KEYWORDS and isinstance(k.value, ast.Name)}
+    if not names or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node
+    values: Dict[str, ast.AST] = {}
+    for stmt in ast.walk(fn):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and stmt.targets[0].id in names.values() and stmt.lineno < node.lineno \
+                and (stmt.targets[0].id not in values or values[stmt.targets[0].id].lineno < stmt.lineno):
+            values[stmt.targets[0].id] = stmt
+    if not values:
+        return node
+    keywords = [ast.keyword(arg=k.arg, value=values[names[k.arg]].value) if names.get(k.arg) in values else k
+                for k in node.keywords]
+    return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords), node)
 
 
 def _splat_kwargs(node: ast.Call, call_facts, owner, parents: "_Parents", imports: ImportTable,

@@ -634,3 +634,22 @@ def test_a_checkpoint_saved_after_training_keeps_the_launchers_precision():
     saved = src.replace('save_model_checkpoint(fabric, model, "out/final.pth")',
                         'half = model.half()\n            torch.save({"model": half}, "out/final.pth")')
     assert "model.half()" not in [t for _, t in roles(saved)]
+
+
+def test_a_trainer_precision_held_in_a_local_is_read():
+    # InnerEye model_training.py: precision = 32 if num_gpus == 0 else 16 if config.use_mixed_precision else 32
+    src = """
+        import pytorch_lightning as pl
+        def model_train(config, module, num_gpus=1):
+            precision = 32 if num_gpus == 0 else 16 if config.use_mixed_precision else 32
+            trainer = pl.Trainer(precision=precision, max_epochs=1)
+            trainer.fit(module)
+    """
+    facts = file_facts(textwrap.dedent(src).encode(), "train.py", None)
+    (sig,) = facts["signals"]
+    assert (sig["dtype"], sig["role"]) == ("float16", "training") and "one of" in sig["one_of"]
+    # near misses: a local that says 32; a value assigned after the call
+    for near in (src.replace("32 if num_gpus == 0 else 16 if config.use_mixed_precision else 32", "32"),
+                 src.replace("            precision = 32 if num_gpus == 0 else 16 if config.use_mixed_precision else 32\n", "")
+                    .replace("            trainer.fit(module)", "            precision = 16\n            trainer.fit(module)")):
+        assert file_facts(textwrap.dedent(near).encode(), "train.py", None)["signals"] == [], near
