@@ -91,6 +91,7 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
         parents = _Tree(tree)
     parent = parents.parent
     imports = ImportTable(f"{module}.__init__" if is_package and module else module)
+    stars: List[str] = []
     prefix = f"{module}." if module else ""
     top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     src = _Source(source)
@@ -136,6 +137,8 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
                 imports.add_import(a.name, a.asname)
         elif isinstance(node, ast.ImportFrom):
             imports.add_from_import(node.module or "", [(a.name, a.asname) for a in node.names], node.level)
+            if any(a.name == "*" for a in node.names):
+                stars.append(_absolute(node.module or "", node.level, imports.module_name))
     # Resolved once every import is known (an import inside a function binds for the whole file,
     # as in FileContext's table).
     for c in classes:
@@ -166,7 +169,19 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
     functions.sort(key=lambda f: (f[1], f[0]))
     classes.sort(key=lambda c: (c[1], c[0]))
     out_calls.sort(key=lambda c: (c[2], c[3]))
-    return {"functions": functions, "classes": classes, "names": dict(sorted(imports.items())), "calls": out_calls}
+    names = dict(sorted(imports.items()))
+    # ``from .train_loop import *`` (detectron2.engine): "*<module>" keys, which no identifier can be
+    names.update((f"*{m}", m) for m in stars if m)
+    return {"functions": functions, "classes": classes, "names": names, "calls": out_calls}
+
+
+def _absolute(module: str, level: int, importer: Optional[str]) -> str:
+    """The module ``from <level dots><module> import *`` names, in a file of module ``importer``."""
+    if not level:
+        return module
+    base = (importer or "").split(".")
+    base = base[: len(base) - level] if level <= len(base) else []
+    return ".".join([*base, module] if module else base)
 
 
 def _instances(parents, parent, qualname, resolve) -> Dict[Any, str]:

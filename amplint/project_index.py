@@ -165,9 +165,16 @@ class ProjectIndex:
             if path is None:
                 continue
             rest = parts[i:]
-            target = self._graphs[path]["names"].get(rest[0])
+            names = self._graphs[path]["names"]
+            target = names.get(rest[0])
             if target is not None and target != dotted:  # re-exported: ``from .losses import nll_loss``
                 return self._lookup(".".join([target, *rest[1:]]), depth + 1)
+            if target is None:  # ``from .train_loop import *``: a name the starred module defines
+                for key, star in names.items():
+                    if key.startswith("*") and star != module:
+                        found = self._lookup(".".join([star, *rest]), depth + 1)
+                        if found is not None:
+                            return found
             if len(rest) >= 2:  # Class.method not defined on the class: its bases'
                 cls = self._symbols.get(f"{module}.{'.'.join(rest[:-1])}")
                 if cls is not None and cls.kind == "class":
@@ -319,6 +326,8 @@ class ProjectIndex:
             self._aliases = {}
             for graph in self._graphs.values():
                 for local, target in graph["names"].items():
+                    if local.startswith("*"):
+                        continue
                     original = target.rsplit(".", 1)[-1]
                     if local != original:
                         self._aliases.setdefault(original, set()).add(local)

@@ -23,7 +23,8 @@ from .constants import module_constants
 from .file_graph import check_graph, file_graph
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
-SCHEMA = 23  # 23: a precision keyword held in a local is read through its assignment
+SCHEMA = 24  # 24: file_graph names record star imports ("*<module>")
+#   23: a precision keyword held in a local is read through its assignment
 #   22: facts["trains"]; an inference CLI flag (its help text) is inference evidence
 #   21: a saved name skips only half casts (a Fabric passed to a checkpoint save stays evidence)
 #   20: half casts of what the optimizer trains; re-exported GradScaler

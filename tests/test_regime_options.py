@@ -668,6 +668,14 @@ def test_a_trainer_picked_by_a_conditional_expression_reaches_both(tmp_path):
     p = project(tmp_path / "alone", alone)
     modes = {e.display.rsplit("/", 1)[-1]: Regime(e.signals).mode for e in p.entry_points()}
     assert modes["train.py"] == "fp32"
+    # detectron2: the trainers come through the package's star re-export (engine/__init__: from .train_loop import *)
+    starred = {**_PICKED_TRAINER, "pkg/__init__.py": "from .trainers import *\n",
+               "train.py": _PICKED_TRAINER["train.py"].replace("from pkg.trainers import", "from pkg import")}
+    p = project(tmp_path / "starred", starred)
+    assert p.index.resolve("pkg.AMPTrainer").name == "pkg.trainers.AMPTrainer"
+    modes = {e.display.rsplit("/", 1)[-1]: Regime(e.signals).mode for e in p.entry_points()}
+    assert modes["train.py"] == "fp16-mixed"
+    assert p.index.resolve("pkg.NoSuchTrainer") is None
 
 
 _SPLAT = """
