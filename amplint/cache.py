@@ -28,7 +28,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .summary import SCHEMA, FileSummary
@@ -121,6 +121,7 @@ class ProjectCache:
         self._answers: Optional[Dict[str, object]] = None
         self._answers_for = ""
         self._answers_dirty = False
+        self._answers_new: Dict[str, object] = {}  # since ``take_answers`` (a worker's, for the parent)
         self._load()
 
     def _read(self, path: Path) -> Optional[dict]:
@@ -231,6 +232,13 @@ class ProjectCache:
         if store.get(key) != data:
             store[key] = data
             self._answers_dirty = True
+            self._answers_new[key] = data
+
+    def take_answers(self) -> Tuple[str, Dict[str, object]]:
+        """(fingerprint, answers) put since the last call: a worker process hands them to the
+        parent, whose cache is the one saved."""
+        new, self._answers_new = self._answers_new, {}
+        return self._answers_for, new
 
     # ---- writing -----------------------------------------------------------------------------------
     @property

@@ -190,8 +190,13 @@ class Runner:
             return None
         try:
             results = []
-            for result in executor.map(_lint_task, tasks, chunksize=chunksize):
-                results.append(result)
+            for i, (result, deps, (fingerprint, answers)) in enumerate(
+                    executor.map(_lint_task, tasks, chunksize=chunksize)):
+                results.append((result, deps))
+                cache = projects[tasks[i][2]].cache
+                if answers and cache is not None:
+                    for key, data in answers.items():  # the worker's callers answers: the parent's cache is saved
+                        cache.put_answer(fingerprint, key, data)
                 self._advance(len(results))
         except BaseException as e:
             executor.shutdown(wait=False, cancel_futures=True)
@@ -222,8 +227,10 @@ def _init_worker(projects: Dict[Path, Project], settings: Settings) -> None:
     _WORKER_SETTINGS = settings
 
 
-def _lint_task(task: Task) -> Tuple[FileResult, list]:
-    return _lint_recorded(task, _WORKER_PROJECTS[task[2]], _WORKER_SETTINGS)
+def _lint_task(task: Task) -> Tuple[FileResult, list, Tuple[str, dict]]:
+    project = _WORKER_PROJECTS[task[2]]
+    result, deps = _lint_recorded(task, project, _WORKER_SETTINGS)
+    return result, deps, (project.cache.take_answers() if project.cache is not None else ("", {}))
 
 
 def _lint_recorded(task: Task, project: Project, settings) -> Tuple[FileResult, list]:

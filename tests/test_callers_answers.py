@@ -63,3 +63,17 @@ def test_fix_of_one_file_reads_the_cached_regime_the_run_before_stored(tmp_path,
     derived.clear()
     again = run(["fix", "--diff", "model.py"], root)
     assert (again.rc, again.out, again.err) == (first.rc, first.out, first.err) and not derived
+
+
+def test_callers_answered_in_worker_processes_are_kept_for_the_next_run(tmp_path, monkeypatch):
+    root = write_project(tmp_path / "p", {"losses.py": "import torch\n" + textwrap.dedent(HELPER), "train.py": TRAIN,
+                                          "model.py": caller("self.fc(x).sigmoid()")})
+    first = run(["check", "--output-format", "concise", "-j", "2", "."], root).out
+    assert "AMP102" in first
+    built = []
+    index = project_module.ProjectIndex
+    monkeypatch.setattr(project_module, "ProjectIndex", lambda *a, **k: built.append(1) or index(*a, **k))
+    with (root / "losses.py").open("a") as fh:
+        fh.write("# an edit no summary sees\n")
+    assert "AMP102" in run(["check", "--output-format", "concise", "losses.py"], root).out
+    assert not built  # the workers' answers were saved by the parent
