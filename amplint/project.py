@@ -952,6 +952,11 @@ class Project:
             if harness is not None:
                 return harness
             return self._library("the project has no training entry point and no precision evidence")
+        if eps and all(not ep.signals and self._library_loop(ep) for ep in eps) and self._published_package_file(key):
+            # darts: the only training is the package's own fit loop (TorchForecastingModel._train), which
+            # reaches the models its subclasses build only through overrides the call graph does not
+            # follow: the package's other files are its users' to run in float16, as the reached ones are
+            return self._library(LIBRARY_LOOPS_ONLY)
         # Entry points agree when those with evidence say one precision, or float16 in its forms
         # (fairseq: its trainer's --fp16 with master weights, task scripts reaching only the amp
         # path); an entry point with no evidence at all says nothing (an optimizer wrapper's step).

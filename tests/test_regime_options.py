@@ -786,6 +786,27 @@ def test_a_packages_own_optimisation_loop_does_not_make_the_package_fp32(tmp_pat
     assert not p.regime_for(p.root / "imglib" / "color.py").library
 
 
+def test_package_files_the_packages_own_loop_does_not_reach_are_library_code_too(tmp_path):
+    # darts: TorchForecastingModel._train (trainer.fit, no precision) reaches the model classes only
+    # through subclass overrides; TFT's attention (masked_fill(-1e9) on a float16 bmm, fixed upstream)
+    # was judged fp32 as "not reached", while the files the loop reaches were library code
+    attention = """
+        import torch
+        from torch import nn
+        class Attention(nn.Module):
+            def forward(self, q, k, mask):
+                return torch.bmm(q, k.permute(0, 2, 1)).masked_fill(mask, -1e9)
+    """
+    p = project(tmp_path, {**_LIBRARY_LOOP, "imglib/attention.py": attention})
+    assert p.regime_for(p.root / "imglib" / "attention.py").library
+    out = run(["check", "--output-format", "concise", "."], p.root).out
+    assert "attention.py:6:" in out and "AMP103" in out
+    # near miss: beside a training script of the repository, unreached files keep the project's precision
+    train = "import torch\nimport imglib\ndef main(m, x, opt):\n    m(imglib.rgb_to_hsv(x)).sum().backward()\n    opt.step()\n"
+    p = project(tmp_path / "root", {**_LIBRARY_LOOP, "imglib/attention.py": attention, "train.py": train})
+    assert not p.regime_for(p.root / "imglib" / "attention.py").library
+
+
 _DECODER = {
     "setup.py": "from setuptools import setup\nsetup(name='asr')\n",
     "asr/__init__.py": "",
