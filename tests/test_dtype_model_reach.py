@@ -7,22 +7,8 @@ import textwrap
 import pytest
 
 from conftest import codes
-from training_util import lines
+from training_util import MODEL_TRAIN as TRAIN, lines
 
-TRAIN = textwrap.dedent("""
-    import torch
-    from model import Net
-    def train(loader):
-        model = Net().cuda()
-        optimizer = torch.optim.AdamW(model.parameters())
-        scaler = torch.amp.GradScaler("cuda")
-        for x in loader:
-            with torch.autocast("cuda"):
-                loss = model(x)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-    """)
 
 
 def lint(code, source, filename="model.py", **extra):

@@ -5,22 +5,8 @@ import textwrap
 
 import pytest
 
-from training_util import found, lines
+from training_util import MODEL_TRAIN as TRAIN, found, lines
 
-TRAIN = textwrap.dedent("""
-    import torch
-    from model import Net
-    def train(loader):
-        model = Net().cuda()
-        optimizer = torch.optim.AdamW(model.parameters())
-        scaler = torch.amp.GradScaler("cuda")
-        for x in loader:
-            with torch.autocast("cuda"):
-                loss = model(x)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-    """)
 
 HELPER = """
     def nll_loss(p: torch.Tensor):

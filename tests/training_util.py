@@ -27,3 +27,21 @@ def fixed(source, extra_files=None, unsafe=False, settings=None):
         run = fix_paths([root / "snippet.py"], settings or Settings(), unsafe=unsafe, write=False)
         assert not run.errors, run.errors
         return run.states[0].source.decode("utf-8")
+
+
+# A training script with an fp16 autocast loop that builds ``model.Net``: beside a model file, it
+# makes the model code run under fp16 mixed precision.
+MODEL_TRAIN = textwrap.dedent("""
+    import torch
+    from model import Net
+    def train(loader):
+        model = Net().cuda()
+        optimizer = torch.optim.AdamW(model.parameters())
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            with torch.autocast("cuda"):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    """)
