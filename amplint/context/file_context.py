@@ -304,7 +304,28 @@ class FileContext:
         return rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1
 
     def line_of(self, node: cst.CSTNode) -> int:
+        """The 1-based line ``node`` starts on: without the position pass (a walk of the whole
+        file, which a dtype explanation naming one caller's line need not pay) where its text
+        says it (``_line_from_text``)."""
+        if self._positions is None:
+            line = self._line_from_text(node)
+            if line is not None:
+                return line
         return self.position(node)[0]
+
+    def _line_from_text(self, node: cst.CSTNode) -> Optional[int]:
+        """The line of an expression whose source text occurs exactly once in the file (libcst
+        keeps the text as written, so that one occurrence is the node); None otherwise. Not for
+        statements: their text starts at the comments and blank lines above them."""
+        if not isinstance(self.source, bytes) or not isinstance(node, cst.BaseExpression):
+            return None
+        text = self.code(node).encode("utf-8")
+        if len(text) < 8 or not text.isascii():
+            return None
+        at = self.source.find(text)
+        if at < 0 or self.source.find(text, at + 1) >= 0:
+            return None
+        return self.source.count(b"\n", 0, at) + 1
 
     # ---- constants ------------------------------------------------------------------------------
     def module_constants(self) -> Dict[str, cst.BaseExpression]:

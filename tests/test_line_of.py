@@ -1,0 +1,38 @@
+"""``FileContext.line_of`` answers from the node's text when it occurs once in the file (no position
+pass): it must give the line the position pass gives, for every node kind and layout."""
+from pathlib import Path
+
+import libcst as cst
+
+from amplint.engine import build_context
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _contexts(path: Path):
+    source = path.read_bytes()
+    return build_context(path, path.name, source, None), build_context(path, path.name, source, None)
+
+
+def test_line_of_agrees_with_the_position_pass():
+    checked = 0
+    for path in sorted((ROOT / "examples").rglob("*.py")) + [ROOT / "amplint" / "context" / "precision.py"]:
+        cheap, exact = _contexts(path)
+        for kind in (cst.Call, cst.Name, cst.BinaryOperation, cst.FunctionDef, cst.Attribute, cst.Subscript):
+            for node, twin in zip(cheap.nodes(kind), exact.nodes(kind)):
+                line = cheap._line_from_text(node)
+                if line is not None:
+                    assert line == exact.position(twin)[0], (path.name, cheap.code(node)[:60])
+                    checked += 1
+        assert cheap._positions is None  # no position pass was needed for any of it
+    assert checked > 1000
+
+
+def test_a_repeated_text_falls_back_to_the_position_pass(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import torch\nx = torch.ones(2)\n\ny = torch.ones(2)\n")
+    ctx, _ = _contexts(path)
+    first, second = [c for c in ctx.nodes(cst.Call)][:2]
+    assert ctx._line_from_text(second) is None
+    assert ctx.line_of(second) == 4 and ctx._positions is not None
+    assert ctx.line_of(first) == 2
