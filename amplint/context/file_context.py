@@ -317,8 +317,9 @@ class FileContext:
         """The line of an expression whose source text occurs exactly once in the file (libcst
         keeps the text as written, so that one occurrence is the node); None otherwise. Not for
         statements: their text starts at the comments and blank lines above them."""
-        if not isinstance(self.source, bytes) or not isinstance(node, cst.BaseExpression):
-            return None
+        if not isinstance(self.source, bytes) or not isinstance(node, cst.BaseExpression) \
+                or self.module.default_newline not in ("\n", "\r\n"):
+            return None  # (lines ended by a lone "\r" are not counted by their "\n")
         text = self.code(node).encode("utf-8")
         if len(text) < 8 or not text.isascii():
             return None
