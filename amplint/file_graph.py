@@ -199,8 +199,10 @@ def _instances(parents, parent, qualname, resolve) -> Dict[Any, str]:
     for node in parents.nodes:
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
             targets, value = [node.target], node.value
+        elif isinstance(node, ast.AugAssign):
+            targets, value = [node.target], None  # ``self.coder += x``: no longer one class's instance
         else:
             continue
         built = None

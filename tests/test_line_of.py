@@ -36,3 +36,12 @@ def test_a_repeated_text_falls_back_to_the_position_pass(tmp_path):
     assert ctx._line_from_text(second) is None
     assert ctx.line_of(second) == 4 and ctx._positions is not None
     assert ctx.line_of(first) == 2
+
+
+def test_a_file_with_a_lone_carriage_return_takes_the_position_pass(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_bytes(b"import torch\r\nx = 1\ry = torch.zeros(2)\r\n")
+    ctx, exact = _contexts(path)
+    call = ctx.nodes(cst.Call)[0]
+    assert ctx._line_from_text(call) is None
+    assert ctx.line_of(call) == exact.position(exact.nodes(cst.Call)[0])[0]

@@ -318,8 +318,8 @@ class FileContext:
         keeps the text as written, so that one occurrence is the node); None otherwise. Not for
         statements: their text starts at the comments and blank lines above them."""
         if not isinstance(self.source, bytes) or not isinstance(node, cst.BaseExpression) \
-                or self.module.default_newline not in ("\n", "\r\n"):
-            return None  # (lines ended by a lone "\r" are not counted by their "\n")
+                or self.source.count(b"\r") != self.source.count(b"\r\n"):
+            return None  # a line ended by a lone "\r" is not counted by the "\n"s
         text = self.code(node).encode("utf-8")
         if len(text) < 8 or not text.isascii():
             return None
