@@ -3,17 +3,14 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
 
 from . import __version__
 from .config import PRECISIONS, ConfigError, RuleSelection, Settings, find_config, load
-from .report import FORMATS, WRITERS, statistics
-from .report.assumed import summary_lines
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from .outcome import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, cache_options, report
+from .report import FORMATS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,14 +57,6 @@ def _jobs(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"the number of jobs must be at least 1, not {n}")
     return n
-
-
-def cache_options(args) -> dict:
-    """Whether to use the on-disk cache and where (options first, then the environment)."""
-    no_cache = bool(getattr(args, "no_cache", False)) or os.environ.get("AMPLINT_NO_CACHE", "") not in ("", "0", "false")
-    cache_dir = getattr(args, "cache_dir", None) or (Path(os.environ["AMPLINT_CACHE_DIR"])
-                                                     if os.environ.get("AMPLINT_CACHE_DIR") else None)
-    return {"cache": not no_cache, "cache_dir": cache_dir.resolve() if cache_dir is not None else None}
 
 
 def _codes(text: str) -> List[str]:
@@ -225,22 +214,6 @@ def write_text_atomically(path: Path, text: str) -> Optional[str]:
     return None
 
 
-def use_color(args, out) -> bool:
-    """``--color``: always / never; auto is on for a terminal unless NO_COLOR is set (no-color.org),
-    and on wherever FORCE_COLOR is set (to anything but 0)."""
-    import os
-
-    choice = getattr(args, "color", "auto")
-    if choice != "auto":
-        return choice == "always"
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
-        return True
-    isatty = getattr(out, "isatty", None)
-    return bool(isatty and isatty())
-
-
 def _run_check(args, out, err) -> int:
     import time
 
@@ -367,45 +340,6 @@ def run_fix(args, settings: Settings, selection: RuleSelection, paths: Sequence[
     if getattr(args, "show_fixes", False) and not args.quiet and args.output_format in ("full", "concise"):
         show_fixes(shown, out)
     return report(args, findings, errors, out, err, fixed=fixed, assumed=assumed)
-
-
-def report(args, findings, errors, out, err, fixed: int = 0, sources=None, assumed=None) -> int:
-    """``sources``: the lines ``full`` output quotes, by path, where they are not on disk (stdin).
-    ``assumed``: the precision assumed per project (amplint.report.assumed), which every format states."""
-    assumed = assumed or []
-    if args.statistics:
-        statistics(findings, out)
-    else:
-        WRITERS[args.output_format](findings, out, sources=sources, assumed=assumed,
-                                    color=args.output_format == "full" and use_color(args, out))
-    if args.output_format in ("full", "concise") and not args.quiet and not args.statistics:
-        unsafe = bool(getattr(args, "unsafe_fixes", False))
-        fixable = sum(1 for f in findings if f.fix is not None and (unsafe or f.fix.applicability == "safe"))
-        hidden = sum(1 for f in findings if f.fix is not None) - fixable
-        if findings:
-            total = len(findings) + fixed  # ruff's wording: found = fixed + remaining
-            fixed_note = f" ({fixed} fixed, {len(findings)} remaining)" if fixed else ""
-            out.write(f"Found {total} error{'s' if total != 1 else ''}{fixed_note}.\n")
-            if fixable and not fixed:
-                out.write(f"[*] {fixable} fixable with `amplint fix`.\n")
-            if hidden:
-                out.write(f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option.\n")
-        elif fixed:
-            out.write(f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining).\n")
-        else:
-            out.write("All checks passed!\n")
-        for line in summary_lines(assumed):
-            out.write(line + "\n")
-    elif args.output_format in ("json", "gitlab") and not args.quiet:
-        for line in summary_lines(assumed):  # the JSON stays a list of findings, as ruff's
-            err.write(f"amplint: {line}\n")
-    for e in errors:
-        err.write(f"amplint: error: {e}\n")
-    if errors:
-        return EXIT_ERROR
-    if findings and not args.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
 
 
 def run_clean(args, out=None, err=None) -> int:

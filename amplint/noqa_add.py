@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Set, TextIO, Tuple
 
 from .findings import SYNTAX_ERROR
+from .outcome import EXIT_CLEAN, EXIT_ERROR
 
 _DIRECTIVE = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,?\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 
@@ -72,7 +73,6 @@ def add_noqa(source: bytes, codes_by_line: Dict[int, Set[str]]) -> Tuple[bytes, 
 
 
 def run_add_noqa(args, settings, selection, paths: Sequence[Path], out: TextIO, err: TextIO) -> int:
-    from .cli import EXIT_CLEAN, EXIT_ERROR
     from .fixes import FileState, write_atomically
     from .runner import Runner
 

@@ -211,6 +211,39 @@ def _dtype_alternatives(node: ast.AST, imports: ImportTable) -> List[str]:
     return []
 
 
+def _saved_directly(call: ast.Call) -> set:
+    """Names passed to a call as themselves, or as values of a dict or list argument: the object
+    is saved (``torch.save({"model": model}, f)``), not something computed from it
+    (``torch.save(model.state_dict(), f)`` saves the trained model's weights)."""
+    names = set()
+    for a in (*call.args, *(k.value for k in call.keywords)):
+        values = a.values if isinstance(a, ast.Dict) else a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a]
+        names.update(v.id for v in values if isinstance(v, ast.Name))
+    return names
+
+
+def _saved_names(nodes) -> Dict[int, set]:
+    """For each assignment inside a function: the names that the function later passes to a
+    ``*save*`` call (``torch.save``, ``torch_save``, ``save_checkpoint``), directly or in a dict."""
+    out: Dict[int, set] = {}
+    for fn in nodes:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        saves = []
+        for call in ast.walk(fn):
+            if isinstance(call, ast.Call):
+                f = call.func
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if "save" in name.lower():
+                    saves.append((call.lineno, _saved_directly(call)))
+        if not saves:
+            continue
+        for stmt in ast.walk(fn):
+            if isinstance(stmt, ast.Assign):
+                out[id(stmt)] = set().union(*(names for line, names in saves if line > stmt.lineno))
+    return out
+
+
 def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Optional[ast.Module] = None,
                limits: Limits = DEFAULT_LIMITS, parents: Optional["_Parents"] = None) -> Dict[str, Any]:
     """The precision facts of one file (see the module docstring). ``path`` is the file's path
@@ -281,7 +314,6 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     adapted = _adapter_wrapped(nodes)
     trained = _parameter_owners(nodes)
     lines = source.decode("utf-8", "replace").splitlines()
-    from .project import _saved_names  # the checkpoint analysis lives with the regime scan
     saved = _saved_names(nodes)
     targets: Dict[int, Optional[str]] = {}
     standalone = set()

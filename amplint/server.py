@@ -26,6 +26,7 @@ from .config import ConfigError, RuleSelection, Settings
 from .discovery import project_root
 from .engine import analyse, build_context, lint_buffer, reportable
 from .findings import Finding
+from .outcome import cache_options
 from .overlay import OverlayProject
 from .project import Project
 from .rules import all_rules, rule_codes
@@ -55,7 +56,6 @@ class Session:
             from argparse import Namespace
 
             from .api import project_for_path
-            from .cli import cache_options
             project = project_for_path(path, settings, **cache_options(Namespace()))
             project.regime
             project.save_cache()

@@ -10,6 +10,7 @@ from typing import List, TextIO
 
 from .config import RuleSelection, Settings
 from .discovery import Discovery, project_root
+from .outcome import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, cache_options, report
 
 STDIN = "-"
 
@@ -65,7 +66,6 @@ def _write_bytes(out: TextIO, data: bytes) -> None:
 
 def run_stdin(args, settings: Settings, selection: RuleSelection, out: TextIO, err: TextIO) -> int:
     from .api import project_for_path
-    from .cli import EXIT_CLEAN, cache_options
 
     data = sys.stdin.buffer.read()
     name = getattr(args, "stdin_filename", None)
@@ -89,7 +89,6 @@ def run_stdin(args, settings: Settings, selection: RuleSelection, out: TextIO, e
 
 def _run(args, settings, selection, out, err, data, name, path, display, project) -> int:
     from .api import fix_text
-    from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, report
     from .engine import lint_buffer
     from .fixes import unified_diff
 
