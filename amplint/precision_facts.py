@@ -345,6 +345,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 standalone.add(id(value))
                 value = value.func.value if isinstance(value.func, ast.Attribute) else None
 
+    deepspeed_options = _deepspeed_only_options(nodes, parents)
     for node in nodes:
         if isinstance(node, ast.Dict):
             # a DeepSpeed block under ``if precision == "bfloat16":`` is one of the options (gpt-neox)
@@ -371,8 +372,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 if len(alts) > 1:
                     one_of = f"`{v.name}` is one of {', '.join(alts)}"
         wrapper = _half_wrapper(node, parents)
-        sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) or _cli_signal(node) \
-            or _trained_half_cast(node, call_facts, trained)
+        sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) \
+            or _cli_signal(node, deepspeed_options) or _trained_half_cast(node, call_facts, trained)
         if sig is None and not wrapper:
             sig, branch = _conditional_signal(seen_node, call_facts, imports)
             one_of = one_of or branch
@@ -808,10 +809,11 @@ _LIGHTNING = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true
               "bf16-true": ("bfloat16", True)}
 
 
-def _cli_signal(node: ast.Call) -> Optional[Signal]:
+def _cli_signal(node: ast.Call, deepspeed_options: frozenset = frozenset()) -> Optional[Signal]:
     """A training script's command line: ``add_argument("--fp16", action="store_true")`` makes
     float16 one of its precisions; ``add_argument("--precision", default="16-mixed")`` (Lightning)
-    / ``--mixed_precision default "fp16"`` (accelerate) says it unless overridden."""
+    / ``--mixed_precision default "fp16"`` (accelerate) says it unless overridden. A flag the file
+    reads only into a DeepSpeed config dict (``deepspeed_options``) is an option of DeepSpeed's run."""
     f = node.func
     if not (isinstance(f, ast.Attribute) and f.attr == "add_argument" and node.args):
         return None
@@ -819,12 +821,17 @@ def _cli_signal(node: ast.Call) -> Optional[Signal]:
     kw = {k.arg: k.value for k in node.keywords if k.arg}
     default = kw.get("default")
     default_value = default.value if isinstance(default, ast.Constant) else None
+    dest = kw.get("dest")
     for name in names:
         if name in _CLI_FLAGS:
             action = kw.get("action")
             store_true = isinstance(action, ast.Constant) and action.value == "store_true"
             if default_value is True or store_true:
-                return Signal("flag", _CLI_FLAGS[name], note=f"command line {name}" + (" (one of)" if default_value is not True else ""))
+                attr = dest.value if isinstance(dest, ast.Constant) else name.lstrip("-").replace("-", "_")
+                note = f"command line {name}" + (" (one of)" if default_value is not True else "")
+                if attr in deepspeed_options:
+                    note += DEEPSPEED_OPTION
+                return Signal("flag", _CLI_FLAGS[name], note=note)
         if name in _CLI_CHOICES and default_value is not None and not isinstance(default_value, bool):
             hit = _LIGHTNING.get(str(default_value).lower())
             if hit is not None:
@@ -857,6 +864,29 @@ def _truthy(node: ast.AST) -> Optional[bool]:
             return node.value.lower() not in ("false", "0", "")
         return bool(node.value)
     return None
+
+
+# DeepSpeed config keys: a dict literal holding one is a DeepSpeed config
+_DEEPSPEED_KEYS = {"fp16", "bf16", "amp", "train_batch_size", "train_micro_batch_size_per_gpu",
+                   "gradient_accumulation_steps", "zero_optimization", "gradient_clipping"}
+DEEPSPEED_OPTION = " (read only into a DeepSpeed config: an option of DeepSpeed's run)"
+
+
+def _deepspeed_dict(node: ast.Dict) -> bool:
+    keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return len(keys & _DEEPSPEED_KEYS) >= 2
+
+
+def _deepspeed_only_options(nodes: List[ast.AST], parents: "_Parents") -> frozenset:
+    """Attributes the file reads (``args.amp``) only as values inside a DeepSpeed config dict literal
+    (DALLE-pytorch's ``'amp': {'enabled': args.amp, 'opt_level': 'O1'}``): the ``--amp`` flag is
+    apex O1 inside DeepSpeed, not an autocast of the script's own torch optimizer."""
+    inside, outside = set(), set()
+    for node in nodes:
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
+            in_config = any(isinstance(p, ast.Dict) and _deepspeed_dict(p) for p in parents.chain(node))
+            (inside if in_config else outside).add(node.attr)
+    return frozenset(inside - outside)
 
 
 def _dict_signals(node: ast.Dict):

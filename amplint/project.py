@@ -23,7 +23,7 @@ from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import Argument, CallSite, ProjectIndex, Symbol
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
-from .precision_facts import LAUNCHER_TRAINERS, precision_call_signal, precision_call_values
+from .precision_facts import DEEPSPEED_OPTION, LAUNCHER_TRAINERS, precision_call_signal, precision_call_values
 from .summary import FileSummary, summarise
 
 REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
@@ -142,8 +142,11 @@ class Regime:
     def _mixed_alternative(self, half: Signal, i: int = -1) -> bool:
         # (a frozen module's float16 copy, a flag naming its ``model``, follows the same dtype switch
         # as the half cast: no alternative to it)
+        # (a flag read only into a DeepSpeed config is apex / fp16 inside DeepSpeed's run, not an
+        # alternative to a half model stepped by the script's own optimizer: DALLE-pytorch's --amp)
         return any(o.kind in ("autocast", "grad_scaler", "flag") and not o.pure and o.dtype == "float16"
                    and not _same_option(half, o) and not (o.kind == "flag" and o.model)
+                   and not (o.kind == "flag" and DEEPSPEED_OPTION in o.note)
                    and (i < 0 or self._same_run(i, j)) for j, (o, _) in enumerate(self.signals))
 
     @property

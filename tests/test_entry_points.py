@@ -653,3 +653,48 @@ def test_a_trainer_precision_held_in_a_local_is_read():
                  src.replace("            precision = 32 if num_gpus == 0 else 16 if config.use_mixed_precision else 32\n", "")
                     .replace("            trainer.fit(module)", "            precision = 16\n            trainer.fit(module)")):
         assert file_facts(textwrap.dedent(near).encode(), "train.py", None)["signals"] == [], near
+
+
+_DALLE = """
+    import argparse
+    import deepspeed
+    import torch
+    from torch.optim import Adam
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fp16", action="store_true")
+    parser.add_argument("--amp", action="store_true", help="Apex O1 mixed precision")
+    args = parser.parse_args()
+    using_deepspeed = args.distributed_backend == "deepspeed"
+    dalle = torch.nn.Linear(8, 8)
+    if not using_deepspeed:
+        if args.fp16:
+            dalle = dalle.half()
+    opt = Adam(dalle.parameters(), lr=3e-4)
+    ds_config = {"train_batch_size": 8, "fp16": {"enabled": args.fp16},
+                 "amp": {"enabled": args.amp, "opt_level": "O1"}}
+    dalle, opt = backend.distribute(model=dalle, optimizer=opt, config=ds_config)
+    for x in loader:
+        loss = dalle(x).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_flag_read_only_into_a_deepspeed_config_is_no_alternative_to_the_torch_half_branch(tmp_path):
+    # DALLE-pytorch train_dalle.py: `--fp16` without DeepSpeed is `dalle.half()` stepped by torch's Adam
+    # (pure fp16: AMP101 on Adam's eps), while `--amp` only enables apex O1 inside DeepSpeed's config
+    from amplint.project import Regime
+    p = project(tmp_path, {"train.py": _DALLE})
+    (ep,) = p.entry_points()
+    assert Regime(ep.signals).mode == "fp16"
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], tmp_path / "p")
+    assert "train.py:15:" in r.out and "AMP101" in r.out
+    # near miss (open_clip's --precision amp beside fp16): the --amp flag also opens the script's own
+    # autocast, a mixed-precision alternative of the same run: the half cast is not judged as pure half
+    mixed = _DALLE.replace("        loss = dalle(x).sum()",
+                           "        with torch.autocast('cuda', enabled=args.amp):\n            loss = dalle(x).sum()")
+    p = project(tmp_path / "mixed", {"train.py": mixed})
+    (ep,) = p.entry_points()
+    assert Regime(ep.signals).mode == "fp16-master"
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], tmp_path / "mixed" / "p")
+    assert "AMP101" not in r.out
