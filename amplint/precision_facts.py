@@ -345,6 +345,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 standalone.add(id(value))
                 value = value.func.value if isinstance(value.func, ast.Attribute) else None
 
+    skipped |= _recast_to_float32(nodes, parents)
     deepspeed_options = _deepspeed_only_options(nodes, parents)
     for node in nodes:
         if isinstance(node, ast.Dict):
@@ -447,6 +448,34 @@ def _casts(value: ast.AST) -> bool:
             return True
         value = value.func.value if isinstance(value.func, ast.Attribute) else None
     return False
+
+
+_FLOAT32 = {"torch.float32", "torch.float", "torch.float64", "torch.double"}
+
+
+def _recast_to_float32(nodes: List[ast.AST], parents: "_Parents") -> set:
+    """Half / bf16 casts that a later call of the same chain casts back to float32: the last cast
+    decides. YOLOv7's ``model.half().float()  # pre-reduce anchor precision`` rounds the weights
+    once and trains in float32 (under autocast), not a half model."""
+    out = set()
+    for node in nodes:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("half", "bfloat16", "to", "type")):
+            continue
+        cur: ast.AST = node
+        while True:
+            attr = parents.parent.get(id(cur))
+            call = parents.parent.get(id(attr)) if isinstance(attr, ast.Attribute) and attr.value is cur else None
+            if not (isinstance(call, ast.Call) and call.func is attr):
+                break
+            method = attr.attr
+            if (method in ("float", "double") and not call.args and not call.keywords) or (
+                    method in ("to", "type") and any(_dotted(a) in _FLOAT32 for a in
+                                                     (*call.args, *(k.value for k in call.keywords if k.arg == "dtype")))):
+                out.add(id(node))
+                break
+            cur = call
+    return out
 
 
 def _parameter_owners(nodes: List[ast.AST]) -> set:

@@ -52,6 +52,8 @@ FP16_PURE = {
     ".to(torch.float16)": "import torch\nmodel = Net().to(torch.float16)\n" + TRAINS,
     ".to(dtype=torch.float16)": "import torch\nmodel = Net()\nmodel = model.to(device, dtype=torch.float16)\n" + TRAINS,
     ".to(torch.half)": "import torch\nnet = Net().to(torch.half)\n" + TRAINS,
+    # near miss of the round trip below: the last cast of the chain is the half one
+    ".float().half()": "import torch\nmodel = Net().float().half()\n" + TRAINS,
     "torch_dtype=torch.float16": ("import torch\nfrom transformers import AutoModel\n"
                                   "model = AutoModel.from_pretrained('x', torch_dtype=torch.float16)\n" + TRAINS),
     "set_default_dtype": "import torch\ntorch.set_default_dtype(torch.float16)\n" + TRAINS,
@@ -93,6 +95,9 @@ FP32 = {
     "apex O0": 'from apex import amp\nmodel, optimizer = amp.initialize(model, optimizer, opt_level="O0")\n',
     "words in comments only": "# we used to call model.half() and torch.autocast\nimport torch\n" + TRAINS,
     "a file that does not parse": "model.half(\n" + TRAINS,
+    # YOLOv7's ``model.half().float()  # pre-reduce anchor precision``: the last cast decides
+    ".half().float() round trip": "import torch\nmodel = Net()\nmodel.half().float()\n" + TRAINS,
+    ".half().cuda().to(torch.float32)": "import torch\nmodel = Net().half().cuda().to(torch.float32)\n" + TRAINS,
 }
 
 
