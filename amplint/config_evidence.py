@@ -105,6 +105,14 @@ def _on(value: Any) -> Optional[bool]:
     return None
 
 
+# The keys that switch a whole block on or off.
+_SWITCHES = ("enabled", "enable", "use", "active")
+
+
+def _switched_off(block: dict) -> bool:
+    return any(_on(block[k]) is False for k in _SWITCHES if k in block)
+
+
 _LIGHTNING = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true": ("float16", True),
               "bf16": ("bfloat16", False), "bf16-mixed": ("bfloat16", False), "bf16-true": ("bfloat16", True)}
 _HALF_NAMES = {"float16": "float16", "fp16": "float16", "half": "float16", "torch.float16": "float16",
@@ -151,8 +159,10 @@ def _walk(data: Any, path: Tuple[str, ...]) -> Iterator[Tuple[Signal, str, str]]
             level = value.upper()
             yield (Signal("flag", "float16", pure=level != "O1", master=level == "O2", note=f"apex opt_level={level}"),
                    key, f"`{where}: {value}`")
-        if isinstance(value, dict) and _on(value.get("enabled", True)) is False:
-            continue  # a disabled block: ``"amp": {"enabled": false, "opt_level": "O2"}`` (openfold) says nothing
+        if isinstance(value, dict) and _switched_off(value):
+            # a disabled block says nothing: ``"amp": {"enabled": false, "opt_level": "O2"}`` (openfold),
+            # ``fsdp: {use: false, param_dtype: float16}`` (audiocraft's base solver config)
+            continue
         if isinstance(value, (dict, list)):
             yield from _walk(value, (*path, key))
 

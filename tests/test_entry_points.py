@@ -263,6 +263,7 @@ def test_training_arguments_fp16_from_the_command_line():
     ("config.yaml", "trainer:\n  precision: 16-mixed\n", "float16", False, False),
     ("config.yaml", "trainer:\n  precision: bf16-true\n", "bfloat16", True, False),
     ("fsdp.yaml", "fsdp:\n  mixed_precision:\n    param_dtype: float16\n", "float16", True, True),
+    ("fsdp.yaml", "fsdp:\n  use: true\n  param_dtype: float16\n", "float16", True, True),
     ("args.toml", "[training]\nfp16 = true\n", "float16", False, False),
     ("run.sh", "accelerate launch --mixed_precision fp16 train.py\n", "float16", False, False),
     ("run.sh", "python train.py --fp16 --lr 1e-4\n", "float16", False, False),
@@ -281,6 +282,9 @@ def test_config_file_evidence(name, text, dtype, pure, master):
     ("run.sh", "python train.py --fp16_full_eval\n# --fp16\n"),
     ("broken.yaml", "fp16: [unclosed\n"),
     ("tokenizer.json", '{"fp16": {"enabled": true}}'),
+    # audiocraft's base solver config: FSDP's dtypes are read only when fsdp.use
+    ("default.yaml", "fsdp:\n  use: false\n  param_dtype: float16\n"),
+    ("default.yaml", "amp:\n  enable: no\n  opt_level: O2\n"),
 ])
 def test_config_near_misses(name, text):
     assert config_signals(text.encode(), name) == []
