@@ -98,6 +98,17 @@ class Regime:
         judged as its users would run it in float16; only hazards under any float16 use count."""
         return self.scope.startswith(ANY_FP16_USE)
 
+    @property
+    def backward_known(self) -> bool:
+        """A backward pass is known to run through code judged under this regime: a training entry
+        point reaches it, or a configured precision (``--precision``, ``assume-precision``) says how
+        it trains. No for library code judged under any float16 use (inference is such a use), and
+        for code no training entry point reaches, judged by the project's precision for want of its
+        own (a frozen feature extractor a data-preparation script runs)."""
+        if self.any_fp16_use:
+            return False
+        return self.override is not None or self.scope.startswith("entry point")
+
     def assuming_any_fp16_use(self, launched: bool = False) -> "Regime":
         """This library code as under fp16 autocast, the float16 use whose activations are float16
         only where they are float16 under every float16 use (pure half makes more of them float16,

@@ -72,3 +72,21 @@ def test_torch_api_never_imports_torch():
     out = subprocess.run([sys.executable, "-c", probe], env=subprocess_env(), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_no_half_ops_raise_for_float16():
+    """grad_mode.NO_HALF: each op has no float16 kernel (the installed torch raises for a float16 input)."""
+    from amplint.torch_api.grad_mode import NO_HALF, NO_HALF_METHODS
+
+    a = torch.eye(3, dtype=torch.float16) * 2
+    for name in sorted(NO_HALF):
+        op = torch
+        for part in name.split(".")[1:]:
+            op = getattr(op, part)
+        args = (a, a) if name.endswith(("solve", "solve_ex", "lstsq")) else (a,)
+        with pytest.raises((RuntimeError, TypeError)):
+            op(*args)
+    for method in sorted(NO_HALF_METHODS):
+        with pytest.raises((RuntimeError, TypeError)):
+            getattr(a, method)()
+    assert torch.linalg.inv(a.float()).dtype == torch.float32  # the same call in float32 works

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from ..torch_api import autocast as autocast_ops
+from ..torch_api import grad_mode
 from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model, autocast_device
 from .file_context import Evidence, FileContext
 
@@ -230,6 +231,34 @@ class PrecisionModel:
         if regime.bf16 is not None and regime.fp16 is None:
             return AutocastState(True, BF16, LIKELY, regime.bf16)
         return NOT_AUTOCAST
+
+    def gradient_flows(self, node: cst.CSTNode) -> bool:
+        """Can a backward pass run through ``node``? Not inside ``with torch.no_grad()`` /
+        ``inference_mode()`` / ``set_grad_enabled(False)`` or a function decorated with them, and
+        not where the regime knows of no backward through this code (``Regime.backward_known``:
+        library code under any float16 use, files no training entry point reaches). A lone snippet
+        (no regime): yes."""
+        ctx = self.ctx
+        regime = ctx.regime
+        if regime is not None and not getattr(regime, "backward_known", True):
+            return False
+        for a in ctx.ancestors(node):
+            if isinstance(a, cst.With) and any(self._grad_off(item.item) for item in a.items):
+                return False
+            if isinstance(a, cst.FunctionDef) and any(self._grad_off(d.decorator) for d in a.decorators):
+                return False
+        return True
+
+    def _grad_off(self, expr: cst.BaseExpression) -> bool:
+        """``torch.no_grad()``, ``torch.inference_mode()`` (not ``inference_mode(False)``),
+        ``torch.set_grad_enabled(False)``, or a bare ``@torch.no_grad`` decorator."""
+        call = expr if isinstance(expr, cst.Call) else None
+        name = self.ctx.qualname(call.func if call is not None else expr)
+        first = call.args[0].value if call is not None and call.args else None
+        literal = first.value if isinstance(first, cst.Name) and first.value in ("True", "False") else None
+        if name in grad_mode.NO_GRAD:
+            return literal != "False"
+        return name == "torch.set_grad_enabled" and literal == "False"
 
     def launcher_autocast_at(self, node: cst.CSTNode) -> AutocastState:
         """Under a precision the launcher decides (``Regime.launcher``: ``Accelerator()`` with no literal

@@ -311,6 +311,10 @@ class Fp16UnsafeEpsilon(Rule):
             return None  # ``if norm > eps: x / (norm + 1e-12)``: the guard is never needed
         if not _default_used_in_half(ctx, const, base):
             return None  # ``def log(t, eps=1e-20)`` whose float16 callers all pass an eps of their own
+        # sqrt(0) = 0 is fine forward; its hazard is the inf gradient, so it needs a backward
+        # through this code (not a frozen extractor under no_grad, not library code whose float16
+        # use may be inference)
+        found = [u for u in found if u.kind != "sqrt" or pm.gradient_flows(u.node)]
         kind = FLOAT16.classify(value)
         base_text = _short(ctx, base if base is not guarded else _without(ctx, guarded, const))
         if kind is Representation.ZERO:
