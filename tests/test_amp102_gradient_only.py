@@ -117,3 +117,12 @@ def test_library_code_reports_only_the_forward_hazard():
     found = [f.line for f in lint_source(textwrap.dedent(LIBRARY), filename="pkg/feat.py", extra_files=files,
                                          precision="fp16-mixed") if f.code == "AMP102"]
     assert found == [5, 9]
+
+
+def test_a_loss_no_entry_point_reaches_is_still_backpropagated():
+    """speechbrain's stoi_loss: the package's recipes (outside it) train with it; a loss is what a
+    backward starts from, whoever calls it. Near miss: the same sqrt in a feature module is silent."""
+    src = LOSS.format(body="return torch.sqrt(torch.matmul(band, pred) + 1e-14).mean()")
+    train = {"train.py": TRAIN.format(imports="", extra="")}
+    assert amp102(src, "stoi_loss.py", train) == [6]
+    assert amp102(src.replace("band_loss", "band_energy"), "features.py", train) == []

@@ -42,6 +42,7 @@ _COMPLEX_TO_REAL = {"abs", "angle", "view_as_real", "real", "imag"}
 _COMPLEX_DTYPES = {"torch.complex64", "torch.cfloat", "torch.complex128", "torch.cdouble", "torch.complex32",
                    "torch.chalf"}
 CERTAIN, LIKELY = "certain", "likely"
+_LOSS_NAME = re.compile(r"(?i)loss|criterion|objective")
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ class PrecisionModel:
         (no regime): yes."""
         ctx = self.ctx
         regime = ctx.regime
-        if regime is not None and not getattr(regime, "backward_known", True):
+        if regime is not None and not getattr(regime, "backward_known", True) and not self._loss_code(node):
             return False
         for a in ctx.ancestors(node):
             if isinstance(a, cst.With) and any(self._grad_off(item.item) for item in a.items):
@@ -248,6 +249,14 @@ class PrecisionModel:
             if isinstance(a, cst.FunctionDef) and any(self._grad_off(d.decorator) for d in a.decorators):
                 return False
         return True
+
+    def _loss_code(self, node: cst.CSTNode) -> bool:
+        """``node`` lies in a loss (a function or class named so, or a loss module): what a backward
+        starts from, whoever calls it (speechbrain's ``stoi_loss``, used by recipes outside the package)."""
+        for a in self.ctx.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.ClassDef)) and _LOSS_NAME.search(a.name.value):
+                return True
+        return bool(_LOSS_NAME.search(Path(str(self.ctx.path)).stem))
 
     def _grad_off(self, expr: cst.BaseExpression) -> bool:
         """``torch.no_grad()``, ``torch.inference_mode()`` (not ``inference_mode(False)``),
