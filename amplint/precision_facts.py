@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .context.evidence import UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotted as _dotted, ast_value, classify
 from .context.imports import ImportTable
@@ -728,6 +728,10 @@ def _splat_kwargs(node: ast.Call, call_facts, owner, parents: "_Parents", import
     go into ``call_facts``; one set under an ``if`` makes the evidence "one of" (detectron2's
     ``if cfg.SOLVER.AMP.ENABLED: params["precision"] = 16`` then ``pl.Trainer(**params)``).
     Returns that condition's text, or None."""
+    for kw in node.keywords:
+        if kw.arg is None and isinstance(kw.value, ast.Call) and isinstance(kw.value.func, ast.Name):
+            for key, value in _returned_dict(kw.value.func.id, parents):
+                call_facts.kwargs.setdefault(key, ast_value(value, imports))
     splats = {kw.value.id for kw in node.keywords if kw.arg is None and isinstance(kw.value, ast.Name)}
     if not splats:
         return None
@@ -772,6 +776,24 @@ def _splat_kwargs(node: ast.Call, call_facts, owner, parents: "_Parents", import
         if cond:
             conditions.append(f"`{key}` set {cond}")
     return "; ".join(conditions) or None
+
+
+def _returned_dict(name: str, parents: "_Parents") -> List[Tuple[str, ast.AST]]:
+    """The literal keys and values of the dict that the file's module-level function ``name``
+    returns, when every ``return`` of it is one dict literal with string keys: the keywords of a
+    ``torch.autocast(**get_autocast_args(args))`` (rf-detr: ``return {"device_type": "cuda",
+    "enabled": args.amp, "dtype": torch.bfloat16}``)."""
+    module = parents.nodes[0] if parents.nodes else None
+    fn = next((n for n in getattr(module, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        return []
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Dict):
+        return []
+    d = returns[0].value
+    if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in d.keys):
+        return []
+    return [(k.value, v) for k, v in zip(d.keys, d.values)]
 
 
 def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str]) -> Dict[str, Any]:

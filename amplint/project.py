@@ -192,7 +192,9 @@ class Regime:
         half parameters."""
         if self.override:
             return self._configured() if self.override in ("fp16", "fp16-mixed", "fp16-master") else None
-        return self._first(lambda s: s.dtype == "float16" and s.enabled and s.note != "inference")
+        vestigial = self._scaler_beside_bf16_autocast()
+        return self._first(lambda s: s.dtype == "float16" and s.enabled and s.note != "inference"
+                           and not (vestigial and s.kind == "grad_scaler"))
 
     @property
     def fp16_autocast(self) -> Optional[Evidence]:
@@ -201,7 +203,18 @@ class Regime:
         found = self._first(lambda s: s.kind in ("autocast", "flag") and s.dtype == "float16" and not s.pure and s.enabled)
         # A GradScaler exists only for float16 autocast (loss scaling is pointless otherwise), so
         # it stands for the autocast when that is out of sight (timm builds its scaler in utils/).
-        return found or self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
+        if found or self._scaler_beside_bf16_autocast():
+            return found
+        return self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
+
+    def _scaler_beside_bf16_autocast(self) -> bool:
+        """The autocast in sight is bfloat16 and none is float16: a GradScaler beside it is left over
+        (harmless: nothing overflows to skip), not a float16 autocast out of sight. rf-detr's
+        ``GradScaler(enabled=args.amp)`` next to ``autocast(**get_autocast_args(args))`` whose helper
+        returns ``"dtype": torch.bfloat16``."""
+        kinds = [(s.kind, s.dtype) for s, _ in self.signals if s.enabled and not s.pure]
+        return ("autocast", "bfloat16") in kinds and not any(
+            k in ("autocast", "flag") and d == "float16" for k, d in kinds)
 
     @property
     def launcher(self) -> Optional[Evidence]:

@@ -238,7 +238,7 @@ def classify(facts: CallFacts) -> Optional[Signal]:
 
 # ---- turning calls into CallFacts -------------------------------------------------------------
 
-def _cst_value(node: cst.BaseExpression, imports: ImportTable) -> Any:
+def cst_value(node: cst.BaseExpression, imports: ImportTable) -> Any:
     if isinstance(node, cst.SimpleString):
         try:
             return node.evaluated_value if isinstance(node.evaluated_value, str) else UNKNOWN
@@ -282,9 +282,9 @@ def cst_call_facts(call: cst.Call, imports: ImportTable, target: Optional[str] =
         if a.star:
             continue
         if a.keyword is not None:
-            kwargs[a.keyword.value] = _cst_value(a.value, imports)
+            kwargs[a.keyword.value] = cst_value(a.value, imports)
         else:
-            args.append(_cst_value(a.value, imports))
+            args.append(cst_value(a.value, imports))
     return CallFacts(imports.resolve(name) if name else None, method, receiver, tuple(args), kwargs)
 
 

@@ -19,7 +19,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..constants import binary, unary
-from .evidence import Evidence, Signal, autocast_signal, cst_call_facts, CallFacts  # noqa: F401 (Evidence re-exported)
+from .evidence import Evidence, Signal, autocast_signal, cst_call_facts, cst_value, CallFacts  # noqa: F401 (Evidence re-exported)
 from .imports import ImportTable, dotted_name, record_import
 from .semantic import SemanticModel
 
@@ -278,7 +278,29 @@ class FileContext:
         return self.qualname(call.func)
 
     def call_facts(self, call: cst.Call) -> CallFacts:
-        return cst_call_facts(call, self.imports)
+        facts = cst_call_facts(call, self.imports)
+        for arg in call.args:
+            if arg.star == "**" and isinstance(arg.value, cst.Call) and isinstance(arg.value.func, cst.Name):
+                for key, value in self._returned_dict(arg.value.func.value):
+                    facts.kwargs.setdefault(key, cst_value(value, self.imports))
+        return facts
+
+    def _returned_dict(self, name: str) -> List[Tuple[str, cst.BaseExpression]]:
+        """The literal keys and values of the dict that this file's module-level function ``name``
+        returns, when its one ``return`` is a dict literal with string keys: the keywords of
+        ``torch.autocast(**get_autocast_args(args))`` (rf-detr: ``return {"device_type": "cuda",
+        "enabled": args.amp, "dtype": torch.bfloat16}``)."""
+        fn = next((s for s in self.module.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+        returns = [] if fn is None else [r for r in self.nodes(cst.Return) if fn in self.ancestors(r)]
+        if len(returns) != 1 or not isinstance(returns[0].value, cst.Dict):
+            return []
+        pairs = []
+        for element in returns[0].value.elements:
+            key = getattr(element, "key", None)
+            if not (isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str)):
+                return []
+            pairs.append((key.evaluated_value, element.value))
+        return pairs
 
     def calls_to(self, *qualnames: str) -> Iterator[cst.Call]:
         wanted = set(qualnames)
