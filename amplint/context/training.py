@@ -86,6 +86,10 @@ class Event:
     # (accelerator / DeepSpeed / Lightning), "apex" (amp.scale_loss), "maybe_scaled" (its
     # expression mentions scaling), "unknown"
     how: str = ""
+    # backward only: the branch conditions under which its loss was scaled (``if self.scaler is not
+    # None: loss = self.scaler.scale(loss)`` then ``loss.backward()``): on a path that took the
+    # other way the backward is plain
+    scaled_when: Tuple[Tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,6 +269,7 @@ class _Bindings:
 
     def __init__(self) -> None:
         self.scaled: Dict[str, str] = {}
+        self.scaled_when: Dict[str, Tuple[Tuple[str, bool], ...]] = {}
         self.assigned: Set[str] = set()
         self.maybe: Set[str] = set()  # assigned from something that mentions scaling
         self.apex: Set[str] = set()
@@ -288,6 +293,8 @@ def _bindings(ctx, known: Set[str]) -> Dict[cst.CSTNode, _Bindings]:
                         and any(t.target is binding.node for t in stmt.targets):
                     scaler = _scale_call_scaler(ctx, stmt.value, known)
                     if scaler is not None:
+                        # a second scaled binding of the name: scaled whatever the branch
+                        b.scaled_when[name] = () if name in b.scaled else _branch_facts(ctx, stmt, scope.node)
                         b.scaled[name] = scaler
                     elif _mentions_scaling(ctx, stmt.value):
                         b.maybe.add(name)
@@ -303,6 +310,22 @@ def _bindings(ctx, known: Set[str]) -> Dict[cst.CSTNode, _Bindings]:
                         and _last(ctx.call_name(binding.value)) == "scale_loss":
                     b.apex.add(name)
     return out
+
+
+def _branch_facts(ctx, stmt: cst.CSTNode, scope: cst.CSTNode) -> Tuple[Tuple[str, bool], ...]:
+    """What a path that runs ``stmt`` knows of the ``if`` tests around it, up to its scope."""
+    facts: List[Tuple[str, bool]] = []
+    child = stmt
+    for node in ctx.ancestors(stmt):
+        if node is scope:
+            break
+        if isinstance(node, cst.If) and child is not node.test:
+            if child is node.body:
+                facts += _facts(ctx, node.test, True)
+            elif isinstance(node.orelse, cst.Else) and child is node.orelse:
+                facts += _facts(ctx, node.test, False)
+        child = node
+    return tuple(facts)
 
 
 def _mentions_scaling(ctx, expr: cst.BaseExpression) -> bool:
@@ -525,9 +548,13 @@ def _forget(states: Iterable[_State], keep_amp: bool = True) -> Set[_State]:
 
 
 def _bound(states: Set[_State]) -> Set[_State]:
+    """At most MAX_STATES paths: past it, forget the conditions other than the AMP switch (many
+    independent ``if cfg.log_x:`` in a loop body multiply the paths), and only then that switch, whose
+    branches must stay apart (``if cfg.use_fp16: scaler...`` / ``else: optimizer.step()``)."""
     if len(states) <= MAX_STATES:
         return states
-    return _forget(states, keep_amp=False)
+    states = _forget(states, keep_amp=True)
+    return states if len(states) <= MAX_STATES else _forget(states, keep_amp=False)
 
 
 class _Walk:
@@ -551,6 +578,9 @@ class _Walk:
 
     def apply(self, e: Event, s: _State) -> _State:
         if e.kind == "backward":
+            if e.how == "scaled" and e.scaler and any((atom, not v) in s.assume for atom, v in e.scaled_when):
+                # this path skipped the branch that scaled the loss: a plain backward
+                return _State(s.scaled, s.unscale_due, s.plain_backward | {e.index}, s.assume, s.unscaled)
             if e.how == "scaled" and e.scaler:
                 return _State(s.scaled | {e.scaler}, s.unscale_due | {e.scaler}, s.plain_backward, s.assume, s.unscaled)
             if e.how == "plain":
@@ -700,7 +730,12 @@ def training_steps(ctx) -> Dict[cst.CSTNode, Step]:
         if c is None:
             continue
         kind, scaler, target, how = c
-        event = Event(index, kind, call, scaler, target, how)
+        when = ()
+        if kind == "backward" and how == "scaled":
+            root = _root_name(call.func.value)  # type: ignore[union-attr]
+            bind = bindings.get(scope_of(ctx, call))
+            when = bind.scaled_when.get(root, ()) if bind is not None and root is not None else ()
+        event = Event(index, kind, call, scaler, target, how, when)
         index += 1
         scope = scope_of(ctx, call)
         steps.setdefault(scope, Step(scope)).events.append(event)
