@@ -80,7 +80,9 @@ def _cpython(source: bytes, filename: str, limits: Limits, flags: int):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like
-            return compile(source, filename, "exec", flags, dont_inherit=True)
+            # Top-level ``await`` is valid in a notebook cell (IPython runs it) and, as for ruff,
+            # no syntax error in a module (pyflakes' F704 territory), so it never stops the lint.
+            return compile(source, filename, "exec", flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     except (RecursionError, MemoryError):
         raise TooComplex("max-syntax-depth", limits.max_syntax_depth,
                          f"code nested or chained (`a + b + …`, `a.b.…`, brackets) deeper than "
