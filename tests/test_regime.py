@@ -64,6 +64,10 @@ FP16_PURE = {
 # A half model whose optimizer keeps float32 master weights: activations float16, AMP101 silent.
 FP16_MASTER = {
     "apex amp O2": 'from apex import amp\nmodel, optimizer = amp.initialize(model, optimizer, opt_level="O2")\n',
+    # ColossalAI's ZeRO / Gemini / hybrid plugins cast the model and keep float32 masters (default fp16)
+    "ColossalAI plugin, default precision": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(stage=2)\n",
+    "ColossalAI GeminiPlugin fp16": "from colossalai.booster.plugin import GeminiPlugin\nplugin = GeminiPlugin(precision='fp16')\n",
+    "ColossalAI plugin, precision from a config": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(precision=cfg.get('dtype', 'bf16'))\n",
 }
 
 BF16 = {
@@ -80,6 +84,7 @@ BF16 = {
     "accelerate bf16": 'from accelerate import Accelerator\nacc = Accelerator(mixed_precision="bf16")\n',
     "Lightning bf16-mixed": 'import lightning as L\ntrainer = L.Trainer(precision="bf16-mixed")\n',
     "Lightning bf16-true": 'import lightning as L\ntrainer = L.Trainer(precision="bf16-true")\n',
+    "ColossalAI plugin bf16": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(stage=2, precision='bf16')\n",
 }
 
 FP32 = {
@@ -95,6 +100,8 @@ FP32 = {
     "apex O0": 'from apex import amp\nmodel, optimizer = amp.initialize(model, optimizer, opt_level="O0")\n',
     "words in comments only": "# we used to call model.half() and torch.autocast\nimport torch\n" + TRAINS,
     "a file that does not parse": "model.half(\n" + TRAINS,
+    "ColossalAI plugin fp32": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(precision='fp32')\n",
+    "a project's own class named like a ColossalAI plugin": "class LowLevelZeroPlugin:\n    pass\nplugin = LowLevelZeroPlugin()\n",
     # YOLOv7's ``model.half().float()  # pre-reduce anchor precision``: the last cast decides
     ".half().float() round trip": "import torch\nmodel = Net()\nmodel.half().float()\n" + TRAINS,
     ".half().cuda().to(torch.float32)": "import torch\nmodel = Net().half().cuda().to(torch.float32)\n" + TRAINS,
@@ -114,6 +121,13 @@ def test_half_parameter_evidence(tmp_path, name):
     regime = regime_of(tmp_path, FP16_PURE[name])
     assert regime.mode == "fp16", name
     assert regime.half_params is not None and regime.fp16 is not None
+
+
+@pytest.mark.parametrize("name", FP16_MASTER)
+def test_half_model_with_float32_master_weights(tmp_path, name):
+    regime = regime_of(tmp_path, FP16_MASTER[name])
+    assert regime.mode == "fp16-master", (name, regime.signals)
+    assert regime.half_optimizer is None and regime.fp16 is not None
 
 
 @pytest.mark.parametrize("name", BF16)

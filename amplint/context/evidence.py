@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from .._lazy import cst
 
+from ..torch_api.trainers import COLOSSALAI_DEFAULT_PRECISION, COLOSSALAI_MASTER_WEIGHT_PLUGINS
 from .imports import ImportTable, dotted_name
 
 
@@ -217,6 +218,8 @@ def classify(facts: CallFacts) -> Optional[Signal]:
         for key, dtype in (("fp16", "float16"), ("bf16", "bfloat16")):
             if isinstance(kw.get(key), Dotted) or kw.get(key) is UNKNOWN:
                 return Signal("flag", dtype, note=f"{key}=<from the command line or a config> (one of)")
+    if q.startswith("colossalai.") and last in COLOSSALAI_MASTER_WEIGHT_PLUGINS:
+        return _colossalai_plugin(last, kw.get("precision", COLOSSALAI_DEFAULT_PRECISION))
     # accelerate: Accelerator(mixed_precision="fp16")
     mp = kw.get("mixed_precision")
     if isinstance(mp, str) and mp in ("fp16", "bf16"):
@@ -234,6 +237,18 @@ def classify(facts: CallFacts) -> Optional[Signal]:
         if p == "bf16-true":
             return Signal("flag", "bfloat16", pure=True, note=f"precision={p}")
     return None
+
+
+def _colossalai_plugin(plugin: str, precision: Any) -> Optional[Signal]:
+    """``LowLevelZeroPlugin(precision=...)`` and kin: a half model with float32 master weights; a
+    precision read from a config (Open-Sora's ``cfg.get("dtype", "bf16")``) is one of fp16 / bf16."""
+    if isinstance(precision, str):
+        dtype = dtype_of_value(precision)
+        if dtype is None:
+            return None  # "fp32"
+        return Signal("flag", dtype, pure=True, master=True, note=f'ColossalAI {plugin}(precision="{precision}")')
+    return Signal("flag", "float16", pure=True, master=True, conditional=True,
+                  note=f"ColossalAI {plugin}(precision=<from the command line or a config>) (one of fp16 / bf16)")
 
 
 # ---- turning calls into CallFacts -------------------------------------------------------------

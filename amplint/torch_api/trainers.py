@@ -20,3 +20,14 @@ LIGHTNING_TRAINERS: FrozenSet[str] = frozenset({
 LIGHTNING_FP16_SCALED: FrozenSet[str] = frozenset({"16", "16-mixed"})
 # The keyword that raises at the first non-finite loss or parameter.
 TERMINATE_ON_NAN = "terminate_on_nan"
+
+# ColossalAI booster plugins that cast the model to their ``precision`` and keep float32 master
+# weights, with dynamic loss scaling, in the optimizer they wrap (ZeRO, Gemini, the mixed-precision
+# optimizer): DeepSpeed's fp16 regime, a half model with float32 master weights. Source:
+# colossalai/booster/plugin/low_level_zero_plugin.py (``precision: str = 'fp16'``, "Support 'fp16',
+# 'bf16' and 'fp32'. Defaults to 'fp16'"), gemini_plugin.py and hybrid_parallel_plugin.py (the same
+# keyword and default; ``module.to(self.mixed_precision)``).
+COLOSSALAI_MASTER_WEIGHT_PLUGINS: FrozenSet[str] = frozenset({
+    "LowLevelZeroPlugin", "GeminiPlugin", "HybridParallelPlugin", "MoeHybridParallelPlugin",
+})
+COLOSSALAI_DEFAULT_PRECISION = "fp16"
