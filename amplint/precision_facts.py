@@ -1063,11 +1063,24 @@ def _inside_loop_with(node: ast.AST, parents: _Parents, steps: List[int]) -> boo
 
 
 def _saves_after(fn: ast.AST, node: ast.AST) -> bool:
-    """Does ``fn`` save or export something after ``node`` (``model.half(); model.save(path)``)?"""
-    for call in ast.walk(fn):
-        if isinstance(call, ast.Call) and call.lineno >= node.lineno:
-            f = call.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            if "save" in name.lower() or "export" in name.lower():
-                return True
+    """Does ``fn`` save or export something after ``node`` (``model.half(); model.save(path)``), with
+    no training between? LLaVA's ``model.to(torch.float16)`` before ``trainer.train()`` and
+    ``trainer.save_model()`` is the dtype the model trains in, not a half copy for the checkpoint."""
+    calls = sorted((c for c in ast.walk(fn) if isinstance(c, ast.Call) and c.lineno >= node.lineno),
+                   key=lambda c: (c.lineno, c.col_offset))
+    for call in calls:
+        f = call.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if _trains_here(f, name):
+            return False
+        if "save" in name.lower() or "export" in name.lower():
+            return True
     return False
+
+
+def _trains_here(func: ast.AST, name: str) -> bool:
+    """A call that trains: ``trainer.train()`` / ``engine.fit(...)``, or a function ``train(...)``."""
+    if isinstance(func, ast.Attribute):
+        receiver = (_dotted(func.value) or "").rsplit(".", 1)[-1]
+        return name == "fit" or (name == "train" and bool(re.search(r"(?i)trainer|engine|runner", receiver)))
+    return bool(re.match(r"(?i)^train(_\w+)?$", name))

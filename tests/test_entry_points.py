@@ -407,6 +407,32 @@ def test_a_half_copy_saved_by_a_function_that_does_not_train_is_export():
     assert roles(src, "pkg/utils/files.py") == [("export", "model.half()")]
 
 
+LLAVA = """
+import torch
+import transformers
+
+def train(model_args, training_args, data_module):
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_args.name)
+    CAST_BEFORE
+    trainer = transformers.Trainer(model=model, args=training_args, **data_module)
+    trainer.train()
+    CAST_AFTER
+    trainer.save_model(output_dir=training_args.output_dir)
+"""
+
+
+@pytest.mark.parametrize("before, after, role", [
+    # LLaVA's train.py: the cast before trainer.train() is the dtype it trains in, though the
+    # function saves the model at its end
+    ("model.to(torch.float16)", "pass", "training"),
+    # near miss: a cast after training, then the save, is the half copy saved
+    ("pass", "model.to(torch.float16)", "export"),
+])
+def test_a_cast_before_the_trainer_trains_is_not_a_saved_copy(before, after, role):
+    src = LLAVA.replace("CAST_BEFORE", before).replace("CAST_AFTER", after)
+    assert [r for r, text in roles(src) if text == "model.to(torch.float16)"] == [role]
+
+
 def test_a_profiler_running_backward_is_not_an_entry_point():
     src = "import torch\ndef profile_ops(model, x):\n    model(x).sum().backward()\n"
     assert file_facts(src.encode(), "pkg/utils/torch_utils.py", None)["entry_points"] == []
