@@ -45,3 +45,37 @@ def test_a_file_with_a_lone_carriage_return_takes_the_position_pass(tmp_path):
     call = ctx.nodes(cst.Call)[0]
     assert ctx._line_from_text(call) is None
     assert ctx.line_of(call) == exact.position(exact.nodes(cst.Call)[0])[0]
+
+
+def test_a_call_spanning_lines_inside_blocks_is_found_by_its_text(tmp_path):
+    # libcst writes such a node without its blocks' indentation: its text is written again with it
+    path = tmp_path / "m.py"
+    path.write_text("import torch\n\n\nclass Net:\n    def forward(self, x):\n        if x:\n"
+                    "            y = torch.cat(\n                [x, x],\n            dim=0)\n        return y\n")
+    ctx, exact = _contexts(path)
+    call = ctx.nodes(cst.Call)[0]
+    assert ctx._line_from_text(call) == exact.position(exact.nodes(cst.Call)[0])[0] == 7
+    assert ctx._positions is None
+
+
+def test_on_lines_agrees_with_the_position_pass(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import torch\nx = torch.ones(2)\n\ny = torch.ones(2)\nz = torch.zeros(\n    3)\n"
+                    "def f():\n    return torch.zeros(\n        3)\n")
+    ctx, exact = _contexts(path)
+    calls, twins = ctx.nodes(cst.Call), exact.nodes(cst.Call)
+    for lines in ({2}, {4}, {2, 4}, {5}, {8}, {1, 3}, set()):
+        for call, twin in zip(calls, twins):
+            assert ctx.on_lines(call, lines) == (exact.position(twin)[0] in lines), (lines, ctx.code(call))
+    # torch.ones(2) twice, asked about one of its lines only: the position pass decides
+    assert ctx._positions is not None
+
+
+def test_on_lines_without_the_position_pass_when_every_occurrence_answers_alike(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import torch\nx = torch.ones(2)\n\ny = torch.ones(2)\n")
+    ctx, _ = _contexts(path)
+    first, second = ctx.nodes(cst.Call)[:2]
+    assert ctx.on_lines(second, {2, 4}) and ctx.on_lines(first, {2, 4})
+    assert not ctx.on_lines(second, {3}) and not ctx.on_lines(first, {1, 5})
+    assert ctx._positions is None

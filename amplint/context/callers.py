@@ -108,7 +108,7 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) ->
                 # ``self.coder.encode(...)``: the index resolved the instance; the call is the one
                 # on that line calling a method of that name
                 if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == fn.name.value
-                        and other.line_of(call) in lines[path]):
+                        and other.on_lines(call, lines[path])):
                     continue
             elif other.call_name(call) not in callees[path]:
                 continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..constants import binary, unary
@@ -335,20 +336,62 @@ class FileContext:
                 return line
         return self.position(node)[0]
 
+    def on_lines(self, node: cst.CSTNode, lines) -> bool:
+        """Does ``node`` start on one of ``lines`` (the project index's lines of a file's call
+        sites)? Answered from the lines its text occurs on when they are all in ``lines`` or none
+        is (the node is at one of its text's occurrences), else by the position pass."""
+        if self._positions is None:
+            found = self._text_lines(node)
+            if found is not None:
+                inside = [n in lines for n in found]
+                if all(inside):
+                    return True
+                if not any(inside):
+                    return False
+        return self.position(node)[0] in lines
+
     def _line_from_text(self, node: cst.CSTNode) -> Optional[int]:
         """The line of an expression whose source text occurs exactly once in the file (libcst
         keeps the text as written, so that one occurrence is the node); None otherwise. Not for
         statements: their text starts at the comments and blank lines above them."""
+        found = self._text_lines(node, 2)
+        return found[0] if found is not None and len(found) == 1 else None
+
+    def _text_lines(self, node: cst.CSTNode, most: int = 0) -> Optional[List[int]]:
+        """The lines on which the source text of the expression ``node`` starts, one per
+        occurrence in the file (at most ``most`` of them when given); None when the text cannot
+        say (a statement, a short or non-ASCII text, a file with a lone carriage return)."""
         if not isinstance(self.source, bytes) or not isinstance(node, cst.BaseExpression) \
                 or self.source.count(b"\r") != self.source.count(b"\r\n"):
             return None  # a line ended by a lone "\r" is not counted by the "\n"s
-        text = self.code(node).encode("utf-8")
+        text = self._source_text(node).encode("utf-8")
         if len(text) < 8 or not text.isascii():
             return None
-        at = self.source.find(text)
-        if at < 0 or self.source.find(text, at + 1) >= 0:
-            return None
-        return self.source.count(b"\n", 0, at) + 1
+        out, at, line, counted = [], self.source.find(text), 1, 0
+        while at >= 0:
+            line += self.source.count(b"\n", counted, at)
+            counted = at
+            out.append(line)
+            if len(out) == most:
+                break
+            at = self.source.find(text, at + 1)
+        return out or None
+
+    def _source_text(self, node: cst.CSTNode) -> str:
+        """The code of ``node`` as it stands in the file. ``code`` writes a node spanning lines
+        inside a block without the block's indentation (libcst's continuation lines indent by the
+        blocks around them), so such a node is written again with it."""
+        text = self.code(node)
+        if "\n" not in text:
+            return text
+        indents = [a.indent if a.indent is not None else self.module.default_indent
+                   for a in self.ancestors(node) if isinstance(a, cst.IndentedBlock)]
+        if not indents:
+            return text
+        state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline,
+                             indent_tokens=indents[::-1])
+        node._codegen(state)
+        return "".join(state.tokens)
 
     # ---- constants ------------------------------------------------------------------------------
     def module_constants(self) -> Dict[str, cst.BaseExpression]:

@@ -358,7 +358,7 @@ class PrecisionModel:
             lines = {s.line for s in sites if s.path == path}
             other_pm = self.model_for(other)
             if any(other_pm._runs_in_model(call) for call in other.method_calls(fn.name.value)
-                   if other.line_of(call) in lines):
+                   if other.on_lines(call, lines)):
                 return True
         return False
 

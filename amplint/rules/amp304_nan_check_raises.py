@@ -171,7 +171,7 @@ def _other_files_calling(ctx, fn: cst.FunctionDef, params, value: cst.CSTNode):
         if other is None:
             continue
         for call in other.nodes(cst.Call):
-            if other.line_of(call) in lines[path] and (other.call_name(call) or "").rsplit(".", 1)[-1] == fn.name.value:
+            if (other.call_name(call) or "").rsplit(".", 1)[-1] == fn.name.value and other.on_lines(call, lines[path]):
                 yield other, scope_of(other, call), call, _argument_text(other, call, params, value), call
 
 
