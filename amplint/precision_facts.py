@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .context.evidence import UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotted as _dotted, ast_value, classify
 from .context.imports import ImportTable
+from .file_graph import walk_with_parents
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
 TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
@@ -103,15 +104,7 @@ class _Parents:
     """Every node of a tree (in ``ast.walk``'s order) and each one's parent, from one pass: the
     other questions about the file iterate ``nodes`` instead of walking the tree again."""
     def __init__(self, tree: ast.AST) -> None:
-        self.parent: Dict[int, ast.AST] = {}
-        self.nodes: List[ast.AST] = [tree]
-        i = 0
-        while i < len(self.nodes):
-            node = self.nodes[i]
-            i += 1
-            for child in ast.iter_child_nodes(node):
-                self.parent[id(child)] = node
-                self.nodes.append(child)
+        self.nodes, self.parent = walk_with_parents(tree)
 
     def chain(self, node: ast.AST):
         p = self.parent.get(id(node))
@@ -222,25 +215,40 @@ def _saved_directly(call: ast.Call) -> set:
     return names
 
 
-def _saved_names(nodes) -> Dict[int, set]:
+def _saved_names(nodes, parent: Optional[Dict[int, ast.AST]] = None) -> Dict[int, set]:
     """For each assignment inside a function: the names that the function later passes to a
-    ``*save*`` call (``torch.save``, ``torch_save``, ``save_checkpoint``), directly or in a dict."""
+    ``*save*`` call (``torch.save``, ``torch_save``, ``save_checkpoint``), directly or in a dict.
+    (A function's saves include those of the functions nested in it; an assignment is judged by
+    the innermost function around it that saves anything.) ``parent``: the tree's parent map
+    (``file_graph.walk_with_parents``), else the tree is walked for it."""
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    if parent is None:
+        parent = walk_with_parents(nodes[0])[1] if nodes else {}
+
+    def enclosing(node):
+        p = parent.get(id(node))
+        while p is not None:
+            if isinstance(p, functions):
+                yield p
+            p = parent.get(id(p))
+
+    saves: Dict[int, list] = {}  # id(function) -> [(line, names)] of the save calls in it
+    for call in nodes:
+        if isinstance(call, ast.Call):
+            f = call.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if "save" in name.lower():
+                found = (call.lineno, _saved_directly(call))
+                for fn in enclosing(call):
+                    saves.setdefault(id(fn), []).append(found)
     out: Dict[int, set] = {}
-    for fn in nodes:
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        saves = []
-        for call in ast.walk(fn):
-            if isinstance(call, ast.Call):
-                f = call.func
-                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-                if "save" in name.lower():
-                    saves.append((call.lineno, _saved_directly(call)))
-        if not saves:
-            continue
-        for stmt in ast.walk(fn):
-            if isinstance(stmt, ast.Assign):
-                out[id(stmt)] = set().union(*(names for line, names in saves if line > stmt.lineno))
+    if not saves:
+        return out
+    for stmt in nodes:
+        if isinstance(stmt, ast.Assign):
+            fn = next((fn for fn in enclosing(stmt) if id(fn) in saves), None)
+            if fn is not None:
+                out[id(stmt)] = set().union(*(names for line, names in saves[id(fn)] if line > stmt.lineno))
     return out
 
 
@@ -299,7 +307,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # holds no training evidence: whisper's --fp16 is its decoder's)
     facts["trains"] = bool(TRAINING_WORDS.search(source)) or bool(entry)
     training_helpers = _training_helpers(functions, training_lines)
-    facts["precision_functions"] = _precision_functions(functions)
+    facts["precision_functions"] = _precision_functions(functions, [n for n in nodes if isinstance(n, ast.Return)])
     facts["master_optimizers"] = sorted(
         n.name for n in nodes if isinstance(n, ast.ClassDef) and _MASTER_OPTIMIZER.search(n.name)
     ) if _MASTER_COPY.search(source) else []
@@ -314,7 +322,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     adapted = _adapter_wrapped(nodes)
     trained = _parameter_owners(nodes)
     lines = source.decode("utf-8", "replace").splitlines()
-    saved = _saved_names(nodes)
+    saved = _saved_names(nodes, parents.parent)
     targets: Dict[int, Optional[str]] = {}
     standalone = set()
     skipped = set()
@@ -560,10 +568,13 @@ def _string_returns(node: ast.AST, param: Optional[str] = None, branch: Optional
     return None
 
 
-def _precision_functions(functions) -> Dict[str, List[list]]:
+def _precision_functions(functions, returns) -> Dict[str, List[list]]:
     """Functions that return a Lightning precision string (litgpt's ``get_default_supported_precision``:
-    ``"bf16-mixed"`` or ``"16-mixed"`` by the hardware): name -> the [value, parameter, branch] they return."""
+    ``"bf16-mixed"`` or ``"16-mixed"`` by the hardware): name -> the [value, parameter, branch] they return.
+    ``returns``: every ``return`` of the file (without a Lightning string among them, no function is one)."""
     out: Dict[str, List[list]] = {}
+    if not any(_lightning_return(n) for n in returns):
+        return out  # (what follows walks every function)
     for fn in functions:
         values: List[list] = []
         for node in ast.walk(fn):
@@ -576,6 +587,12 @@ def _precision_functions(functions) -> Dict[str, List[list]]:
         if values and any(v[0].lower() in _LIGHTNING for v in values):
             out[fn.name] = values
     return out
+
+
+def _lightning_return(node: ast.Return) -> bool:
+    """A ``return`` of string literals one of which is a Lightning float16 / bfloat16 precision."""
+    found = _string_returns(node.value) if node.value is not None else None
+    return bool(found) and any(v[0].lower() in _LIGHTNING for v in found)
 
 
 def _precision_call(node: ast.Call, owner, parents: "_Parents") -> Optional[Dict[str, Any]]:
