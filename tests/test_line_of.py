@@ -15,6 +15,7 @@ def _contexts(path: Path):
 
 
 def test_line_of_agrees_with_the_position_pass():
+    # every expression whose text, or that of a node around it, occurs once in the file
     checked = 0
     for path in sorted((ROOT / "examples").rglob("*.py")) + [ROOT / "amplint" / "context" / "precision.py"]:
         cheap, exact = _contexts(path)
@@ -28,9 +29,18 @@ def test_line_of_agrees_with_the_position_pass():
     assert checked > 1000
 
 
-def test_a_repeated_text_falls_back_to_the_position_pass(tmp_path):
+def test_a_repeated_text_is_found_inside_the_statement_around_it(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import torch\nx = torch.ones(2)\n\ny = torch.ones(2)\n")
+    ctx, _ = _contexts(path)
+    first, second = [c for c in ctx.nodes(cst.Call)][:2]
+    assert ctx.line_of(second) == 4 and ctx.line_of(first) == 2
+    assert ctx._positions is None
+
+
+def test_a_text_repeated_with_its_statements_falls_back_to_the_position_pass(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import torch\nx = torch.ones(2)\n\nx = torch.ones(2)\n")
     ctx, _ = _contexts(path)
     first, second = [c for c in ctx.nodes(cst.Call)][:2]
     assert ctx._line_from_text(second) is None
@@ -67,8 +77,8 @@ def test_on_lines_agrees_with_the_position_pass(tmp_path):
     for lines in ({2}, {4}, {2, 4}, {5}, {8}, {1, 3}, set()):
         for call, twin in zip(calls, twins):
             assert ctx.on_lines(call, lines) == (exact.position(twin)[0] in lines), (lines, ctx.code(call))
-    # torch.ones(2) twice, asked about one of its lines only: the position pass decides
-    assert ctx._positions is not None
+    # torch.ones(2) twice, asked about one of its lines only: found inside its statement
+    assert ctx._positions is None
 
 
 def test_on_lines_without_the_position_pass_when_every_occurrence_answers_alike(tmp_path):
@@ -79,3 +89,37 @@ def test_on_lines_without_the_position_pass_when_every_occurrence_answers_alike(
     assert ctx.on_lines(second, {2, 4}) and ctx.on_lines(first, {2, 4})
     assert not ctx.on_lines(second, {3}) and not ctx.on_lines(first, {1, 5})
     assert ctx._positions is None
+
+
+def test_elif_chains_and_parenthesised_lines_agree_with_the_position_pass(tmp_path):
+    # an ``elif`` is an If written so by the If before it; a parenthesised expression's position
+    # starts inside its parentheses (timm task/_helpers.py, transformers' modeling_fsmt.py shapes)
+    path = tmp_path / "m.py"
+    path.write_text(
+        "def load(checkpoint, k, layers, head_mask):\n"
+        "    if 'state_dict' in checkpoint:\n"
+        "        key = 'state_dict'\n"
+        "    elif 'model' in checkpoint:\n"
+        "        key = 'model'\n"
+        "    if k:\n"
+        "        key = 'model_ema'\n"
+        "    elif 'state_dict' in checkpoint:\n"
+        "        key = 'state_dict'\n"
+        "    assert head_mask.size()[0] == (\n"
+        "        len(layers)\n"
+        "    ), f'{len(layers)} layers'\n"
+        "    base = k * (\n"
+        "        (k * len(layers) / 2) - (k - 1)\n"
+        "    ) ** 2\n"
+        "    return key, base\n")
+    ctx, exact = _contexts(path)
+    checked = 0
+    for kind in (cst.Name, cst.Call, cst.SimpleString, cst.BinaryOperation, cst.Comparison):
+        for node, twin in zip(ctx.nodes(kind), exact.nodes(kind)):
+            line = ctx._line_from_text(node)
+            if line is not None:
+                assert line == exact.position(twin)[0], ctx.code(node)
+                checked += 1
+            for lines in ({exact.position(twin)[0]}, {exact.position(twin)[0] - 1}):
+                assert ctx.on_lines(node, lines) == (exact.position(twin)[0] in lines), ctx.code(node)
+    assert checked > 40

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
 
 import libcst as cst
+from libcst._nodes.base import CSTCodegenError
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -339,7 +340,7 @@ class FileContext:
     def on_lines(self, node: cst.CSTNode, lines) -> bool:
         """Does ``node`` start on one of ``lines`` (the project index's lines of a file's call
         sites)? Answered from the lines its text occurs on when they are all in ``lines`` or none
-        is (the node is at one of its text's occurrences), else by the position pass."""
+        is (the node is at one of its text's occurrences), else as ``line_of``."""
         if self._positions is None:
             found = self._text_lines(node)
             if found is not None:
@@ -348,50 +349,108 @@ class FileContext:
                     return True
                 if not any(inside):
                     return False
-        return self.position(node)[0] in lines
+        return self.line_of(node) in lines
 
     def _line_from_text(self, node: cst.CSTNode) -> Optional[int]:
-        """The line of an expression whose source text occurs exactly once in the file (libcst
-        keeps the text as written, so that one occurrence is the node); None otherwise. Not for
+        """The line of an expression from where its source text stands in the file (libcst keeps
+        the text as written): where it occurs once in the file, or once in the text of the
+        nearest enclosing node whose text occurs once (``_offset``); None otherwise. Not for
         statements: their text starts at the comments and blank lines above them."""
-        found = self._text_lines(node, 2)
-        return found[0] if found is not None and len(found) == 1 else None
-
-    def _text_lines(self, node: cst.CSTNode, most: int = 0) -> Optional[List[int]]:
-        """The lines on which the source text of the expression ``node`` starts, one per
-        occurrence in the file (at most ``most`` of them when given); None when the text cannot
-        say (a statement, a short or non-ASCII text, a file with a lone carriage return)."""
-        if not isinstance(self.source, bytes) or not isinstance(node, cst.BaseExpression) \
-                or self.source.count(b"\r") != self.source.count(b"\r\n"):
-            return None  # a line ended by a lone "\r" is not counted by the "\n"s
-        text = self._source_text(node).encode("utf-8")
-        if len(text) < 8 or not text.isascii():
+        if not isinstance(node, cst.BaseExpression) or not self._text_searchable():
             return None
+        at = self._offset(node)
+        if at is None:
+            return None
+        if getattr(node, "lpar", None):  # a position starts inside the node's parentheses
+            at += len(self._searchable_text(node, parentheses=True) or b"")
+        return self.source.count(b"\n", 0, at) + 1
+
+    def _text_searchable(self) -> bool:
+        # a line ended by a lone "\r" is not counted by the "\n"s
+        return isinstance(self.source, bytes) and self.source.count(b"\r") == self.source.count(b"\r\n")
+
+    def _text_lines(self, node: cst.CSTNode) -> Optional[List[int]]:
+        """The lines on which the source text of the expression ``node`` starts, one per
+        occurrence in the file; None when the text cannot say (a statement, a short or non-ASCII
+        text, a file with a lone carriage return)."""
+        if not isinstance(node, cst.BaseExpression) or not self._text_searchable():
+            return None
+        text = self._searchable_text(node)
+        if text is None or len(text) < 8 or not text.isascii():
+            return None
+        # a position starts inside the node's parentheses
+        inside = len(self._searchable_text(node, parentheses=True) or b"") if getattr(node, "lpar", None) else 0
         out, at, line, counted = [], self.source.find(text), 1, 0
         while at >= 0:
-            line += self.source.count(b"\n", counted, at)
-            counted = at
+            line += self.source.count(b"\n", counted, at + inside)
+            counted = at + inside
             out.append(line)
-            if len(out) == most:
-                break
             at = self.source.find(text, at + 1)
         return out or None
 
-    def _source_text(self, node: cst.CSTNode) -> str:
-        """The code of ``node`` as it stands in the file. ``code`` writes a node spanning lines
-        inside a block without the block's indentation (libcst's continuation lines indent by the
-        blocks around them), so such a node is written again with it."""
-        text = self.code(node)
-        if "\n" not in text:
-            return text
+    _CLIMB = 12  # enclosing nodes looked at for one whose text occurs once
+
+    def _offset(self, node: cst.CSTNode) -> Optional[int]:
+        """The byte offset in ``source`` where ``node``'s text starts: where the text occurs once
+        in the file, or once inside the text of an enclosing node whose offset is known (its own
+        text occurs once, or once in its parent's...). Sound because each node's text is the
+        source as written (``_source_text``); None when no enclosing node is unique enough."""
+        memo = self._cache.setdefault("text_offsets", {})
+        nodes, texts, cur, at = [], [], node, None
+        for _ in range(self._CLIMB):
+            if cur is None or cur is self.module:
+                return None
+            text = self._searchable_text(cur)
+            if text is None:
+                return None
+            at = memo.get(id(cur))
+            if at is None and len(text) >= 8 and text.isascii():  # (other bytes may be another encoding's)
+                first = self.source.find(text)
+                if first >= 0 and self.source.find(text, first + 1) < 0:
+                    at = memo[id(cur)] = first
+            nodes.append(cur)
+            texts.append(text)
+            if at is not None:
+                break
+            cur = self.parent(cur)
+        if at is None:
+            return None
+        for i in range(len(texts) - 2, -1, -1):  # down again: each text once inside its parent's
+            j = texts[i + 1].find(texts[i])
+            if j < 0 or texts[i + 1].find(texts[i], j + 1) >= 0:
+                return None
+            at += j
+            memo[id(nodes[i])] = at
+        return at
+
+    def _source_text(self, node: cst.CSTNode, parentheses: bool = False) -> str:
+        """The code of ``node`` as it stands in the file. ``code`` writes a node inside a block
+        without the block's indentation (libcst indents continuation lines and statements by the
+        blocks around them), so such a node is written with it."""
         indents = [a.indent if a.indent is not None else self.module.default_indent
                    for a in self.ancestors(node) if isinstance(a, cst.IndentedBlock)]
-        if not indents:
-            return text
+        parent = self.parent(node)
+        elif_ = isinstance(node, cst.If) and isinstance(parent, cst.If) and parent.orelse is node
+        if not indents and not elif_ and not parentheses:
+            return self.code(node)
         state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline,
                              indent_tokens=indents[::-1])
-        node._codegen(state)
+        if parentheses:
+            for lpar in node.lpar:
+                lpar._codegen(state)
+        elif elif_:
+            node._codegen(state, is_elif=True)  # an ``elif``: written so by the ``if`` it follows
+        else:
+            node._codegen(state)
         return "".join(state.tokens)
+
+    def _searchable_text(self, node: cst.CSTNode, parentheses: bool = False) -> Optional[bytes]:
+        """``_source_text`` as bytes (``parentheses``: of its opening parentheses only); None for a
+        node that is not written alone (an annotation's indicator is its parent's to choose)."""
+        try:
+            return self._source_text(node, parentheses).encode("utf-8")
+        except (CSTCodegenError, TypeError, ValueError):
+            return None
 
     # ---- constants ------------------------------------------------------------------------------
     def module_constants(self) -> Dict[str, cst.BaseExpression]:
