@@ -56,7 +56,10 @@ _INFERENCE_FILE = re.compile(
 _INFERENCE_DIR = re.compile(r"(?i)(^|/)(generate|generation|inference|infer|serve|serving|deploy|demos?|chat)/")
 _BENCHMARK_FILE = re.compile(r"(?i)(^|/)(\w*bench\w*|\w*profil\w*|\w*throughput\w*|\w*latency\w*|\w*memory\w*|speed\w*)(/|\.py$)")
 _EXPORT_FILE = re.compile(r"(?i)(^|/)(export\w*|convert\w*|\w*onnx\w*|quantiz\w*|\w*to_fp16\w*|\w*_trt\w*)\.py$")
-_DTYPE_FLAG = re.compile(r"(?i)fp16|float16|half|bf16|bfloat16|precision|dtype|\bamp\b|use_amp|mixed")
+_DTYPE_FLAG = re.compile(r"(?i)fp16|float16|half|bf16|bfloat16|precision|dtype|\bamp\b|use_amp|mixed"
+                         # a branch for old torch versions (mmcv's wrap_fp16_model: ``model.half()`` only
+                         # below torch 1.6, GradScaler + autocast above): taken in some runs only
+                         r"|TORCH_VERSION|torch\.__version__|torch_version")
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
             "torch.autograd.grad_mode.inference_mode"}
 _STEP_RECEIVER = re.compile(r"(?i)optim|opt\b|^opt|scaler|engine|accelerator|fabric")

@@ -6,6 +6,7 @@ precision of each file); this module only words it. Output formats that want the
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Dict, Iterable, List, Tuple
@@ -111,4 +112,12 @@ def settings_report(projects) -> str:
             labels = Counter(file_label(project, f)[0] for f in unreached)
             words = ", ".join(f"{label}: {n}" for label, n in sorted(labels.items()))
             out.append(f"  files no entry point reaches: {len(unreached)} ({words})")
+            from .project import ONLY_OTHER_PROGRAMS
+            found = [m.group(1) for m in (re.search(re.escape(ONLY_OTHER_PROGRAMS) + r" \(([^()]*)\)",
+                                                    project.regime_for(f).scope) for f in unreached) if m]
+            if found:
+                programs = sorted({name for names in found for name in names.split(", ") if not name.endswith(" more")})
+                shown = ", ".join(programs[:5]) + (f", {len(programs) - 5} more" if len(programs) > 5 else "")
+                out.append(f"    {len(found)} of them: programs that do not train, or files only such programs "
+                           f"import (library policy): {shown}")
     return "\n".join(out) + "\n"

@@ -24,6 +24,7 @@ from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import Argument, CallSite, ProjectIndex, Symbol
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 from .precision_facts import DEEPSPEED_OPTION, LAUNCHER_TRAINERS, precision_call_signal, precision_call_values
+from .precision_facts import _INFERENCE_DIR, _INFERENCE_FILE
 from .summary import FileSummary, summarise
 
 REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
@@ -37,8 +38,10 @@ LIBRARY_LOOPS_ONLY = ("a package of the project, reached only by optimisation lo
                       "users call, not scripts) with no precision evidence")
 # a project none of whose files trains (whisper: its --fp16 and .half() are its decoder's)
 NOTHING_TRAINS = "nothing in the project trains (no backward, optimizer step or trainer)"
+ONLY_OTHER_PROGRAMS = "no training run imports it: a program that does not train, or imported only by such programs"
 _WHO_REACHES = {NOTHING_TRAINS: "nothing in the project trains: no training entry point reaches",
                 EXAMPLES_ONLY: "only example scripts with no precision evidence reach",
+                ONLY_OTHER_PROGRAMS: "no training run imports (only programs that do not train run it)",
                 LIBRARY_LOOPS_ONLY: "only the package's own optimisation loops with no precision evidence reach"}
 
 
@@ -250,6 +253,10 @@ class Regime:
 _EXAMPLE_DIR = re.compile(r"(?i)(^|/)(examples?|tutorials?|demos?|notebooks?|samples?)/")
 # directories of programs, not of a package's API (``tools/train.py`` inside a package is a program)
 _SCRIPT_DIR = re.compile(r"(?i)(^|/)(scripts?|tools|bin|cli|apps?|train(ing)?_scripts?|experiments?|recipes?)/")
+_PROGRAM_FILE = re.compile(r"(^|/)(hubconf|setup)\.py$")  # torch.hub's entry module; a package's build script
+# programs that run a model for inference: torch.hub's entry module, apps, demos, inference / evaluation scripts
+_INFERENCE_PROGRAM = re.compile(r"(?i)(^|/)hubconf\.py$|(^|/)(apps?|demos?|gradio|streamlit)/|" + _INFERENCE_FILE.pattern[4:] +
+                                "|" + _INFERENCE_DIR.pattern[4:])
 _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
 
@@ -955,9 +962,68 @@ class Project:
         # path); an entry point with no evidence at all says nothing (an optimizer wrapper's step).
         modes = {Regime(ep.signals).mode for ep in eps if ep.signals}
         if not eps or len(modes) <= 1 or modes <= {"fp16-mixed", "fp16-master", "fp16"}:
+            programs = self._only_programs_that_do_not_train_import(key) \
+                if eps and project.mode in ("fp16-mixed", "fp16-master", "fp16") else None
+            if programs:
+                # dinov2's hub/ (hubconf.py builds its inference models): no training run imports it, so
+                # the training's float16 says nothing of it; whoever runs it in float16 is a user. (Under
+                # an fp32 or bf16 training the project's precision reports no more than this would.)
+                return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
             scope = "not reached by an entry point's imports; the project's precision" if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points, project.origins)
         return self._library("no training entry point reaches it, and the entry points disagree")
+
+    def _only_programs_that_do_not_train_import(self, key: Path) -> Optional[List[str]]:
+        """The programs (a script, a root module such as ``hubconf.py``, a file under ``app/``,
+        ``scripts/``, ``demo/``...) that import ``key``, directly or not, when every chain of static
+        imports that leads to it starts at one of them and none of them trains; None otherwise. A
+        file that some module nobody imports leads to (fairseq's models, loaded by a registry at run
+        time), or that a training program leads to (a root ``train.py`` that hands the model to a
+        runner the scan does not recognise), keeps the project's precision."""
+        if getattr(self, "_program_runs", None) is None:
+            graph = self._import_graph()
+            imported = {t for targets in graph.values() for t in targets}
+            roots = [p for p in graph if p not in imported]
+            other = [r for r in roots if self._program_that_does_not_train(r)]
+            keep = [r for r in roots if r not in set(other)]
+
+            def closure(starts):
+                out: Dict[Path, Path] = {}
+                for start in starts:
+                    stack = [start]
+                    while stack:
+                        f = stack.pop()
+                        if f in out:
+                            continue
+                        out[f] = start
+                        stack.extend(t for t in graph.get(f, ()) if t not in out)
+                return out
+            kept = closure(keep)
+            by_program: Dict[Path, List[Path]] = {}
+            for start in other:
+                for f in closure([start]):
+                    if f not in kept:
+                        by_program.setdefault(f, []).append(start)
+            self._program_runs = by_program
+        programs = self._program_runs.get(key)
+        if not programs or not any(_INFERENCE_PROGRAM.search(self.relative(p)) for p in programs):
+            # a conversion script or a tool that loads the model says nothing of how it runs (transformers'
+            # convert_clip_original_pytorch_to_hf.py is the only static importer of modeling_clip, which its
+            # users train through the Trainer): only an inference program's use is one
+            return None
+        names = sorted(self.relative(p) for p in programs)
+        return names[:3] + ([f"{len(names) - 3} more"] if len(names) > 3 else [])
+
+    def _program_that_does_not_train(self, path: Path) -> bool:
+        """``path`` is a program of its own (not only imported: it has a ``__main__``, it is torch.hub's
+        ``hubconf.py`` or a ``setup.py``, it is named or placed as an inference program, or it lies in
+        a directory of programs, apps or examples) and nothing in it trains (no backward, optimizer or
+        trainer; not named for training)."""
+        facts = self.facts().get(path, {})
+        rel = self._relative_or_none(path) or ""
+        program = facts.get("script") or _PROGRAM_FILE.search(rel) or _SCRIPT_DIR.search(rel) \
+            or _EXAMPLE_DIR.search(rel) or _INFERENCE_FILE.search(rel) or _INFERENCE_DIR.search(rel)
+        return bool(program) and not facts.get("trains", True) and not re.search(r"(?i)train", Path(rel).name)
 
     def _uses_code_of(self, ep: "EntryPoint", path: Path) -> bool:
         """Does ``ep``'s code reach (the project's call graph) a function or class defined in ``path``?"""

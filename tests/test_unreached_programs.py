@@ -1,0 +1,113 @@
+"""Code no training entry point reaches, in a project that trains (docs/precision.md, "Code no entry point
+reaches"): what only programs that do not train import, an inference program among them (dinov2's
+hub/, built by hubconf.py), is library code, judged by the library policy; what nothing imports (a model a registry
+loads at run time) or what a training program imports keeps the project's precision. Also: a half
+cast taken only on old torch versions is one of the options (LAVIS's vendored mmcv)."""
+import json
+import textwrap
+
+from cliutil import run, write_project
+
+TRAIN = """
+import torch
+from pkg.model import Net
+def main(loader):
+    model = Net()
+    opt = torch.optim.AdamW(model.parameters())
+    scaler = torch.cuda.amp.GradScaler()
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).sum()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+"""
+
+MODEL = """
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+# an inference model of the hub: an unclamped learnable logit scale (AMP401 under fp16 training) and a
+# public helper whose guard rounds to 0 in float16 (a hazard under any float16 use)
+HUB_MODEL = """
+import math
+import torch
+from torch import nn
+def log(t, eps=1e-20):
+    return t.clamp(min=eps).log()
+class TextModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.logit_scale = nn.Parameter(torch.ones([]) * math.log(1 / 0.07))
+    def forward(self, image, text):
+        a = self.proj(image)
+        b = self.proj(text)
+        return self.logit_scale.exp() * a @ b.t()
+"""
+
+HUBCONF = "from pkg.hub.text import TextModel\n\ndef text_model():\n    return TextModel()\n"
+
+
+def _findings(root):
+    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
+    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"], f["message"])
+            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
+
+
+def _project(tmp_path, **extra):
+    files = {"train.py": TRAIN, "pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/hub/__init__.py": "",
+             "pkg/hub/text.py": HUB_MODEL}
+    files.update(extra)
+    return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
+
+
+def test_what_only_programs_that_do_not_train_import_is_library_code(tmp_path):
+    # dinov2: hubconf.py builds hub/text's inference model; the training (fp16 with a GradScaler) never
+    # imports it: no AMP401 on its logit scale, and the guard that rounds to 0 is reported as library code
+    found = _findings(_project(tmp_path, **{"hubconf.py": HUBCONF}))
+    hub = [(code, msg) for path, code, msg in found if path == "pkg/hub/text.py"]
+    assert [c for c, _ in hub] == ["AMP102"]
+    assert "under any float16 use of this code" in hub[0][1]
+    r = run(["check", "--no-cache", "--show-settings", "."], tmp_path / "p")
+    assert "3 of them: programs that do not train, or files only such programs import (library policy): " \
+        "hubconf.py" in r.out
+
+
+def test_what_nothing_or_a_training_program_imports_keeps_the_projects_precision(tmp_path):
+    # near miss (fairseq's models, loaded by a registry at run time): nothing imports the module
+    found = _findings(_project(tmp_path / "registry"))
+    assert ("pkg/hub/text.py", "AMP401") in [(p, c) for p, c, _ in found]
+    # near miss (LAVIS's train.py hands the model to a runner the scan does not recognise): a program
+    # named for training imports it
+    driver = "from pkg.hub.text import TextModel\n\nif __name__ == '__main__':\n    TextModel()\n"
+    found = _findings(_project(tmp_path / "driver", **{"train_text.py": driver}))
+    assert ("pkg/hub/text.py", "AMP401") in [(p, c) for p, c, _ in found]
+    # near miss (transformers: convert_clip_original_pytorch_to_hf.py is the only static importer of
+    # modeling_clip, which users train through the Trainer): a conversion script says nothing of how the
+    # model runs
+    convert = "from pkg.hub.text import TextModel\n\nif __name__ == '__main__':\n    TextModel().state_dict()\n"
+    found = _findings(_project(tmp_path / "convert", **{"pkg/hub/convert_text_to_hf.py": convert}))
+    assert ("pkg/hub/text.py", "AMP401") in [(p, c) for p, c, _ in found]
+
+
+def test_a_half_cast_for_old_torch_versions_is_one_of_the_options(tmp_path):
+    # LAVIS's vendored mmcv: wrap_fp16_model casts the model to half only below torch 1.6; above it the
+    # hook's GradScaler and autocast train in mixed precision (no AMP101 on the runner's AdamW)
+    hook = TRAIN.replace("    model = Net()\n",
+                         "    model = Net()\n"
+                         "    if digit_version(TORCH_VERSION) < digit_version('1.6.0'):\n"
+                         "        model.half()\n")
+    found = _findings(_project(tmp_path / "old", **{"train.py": hook}))
+    assert "AMP101" not in [c for _, c, _ in found]
+    # near miss: the same half cast on every torch version is a pure-half model (AMP101 on AdamW's eps)
+    pure = TRAIN.replace("    model = Net()\n", "    model = Net()\n    model.half()\n")
+    found = _findings(_project(tmp_path / "pure", **{"train.py": pure}))
+    assert "AMP101" in [c for _, c, _ in found]
