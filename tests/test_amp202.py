@@ -393,3 +393,32 @@ def test_a_clamped_handwritten_bce_is_hazardous_when_its_upper_bound_rounds_to_o
            f"    def forward(self, x, y):\n        p = torch.sigmoid(self.fc(x)).clamp({eps}, 1 - {eps})\n"
            "        return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()\n")
     assert ("AMP202" in codes(src)) == reported
+
+
+_METRIC = """
+import torch
+import torch.nn.functional as F
+from torchmetrics import Metric
+class ScalarMetricsBase(Metric):
+    def __init__(self):
+        super().__init__()
+        self.add_state("preds", default=[])
+    def update(self, preds, targets):
+        self.preds.append(preds)
+class BinaryCrossEntropy(ScalarMetricsBase):
+    def compute(self):
+        preds, targets = torch.cat(self.preds), torch.cat(self.targets)
+        return F.binary_cross_entropy(input=preds, target=targets)
+"""
+
+
+def test_bce_in_a_metric_compute_runs_under_the_training_steps_autocast():
+    # InnerEye (microsoft/InnerEye-DeepLearning PR #402): a torchmetrics Metric called as
+    # `metric(posteriors, labels)` in a Lightning training step runs update() and compute() in its
+    # forward, under the step's autocast; the Metric is reached through a base class of the same file
+    [f] = findings(_METRIC, extra_files={"train.py": MIXED_TRAINING})
+    assert f.line == 14 and f.confidence == "likely"
+    # near miss: a plain class deriving from a base of the same file that is no Module (a report
+    # builder run after training) is not model code
+    plain = _METRIC.replace("from torchmetrics import Metric", "class Metric:\n    pass")
+    assert findings(plain, extra_files={"train.py": MIXED_TRAINING}) == []

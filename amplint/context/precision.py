@@ -137,6 +137,9 @@ _SCALAR_PARAM = re.compile(
 
 # Classes whose methods are model code, and helper functions that are, by name.
 _MODULE_BASE = re.compile(r"(Module|Model|Layer|Attention|Block|Net|Encoder|Decoder|Head|Loss|Criterion)\w*$")
+# torchmetrics' Metric (also pytorch_lightning.metrics' before 1.3) is an nn.Module whose forward runs
+# update() and compute(): called in a training step (``metric(preds, target)``), they run under its autocast
+_METRIC_BASE = re.compile(r"(torchmetrics|pytorch_lightning\.metrics|lightning\.pytorch\.metrics)(\.\w+)*\.Metric$")
 _DATA_PATH = re.compile(r"(^|/)(data|datasets?|dataloaders?|preprocess\w*|tools)(/|$)")
 _LOOP_FUNCTION = re.compile(r"(?i)^(main|run|fit|train|evaluate|eval|validate|test|predict|infer|inference)(_|$)|"
                             r"(_|^)(loop|epoch|step)$")
@@ -469,14 +472,23 @@ class PrecisionModel:
             self.ctx._cache[key] = any(q == "torch" or q.startswith("torch.") for _, q in self.ctx.imports.items())
         return self.ctx._cache[key]  # type: ignore[return-value]
 
-    def _module_like(self, cls: cst.ClassDef) -> bool:
+    def _module_like(self, cls: cst.ClassDef, seen: Optional[set] = None) -> bool:
         for stmt in cls.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
                 return True
+        seen = seen if seen is not None else set()
+        seen.add(cls.name.value)
         for base in cls.bases:
             name = self.ctx.qualname(base.value) or ""
-            if _MODULE_BASE.search(name.rsplit(".", 1)[-1]):
+            if _MODULE_BASE.search(name.rsplit(".", 1)[-1]) or _METRIC_BASE.match(name):
                 return True
+            # a base class of this file (InnerEye's ``BinaryCrossEntropy(ScalarMetricsBase)``, whose
+            # base derives from Metric): what it derives from
+            if isinstance(base.value, cst.Name) and base.value.value not in seen:
+                local = next((c for c in self.ctx.module.body if isinstance(c, cst.ClassDef)
+                              and c.name.value == base.value.value), None)
+                if local is not None and self._module_like(local, seen):
+                    return True
         return False
 
     def _region_device(self, region) -> Optional[str]:
