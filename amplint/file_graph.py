@@ -131,7 +131,19 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
             for b in (*branches, func):
                 d = ast_dotted(b)
                 if d is not None:
-                    calls.append((node, d))
+                    calls.append((node, d, None))
+            if isinstance(func, ast.Name) and func.id == "map" and len(node.args) == 2 \
+                    and not any(isinstance(a, ast.Starred) for a in node.args):
+                # ``map(log, (orig_mel, recon_mel))`` / ``map(self.f, xs)`` calls ``f`` on each element
+                # (audiolm-pytorch's soundstream loss): one call per element of a literal sequence,
+                # else one whose argument is unknown (``*xs``)
+                d = ast_dotted(node.args[0])
+                seq = node.args[1]
+                if d is not None:
+                    if isinstance(seq, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in seq.elts):
+                        calls.extend((node, d, [["", src.text(e), _kind(e)]]) for e in seq.elts)
+                    else:
+                        calls.append((node, d, [["*", src.text(seq), _kind(seq)]]))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 imports.add_import(a.name, a.asname)
@@ -145,8 +157,24 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
         c[2] = [resolve(d, None) or d for d in c[2]]
     instances = _instances(parents, parent, qualname, lambda d: resolve(d, None))
     out_calls = []
-    for call, d in calls:
+    # ``map`` bound by the file (an import, a def, a module-level assignment) or by a def around the
+    # call (a parameter, an assignment) may not be the builtin
+    binders = set()
+    if any(m is not None for _, _, m in calls):
+        for n in parents.nodes:
+            if (isinstance(n, ast.arg) and n.arg == "map") or (isinstance(n, ast.Name) and n.id == "map"
+                                                                and not isinstance(n.ctx, ast.Load)):
+                if isinstance(n, ast.arg):  # a parameter: of the def whose ``arguments`` hold it
+                    owner = parent.get(id(parent.get(id(n))))
+                    owner = owner if isinstance(owner, _FUNCTIONS) else _owner(n, parent, _FUNCTIONS)
+                else:
+                    owner = _owner(n, parent, _FUNCTIONS)
+                binders.add(id(owner) if owner is not None else None)
+    shadowed = imports.binds("map") or "map" in top or None in binders
+    for call, d, mapped in calls:
         fn = _owner(call, parent, _FUNCTIONS)
+        if mapped is not None and (shadowed or any(id(f) in binders for f in _chain(fn, parent))):
+            continue
         cls = None
         if d.partition(".")[0] in ("self", "cls") and fn is not None:
             # in a method (or a def nested in one), ``self`` is an instance of the method's class
@@ -156,13 +184,13 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
         callee = through or resolve(d, cls)
         if callee is None:
             continue
-        args = []
-        for a in call.args:
+        args = list(mapped) if mapped is not None else []
+        for a in call.args if mapped is None else ():
             if isinstance(a, ast.Starred):
                 args.append(["*", src.text(a.value), _kind(a.value)])
             else:
                 args.append(["", src.text(a), _kind(a)])
-        for k in call.keywords:
+        for k in call.keywords if mapped is None else ():
             args.append([k.arg or "**", src.text(k.value), _kind(k.value)])
         out_calls.append([qualname(fn) if fn is not None else "", callee, call.lineno, call.col_offset, args,
                           cls is not None or through is not None])
@@ -173,6 +201,13 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
     # ``from .train_loop import *`` (detectron2.engine): "*<module>" keys, which no identifier can be
     names.update((f"*{m}", m) for m in stars if m)
     return {"functions": functions, "classes": classes, "names": names, "calls": out_calls}
+
+
+def _chain(fn, parent: Dict[int, ast.AST]):
+    """``fn`` and the defs around it."""
+    while fn is not None:
+        yield fn
+        fn = _owner(fn, parent, _FUNCTIONS)
 
 
 def _absolute(module: str, level: int, importer: Optional[str]) -> str:

@@ -72,3 +72,31 @@ def test_a_lambda_parameter_has_no_dtype_from_callers():
     # a name bound by a lambda's parameter (it crashed the dtype model)
     source = "import torch\nsafe_log = lambda t: torch.log(t + 1e-20)\n"
     assert [f.code for f in findings(source) if f.code.startswith("E")] == []
+
+
+def test_a_helper_mapped_over_values_by_the_launchers_loop_is_reached(tmp_path):
+    # audiolm-pytorch: `log_orig_mel, log_recon_mel = map(log, (orig_mel, recon_mel))` calls the helper;
+    # near miss (imagen's uncalled `log` beside the called helpers, T11): never called, never reported
+    from cliutil import run, write_project
+    helpers = "import torch\n\ndef log(t, eps=1e-20):\n    return torch.log(t.clamp(min=eps))\n\n" \
+              "def l2norm(t):\n    return t / t.norm(dim=-1, keepdim=True)\n"
+    train = textwrap.dedent("""
+        import torch
+        from accelerate import Accelerator
+        import helpers
+        def train(model, loader):
+            accelerator = Accelerator()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            model, opt, loader = accelerator.prepare(model, opt, loader)
+            for x in loader:
+                a, b = map(helpers.log, (model(x), x))
+                loss = helpers.l2norm(a - b).mean()
+                accelerator.backward(loss)
+                opt.step()
+    """)
+    root = write_project(tmp_path / "mapped", {"helpers.py": helpers, "train.py": train})
+    r = run(["check", "--no-cache", "--select", "AMP102", "."], root)
+    assert "helpers.py:3:" in r.out and "fp16 included" in r.out
+    uncalled = train.replace("a, b = map(helpers.log, (model(x), x))", "a, b = model(x), x")
+    root = write_project(tmp_path / "uncalled", {"helpers.py": helpers, "train.py": uncalled})
+    assert "helpers.py:3:" not in run(["check", "--no-cache", "--select", "AMP102", "."], root).out

@@ -167,3 +167,34 @@ def test_the_graph_survives_the_cache_round_trip():
 
 def test_a_file_that_does_not_parse_has_no_graph():
     assert summarise(b"def broken(:\n", "x.py", "x").graph is None
+
+
+def test_a_function_mapped_over_a_sequence_is_called_on_each_element(tmp_path):
+    # audiolm-pytorch soundstream.py: `log_orig, log_recon = map(log, (orig_mel, recon_mel))`
+    files = {
+        "helpers.py": "import torch\ndef log(t, eps=1e-20):\n    return torch.log(t.clamp(min=eps))\n",
+        "loss.py": textwrap.dedent("""
+            import helpers
+            class Loss:
+                def scale(self, t):
+                    return t * 2
+                def forward(self, a, b, xs):
+                    la, lb = map(helpers.log, (a, b))
+                    doubled = list(map(self.scale, xs))
+                    return la, lb, doubled
+            def shadowed(a, map=None):
+                return map(helpers.log, (a,))
+            """),
+    }
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    project = Project(tmp_path)
+    log = project.index.symbol("helpers.log")
+    sites = project.callers(log.name)
+    assert where(sites) == [("loss.py", 7, "loss.Loss.forward")] * 2
+    assert sorted(s.argument_for(log, "t")[1].text for s in sites) == ["a", "b"]
+    scale = project.index.symbol("loss.Loss.scale")
+    [site] = project.callers(scale.name)
+    assert site.on_self and site.argument_for(scale, "t")[0] is False  # `*xs`: which element is unknown
+    assert "helpers.log" in project.index.reachable(["loss.Loss.forward"])
