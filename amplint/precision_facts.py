@@ -363,7 +363,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # a DeepSpeed block under ``if precision == "bfloat16":`` is one of the options (gpt-neox)
             cond = _dtype_condition(node, parents, lines)
             for sig, note in _dict_signals(node):
-                facts["signals"].append(_record(sig, note, node, lines, TRAINING, cond))
+                facts["signals"].append({**_record(sig, note, node, lines, TRAINING, cond),
+                                         "main": _under_main(node, parents)})
             continue
         if not isinstance(node, ast.Call) or id(node) in skipped:
             continue
@@ -433,6 +434,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             record.update(kind="flag", pure=False, master=False,
                           note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
                                f"fp16 mixed precision")
+        record["main"] = _under_main(node, parents)
         facts["signals"].append(record)
     return facts
 
@@ -814,6 +816,20 @@ def _returned_dict(name: str, parents: "_Parents") -> List[Tuple[str, ast.AST]]:
     if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in d.keys):
         return []
     return [(k.value, v) for k, v in zip(d.keys, d.values)]
+
+
+def _under_main(node: ast.AST, parents: "_Parents") -> bool:
+    """Is ``node`` in the body of an ``if __name__ == "__main__":`` block: run when the file is the
+    program, never when another file imports it (sd-scripts' sdxl_original_unet.py speed test with a
+    GradScaler and autocast is not the precision of the trainers that import the U-Net)?"""
+    child = node
+    for p in parents.chain(node):
+        if isinstance(p, ast.If) and child in p.body and isinstance(p.test, ast.Compare) \
+                and isinstance(p.test.left, ast.Name) and p.test.left.id == "__name__" \
+                and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in p.test.comparators):
+            return True
+        child = p
+    return False
 
 
 def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str]) -> Dict[str, Any]:

@@ -324,6 +324,9 @@ def _seen_from(facts: dict, own: bool) -> dict:
     if own:
         return facts
     mains = {e["function"] for e in facts.get("entry_points", ()) if _hands_off([e])}
+    if any(s.get("main") for s in facts["signals"]):
+        # an ``if __name__ == "__main__":`` block runs when the file is the program, not on import
+        facts = {**facts, "signals": [s for s in facts["signals"] if not s.get("main")]}
     if not mains:
         return facts
     return {**facts, "signals": [s for s in facts["signals"] if s.get("function") not in mains],

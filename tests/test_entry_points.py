@@ -728,3 +728,48 @@ def test_a_flag_read_only_into_a_deepspeed_config_is_no_alternative_to_the_torch
     assert Regime(ep.signals).mode == "fp16-master"
     r = run(["check", "--no-cache", "--select", "AMP101", "."], tmp_path / "mixed" / "p")
     assert "AMP101" not in r.out
+
+
+_SMOKE_TEST = {
+    "lib/__init__.py": "",
+    "lib/unet.py": """
+        import torch
+        from torch import nn
+        class UNet(nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            unet = UNet().cuda()
+            opt = torch.optim.SGD(unet.parameters(), lr=1e-3)
+            scaler = torch.cuda.amp.GradScaler()
+            with torch.cuda.amp.autocast():
+                loss = unet(torch.randn(4, 8)).mean()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+    """,
+    "train.py": """
+        import torch
+        from lib.unet import UNet
+        def train(loader):
+            model = UNet()
+            opt = torch.optim.AdamW(model.parameters())
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+    """,
+}
+
+
+def test_a_main_block_of_an_imported_module_is_not_the_importers_precision(tmp_path):
+    # sd-scripts: library/sdxl_original_unet.py's `if __name__ == "__main__":` speed test (GradScaler +
+    # autocast) made every trainer importing the U-Net fp16-mixed; it runs only when the file is the program
+    from amplint.project import Regime
+    p = project(tmp_path, _SMOKE_TEST)
+    [ep] = [e for e in p.entry_points() if e.display.endswith("train.py")]
+    assert Regime(ep.signals).mode == "fp32"
+    # near miss: the same evidence at the module's top level runs on import: the importer's precision
+    files = dict(_SMOKE_TEST)
+    files["lib/unet.py"] = files["lib/unet.py"].replace('if __name__ == "__main__":', "if True:")
+    p = project(tmp_path / "top", files)
+    [ep] = [e for e in p.entry_points() if e.display.endswith("train.py")]
+    assert Regime(ep.signals).mode == "fp16-mixed"
