@@ -431,9 +431,15 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # with ``weight_dtype = torch.float16`` when accelerate's mixed precision is fp16. The frozen
             # module is a float16 feature extractor; the model that trains (the UNet the optimizer gets)
             # stays float32 under the accelerator's autocast: fp16 mixed precision, not a half model.
-            record.update(kind="flag", pure=False, master=False,
-                          note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
-                               f"fp16 mixed precision")
+            if _literal_half_cast(node):
+                # ``vae.to(dtype=torch.float16)  # VAE is always fp16`` (sd-scripts): the frozen part's own
+                # dtype, whatever the trained network runs in (accelerate's --mixed_precision no / fp16 / bf16)
+                record.update(role="inference", why=f"`{record['model']}` is frozen and always cast to float16: "
+                                                    f"its own dtype, not the trained model's")
+            else:
+                record.update(kind="flag", pure=False, master=False,
+                              note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
+                                   f"fp16 mixed precision")
         record["main"] = _under_main(node, parents)
         facts["signals"].append(record)
     return facts
@@ -816,6 +822,23 @@ def _returned_dict(name: str, parents: "_Parents") -> List[Tuple[str, ast.AST]]:
     if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in d.keys):
         return []
     return [(k.value, v) for k, v in zip(d.keys, d.values)]
+
+
+def _literal_half_cast(node: ast.AST) -> bool:
+    """``x.half()`` / ``x.to(torch.float16)`` / ``x.to(device, dtype=torch.half)``: float16 written in
+    the cast itself, not a dtype variable that follows the run's mixed precision (diffusers'
+    ``weight_dtype``)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr == "half":
+        return True
+    if node.func.attr == "from_pretrained":
+        values = [k.value for k in node.keywords if k.arg == "torch_dtype"]
+    elif node.func.attr in ("to", "type"):
+        values = [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]
+    else:
+        return False
+    return any(_dotted(v) in ("torch.float16", "torch.half") for v in values)
 
 
 def _under_main(node: ast.AST, parents: "_Parents") -> bool:

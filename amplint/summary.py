@@ -23,7 +23,7 @@ from .constants import module_constants
 from .file_graph import check_graph, file_graph
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 
-SCHEMA = 32  # 32: precision facts mark evidence under `if __name__ == "__main__":` ("main"); 31: precision facts: a half cast under a torch-version test is conditional; 30: a cast before trainer.train() is no saved copy; 29: ColossalAI plugin precision facts; 28: autocast keywords from a same-file helper returning a dict; 27: a config block with use / enable: false is no evidence; 26: a half cast that the same chain casts back to float32 is no evidence; 25: a CLI flag read only into a DeepSpeed config dict is marked so (facts note); 24: file_graph names record star imports ("*<module>")
+SCHEMA = 33  # 33: a frozen module cast to a literal float16 is inference evidence; 32: precision facts mark evidence under `if __name__ == "__main__":` ("main"); 31: precision facts: a half cast under a torch-version test is conditional; 30: a cast before trainer.train() is no saved copy; 29: ColossalAI plugin precision facts; 28: autocast keywords from a same-file helper returning a dict; 27: a config block with use / enable: false is no evidence; 26: a half cast that the same chain casts back to float32 is no evidence; 25: a CLI flag read only into a DeepSpeed config dict is marked so (facts note); 24: file_graph names record star imports ("*<module>")
 #   23: a precision keyword held in a local is read through its assignment
 #   22: facts["trains"]; an inference CLI flag (its help text) is inference evidence
 #   21: a saved name skips only half casts (a Fabric passed to a checkpoint save stays evidence)

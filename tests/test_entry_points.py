@@ -773,3 +773,26 @@ def test_a_main_block_of_an_imported_module_is_not_the_importers_precision(tmp_p
     p = project(tmp_path / "top", files)
     [ep] = [e for e in p.entry_points() if e.display.endswith("train.py")]
     assert Regime(ep.signals).mode == "fp16-mixed"
+
+
+def test_a_frozen_module_always_cast_to_float16_is_not_the_trained_networks_precision(tmp_path):
+    # sd-scripts hunyuan_image_train_network.py: `vae.to(dtype=torch.float16)  # VAE is always fp16`, frozen,
+    # encodes latents under no_grad; the LoRA network AdamW trains is float32 (triage T4-7)
+    from amplint.project import Regime
+    train = """
+        import torch
+        def train(loader, vae, network):
+            vae.to(dtype=torch.float16)
+            vae.requires_grad_(False)
+            optimizer = torch.optim.AdamW(network.parameters(), lr=1e-4)
+            for images in loader:
+                with torch.no_grad():
+                    latents = vae.encode(images.half()).float()
+                network(latents).pow(2).mean().backward()
+                optimizer.step()
+    """
+    (ep,) = project(tmp_path, {"train.py": train}).entry_points()
+    assert Regime(ep.signals).mode == "fp32"
+    # near miss: the network the optimizer trains cast to float16 is a half model
+    (ep,) = project(tmp_path / "half", {"train.py": train.replace("vae.to(dtype", "network.to(dtype")}).entry_points()
+    assert Regime(ep.signals).mode == "fp16"
