@@ -21,7 +21,7 @@ CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".sh")
 MAX_CONFIG_BYTES = 256 * 1024  # bigger files are data (vocabularies, annotations), not settings
 _SKIP_NAMES = {"package.json", "package-lock.json", "tsconfig.json", ".pre-commit-config.yaml",
                "tokenizer.json", "vocab.json", "tokenizer_config.json", "special_tokens_map.json"}
-_WORDS = re.compile(rb"fp16|bf16|float16|precision|mixed_precision|param_dtype|opt_level|\bamp\b")
+_WORDS = re.compile(rb"fp16|bf16|float16|precision|mixed_precision|param_dtype|opt_level|\bamp\b|\bAMP\b")
 # Top-level keys of a training run's config (torchtune's recipe YAML: ``dtype: bf16`` beside
 # ``optimizer:``, ``epochs:``, ``batch_size:``): its ``dtype`` is the dtype the model trains in.
 _TRAINING_KEYS = {"optimizer", "optim", "epochs", "num_epochs", "max_epochs", "max_steps", "max_steps_per_epoch",
@@ -142,6 +142,14 @@ def _walk(data: Any, path: Tuple[str, ...]) -> Iterator[Tuple[Signal, str, str]]
                 and not isinstance(value, (dict, list)):
             dtype = "bfloat16" if k == "bf16" else "float16"
             yield Signal("flag", dtype, note=f"{where}: {value}"), key, f"`{where}: {value}`"
+        elif k == "amp" and isinstance(value, dict) and not any(str(x).lower() == "opt_level" for x in value) \
+                and _on(next((v for x, v in value.items() if isinstance(x, str) and x.lower() in ("enabled", "enable")),
+                             None)) is True:
+            # detectron2 / Mask2Former: ``SOLVER: AMP: ENABLED: True`` (DefaultTrainer then builds AMPTrainer,
+            # an fp16 autocast + GradScaler loop, even when that trainer lives in the installed package)
+            switch = next(x for x in value if isinstance(x, str) and x.lower() in ("enabled", "enable"))
+            yield Signal("flag", "float16", note=f"{where}.{switch}: {value[switch]}"), key, \
+                f"`{where}.{switch}: {value[switch]}`"
         elif k == "mixed_precision" and isinstance(value, str) and value.lower() in ("fp16", "bf16"):
             dtype = "float16" if value.lower() == "fp16" else "bfloat16"
             yield Signal("flag", dtype, note=f"mixed_precision: {value}"), key, f"`{where}: {value}`"

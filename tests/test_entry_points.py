@@ -268,6 +268,8 @@ def test_training_arguments_fp16_from_the_command_line():
     ("run.sh", "accelerate launch --mixed_precision fp16 train.py\n", "float16", False, False),
     ("run.sh", "python train.py --fp16 --lr 1e-4\n", "float16", False, False),
     ("run.sh", "python train.py trainer.precision=16-mixed\n", "float16", False, False),
+    # detectron2 / Mask2Former: DefaultTrainer builds its AMPTrainer (autocast + GradScaler) from this
+    ("Base-Seg.yaml", "SOLVER:\n  BASE_LR: 0.0001\n  AMP:\n    ENABLED: True\n", "float16", False, False),
 ])
 def test_config_file_evidence(name, text, dtype, pure, master):
     [(sig, line, what)] = config_signals(text.encode(), name)
@@ -285,6 +287,7 @@ def test_config_file_evidence(name, text, dtype, pure, master):
     # audiocraft's base solver config: FSDP's dtypes are read only when fsdp.use
     ("default.yaml", "fsdp:\n  use: false\n  param_dtype: float16\n"),
     ("default.yaml", "amp:\n  enable: no\n  opt_level: O2\n"),
+    ("Base-Seg.yaml", "SOLVER:\n  AMP:\n    ENABLED: False\n"),
 ])
 def test_config_near_misses(name, text):
     assert config_signals(text.encode(), name) == []
