@@ -407,7 +407,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # for a checkpoint or an export, not the parameters that train.
             continue
         role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script, training_helpers)
-        cond = one_of or _dtype_condition(node, parents, lines)
+        cond = one_of or _dtype_condition(node, parents, lines) or _enabled_switch(node, sig, lines)
         record = _record(sig, why, node, lines, role, cond)
         fn = owner(node)
         record["function"] = getattr(fn, "name", None)
@@ -720,7 +720,9 @@ def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):
         if found:
             found.sort(key=lambda sg: sg.dtype != "float16")
             texts = [ast.unparse(b) for b in branches] if hasattr(ast, "unparse") else []
-            return found[0], f"`{kw.arg}` is one of {', '.join(texts)}" if texts else f"`{kw.arg}` is conditional"
+            # the test that picks the branch (``if cfg.use_fp16``): the switch of this option
+            test = f" (if {ast.unparse(kw.value.test)})" if hasattr(ast, "unparse") else ""
+            return found[0], (f"`{kw.arg}` is one of {', '.join(texts)}" if texts else f"`{kw.arg}` is conditional") + test
     return None, None
 
 
@@ -822,6 +824,17 @@ def _returned_dict(name: str, parents: "_Parents") -> List[Tuple[str, ast.AST]]:
     if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in d.keys):
         return []
     return [(k.value, v) for k, v in zip(d.keys, d.values)]
+
+
+def _enabled_switch(node: ast.AST, sig: Signal, lines: List[str]) -> Optional[str]:
+    """``autocast(enabled=cfg.use_fp16)`` / ``GradScaler(enabled=args.amp)``: the run's flag that switches
+    the mixed precision on, as the condition of that option (``if cfg.use_fp16``)."""
+    if sig.kind not in ("autocast", "grad_scaler") or not isinstance(node, ast.Call):
+        return None
+    for k in node.keywords:
+        if k.arg == "enabled" and isinstance(k.value, (ast.Name, ast.Attribute)):
+            return f"if {_text(lines, k.value)}"
+    return None
 
 
 def _literal_half_cast(node: ast.AST) -> bool:

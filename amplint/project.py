@@ -160,7 +160,7 @@ class Regime:
         # alternative to a half model stepped by the script's own optimizer: DALLE-pytorch's --amp)
         return any(o.kind in ("autocast", "grad_scaler", "flag") and not o.pure and o.dtype == "float16"
                    and not _same_option(half, o) and not (o.kind == "flag" and o.model)
-                   and not (o.kind == "flag" and DEEPSPEED_OPTION in o.note)
+                   and not (o.kind == "flag" and DEEPSPEED_OPTION in o.note) and not _same_switch(half, o)
                    and (i < 0 or self._same_run(i, j)) for j, (o, _) in enumerate(self.signals))
 
     @property
@@ -273,6 +273,19 @@ def _same_option(half: Signal, flag: Signal) -> bool:
         return False
     named = _words(flag.note)
     return bool(named & _HALF_OPTION & _words(half.condition)) and not named & _MIXED_OPTION
+
+
+_SWITCH = re.compile(r"\b(?:if|elif)\s+([A-Za-z_][\w.]*)\s*(?:\)|$)")
+
+
+def _same_switch(half: Signal, other: Signal) -> bool:
+    """The half cast and ``other`` are switched on by the same flag, so they are one option, not
+    alternatives: llama-recipes' ``from_pretrained(torch_dtype=torch.float16 if cfg.use_fp16 else
+    "auto")`` beside ``GradScaler() if cfg.use_fp16 else None`` and ``autocast(enabled=cfg.use_fp16)``
+    loads float16 parameters for the same run that scales its loss (AdamW's eps on float16)."""
+    a = _SWITCH.search(half.condition or "")
+    b = _SWITCH.search(other.condition or "")
+    return bool(a and b and a.group(1) == b.group(1))
 
 
 def module_name_for(path: Path, root: Path) -> Optional[str]:

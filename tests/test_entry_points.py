@@ -799,3 +799,38 @@ def test_a_frozen_module_always_cast_to_float16_is_not_the_trained_networks_prec
     # near miss: the network the optimizer trains cast to float16 is a half model
     (ep,) = project(tmp_path / "half", {"train.py": train.replace("vae.to(dtype", "network.to(dtype")}).entry_points()
     assert Regime(ep.signals).mode == "fp16"
+
+
+_LLAMA_RECIPES = """
+    import torch
+    import torch.optim as optim
+    from transformers import LlamaForCausalLM
+    def train(model, loader, optimizer, cfg):
+        scaler = torch.cuda.amp.GradScaler() if cfg.use_fp16 else None
+        for batch in loader:
+            with torch.cuda.amp.autocast(enabled=cfg.use_fp16):
+                loss = model(**batch).loss
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    def main(cfg, loader):
+        model = LlamaForCausalLM.from_pretrained(cfg.name, torch_dtype=torch.float16 if cfg.use_fp16 else "auto")
+        optimizer = optim.AdamW(model.parameters(), lr=cfg.lr)
+        train(model, loader, optimizer, cfg)
+"""
+
+
+def test_a_half_load_switched_by_the_same_flag_as_the_scaler_is_the_same_run(tmp_path):
+    # llama-recipes finetuning.py: use_fp16 loads float16 parameters AND turns on the scaler and autocast:
+    # one run, AdamW's eps=1e-8 on float16 parameters (triage T4-10)
+    from amplint.project import Regime
+    (ep,) = project(tmp_path, {"finetune.py": _LLAMA_RECIPES}).entry_points()
+    assert Regime(ep.signals).mode == "fp16"
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], tmp_path / "p")
+    assert "finetune.py:15:" in r.out
+    # near miss (open_clip's --precision fp16 beside amp): the scaler and autocast switched by another
+    # flag are a mixed-precision alternative to the half load
+    other = _LLAMA_RECIPES.replace("if cfg.use_fp16 else None", "if cfg.use_amp else None").replace(
+        "enabled=cfg.use_fp16", "enabled=cfg.use_amp")
+    (ep,) = project(tmp_path / "other", {"finetune.py": other}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
