@@ -1287,7 +1287,7 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
     return False
 
 
-_CONFIG_DIR = re.compile(r"(?i)configs?|conf|cfgs?")
+_CONFIG_DIR = re.compile(r"(?i)configs?|conf|cfgs?|recipes?")  # recipes/: alignment-handbook's run configs
 
 
 def _record_reads(cls):

@@ -834,3 +834,23 @@ def test_a_half_load_switched_by_the_same_flag_as_the_scaler_is_the_same_run(tmp
         "enabled=cfg.use_fp16", "enabled=cfg.use_amp")
     (ep,) = project(tmp_path / "other", {"finetune.py": other}).entry_points()
     assert Regime(ep.signals).mode == "fp16-mixed"
+
+
+def test_a_recipes_dir_holds_the_run_configs_of_the_scripts_beside_it(tmp_path):
+    # alignment-handbook: `accelerate launch scripts/sft.py --config recipes/.../config_full.yaml` (TrlParser)
+    from amplint.project import Regime
+    files = {
+        "recipes/zephyr/sft/config_full.yaml": "model_name_or_path: m\nfp16: true\nlearning_rate: 2.0e-05\n",
+        "scripts/sft.py": """
+            from trl import SFTTrainer, TrlParser
+            def main(script_args, training_args, model):
+                trainer = SFTTrainer(model=model, args=training_args)
+                trainer.train()
+        """,
+    }
+    (ep,) = project(tmp_path, files).entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
+    # near miss: the same YAML in a directory not named for configurations says nothing beside it
+    files["examples_data/config_full.yaml"] = files.pop("recipes/zephyr/sft/config_full.yaml")
+    (ep,) = project(tmp_path / "data", files).entry_points()
+    assert Regime(ep.signals).mode == "fp32"
