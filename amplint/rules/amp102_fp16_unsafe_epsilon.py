@@ -10,6 +10,7 @@ from ..context.imports import dotted_name
 from ..context.callers import argument_for, passed_values
 from ..context.conditions import known_positive
 from ..context.precision import precision_model
+from ..context.sizes import sizes_only
 from ..context.probability import clamp_min, in_handwritten_bce, method_of
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Applicability, Confidence, Fix, Location, Violation
@@ -309,6 +310,8 @@ class Fp16UnsafeEpsilon(Rule):
         plain = _without(ctx, guarded, const) if base is guarded else base
         if found and all(known_positive(ctx, u.node, plain) is not None for u in found):
             return None  # ``if norm > eps: x / (norm + 1e-12)``: the guard is never needed
+        if sizes_only(ctx, plain):
+            return None  # ``(hw - 1).clamp(eps)`` of image sizes: 0 for a one-pixel image whatever the data
         if not _default_used_in_half(ctx, const, base):
             return None  # ``def log(t, eps=1e-20)`` whose float16 callers all pass an eps of their own
         # sqrt(0) = 0 is fine forward; its hazard is the inf gradient, so it needs a backward
