@@ -50,6 +50,38 @@ def _positive(ctx, test: cst.BaseExpression, truth: bool) -> Iterator[str]:
         c = ctx.number(bound)
         if above and c is not None and (c > 0 or c == 0 and isinstance(op, (cst.GreaterThan, cst.LessThan))):
             yield _key(ctx, value)
+            # |x| > c: x is off 0, all a guard of x is there for (a negative x is no guard's business)
+            inner = _abs_of(ctx, value)
+            if inner is not None:
+                yield _key(ctx, inner)
+
+
+def _abs_of(ctx, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``x`` of ``torch.abs(x)`` / ``x.abs()`` / ``abs(x)``."""
+    if isinstance(expr, cst.Call):
+        if ctx.call_name(expr) in ("torch.abs", "abs") and len(expr.args) == 1:
+            return expr.args[0].value
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "abs" and not expr.args:
+            return expr.func.value
+    return None
+
+
+def _where_test(ctx, node: cst.CSTNode, child: cst.CSTNode):
+    """For ``child`` an argument of ``torch.where(test, a, b)`` holding ``node``: (the test, with a
+    local name resolved to its value, True for ``a`` / False for ``b``), else None."""
+    parent = ctx.parent(child)
+    call = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+    if not isinstance(call, cst.Call) or ctx.call_name(call) != "torch.where" or len(call.args) != 3:
+        return None
+    test = call.args[0].value
+    if isinstance(test, cst.Name):
+        from .precision import precision_model  # the dtype flow's bindings (precision imports this module's peers)
+        test = precision_model(ctx).value_of(test) or test
+    if parent is call.args[1]:
+        return test, True
+    if parent is call.args[2]:
+        return test, False
+    return None
 
 
 def _exits(block) -> bool:
@@ -62,8 +94,11 @@ def _exits(block) -> bool:
     return False
 
 
-def known_positive(ctx, node: cst.CSTNode, value: cst.BaseExpression) -> Optional[cst.CSTNode]:
-    """The condition that makes ``value`` positive wherever ``node`` runs, or None."""
+def known_positive(ctx, node: cst.CSTNode, value: cst.BaseExpression, where: bool = False) -> Optional[cst.CSTNode]:
+    """The condition that makes ``value`` positive wherever ``node`` runs, or None. ``where``: also
+    the test of a ``torch.where(test, a, b)`` selecting the branch that holds ``node`` (only for a
+    forward: ``a`` is computed everywhere, and the inf it holds where it is not selected turns into a
+    NaN gradient, 0 * inf)."""
     key = _key(ctx, value)
     child = node
     for parent in ctx.ancestors(node):
@@ -77,6 +112,10 @@ def known_positive(ctx, node: cst.CSTNode, value: cst.BaseExpression) -> Optiona
                 return parent.test
         if isinstance(parent, cst.IfExp) and ctx.is_ancestor(parent.body, node) and key in _positive(ctx, parent.test, True):
             return parent.test
+        if where and isinstance(parent, cst.Arg):
+            selected = _where_test(ctx, node, child)
+            if selected is not None and key in _positive(ctx, *selected):
+                return selected[0]
         if isinstance(parent, (cst.IndentedBlock, cst.Module)):
             for stmt in parent.body:
                 if stmt is child:

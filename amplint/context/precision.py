@@ -253,6 +253,45 @@ class PrecisionModel:
                 return False
         return True
 
+    def half_unsupported_call(self, fn: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
+        """A call in ``fn``, on every path through it, of an op with no float16 kernel
+        (``torch.linalg.inv``, ``.inverse()``, svd, solve, ...: ``grad_mode.NO_HALF``) whose input is
+        float16 here: ``fn`` raises before it returns whenever it runs in float16 (autocast casts none
+        of those ops), so no float16 value it computes is ever used. None if there is none."""
+        if fn is None:
+            return None
+        key = ("half_unsupported_call", fn)
+        cache = self.ctx._cache
+        if key not in cache:
+            cache[key] = self._half_unsupported_call(fn)
+        return cache[key]  # type: ignore[return-value]
+
+    def _half_unsupported_call(self, fn: cst.FunctionDef) -> Optional[cst.Call]:
+        ctx = self.ctx
+        for call in ctx.nodes(cst.Call):
+            if not ctx.is_ancestor(fn, call):
+                continue
+            name = ctx.call_name(call)
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if name in grad_mode.NO_HALF and positional:
+                operand = positional[0]
+            elif isinstance(call.func, cst.Attribute) and call.func.attr.value in grad_mode.NO_HALF_METHODS \
+                    and not (isinstance(call.func.value, cst.Name) and ctx.imports.binds(call.func.value.value)):
+                operand = call.func.value
+            else:
+                continue
+            conditional = False
+            for a in ctx.ancestors(call):
+                if a is fn:
+                    break
+                if isinstance(a, (cst.If, cst.IfExp, cst.For, cst.While, cst.Try, cst.FunctionDef, cst.Lambda,
+                                  cst.BooleanOperation)):
+                    conditional = True
+                    break
+            if not conditional and self.dtype_of(operand).is_half:
+                return call
+        return None
+
     def _loss_code(self, node: cst.CSTNode) -> bool:
         """``node`` lies in a loss (a function or class named so, or a loss module): what a backward
         starts from, whoever calls it (speechbrain's ``stoi_loss``, used by recipes outside the package)."""

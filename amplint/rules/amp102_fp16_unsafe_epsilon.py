@@ -308,8 +308,11 @@ class Fp16UnsafeEpsilon(Rule):
     def _judge(self, ctx, guarded, base, const, value, fact, found: List[Use]) -> Optional[Violation]:
         pm = precision_model(ctx)
         plain = _without(ctx, guarded, const) if base is guarded else base
-        if found and all(known_positive(ctx, u.node, plain) is not None for u in found):
+        if found and all(known_positive(ctx, u.node, plain, where=not pm.gradient_flows(u.node)) is not None
+                         for u in found):
             return None  # ``if norm > eps: x / (norm + 1e-12)``: the guard is never needed
+        if pm.half_unsupported_call(ctx.enclosing_function(guarded)) is not None:
+            return None  # ``.inverse()`` of what it computes: the function cannot run in float16 at all
         if sizes_only(ctx, plain):
             return None  # ``(hw - 1).clamp(eps)`` of image sizes: 0 for a one-pixel image whatever the data
         if not _default_used_in_half(ctx, const, base):
