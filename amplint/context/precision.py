@@ -154,6 +154,10 @@ _WEIGHTED_LAYER = re.compile(r"^(Linear|Bilinear|LazyLinear|Conv\w*|LazyConv\w*|
 # Tensor parameters that are conventionally boolean or integer (masks, token ids, labels, lengths):
 # not float16 even in a pure-half project (``mask.sum() + 1e-8`` of a bool mask is float32).
 _INDEX_PARAM = re.compile(r"^(.*_)?(mask|masks|ids|labels?|indices|lengths?|lens)$")
+# An argument named as a mask (``attention_mask_l``, ``key_padding_mask``), whatever its annotation:
+# under fp16 autocast it is input data (bool / int / float32 from the tokenizer or the data pipeline),
+# never an autocast output, so it is not assumed float16 (mmdet's GLIP fusion fills its text mask).
+_MASK_ARGUMENT = re.compile(r"(?i)(^|_)masks?(_[a-z0-9]+)?$")
 
 
 # (file, function, parameter) whose callers are being asked: a cycle of helpers ends there.
@@ -728,7 +732,7 @@ class PrecisionModel:
             return DTypeFact(F16, LIKELY, f"`{name}` is a tensor argument of `{fn.name.value}` in a pure-half project",
                              regime.half_params)
         state = self.autocast_at(fn.body)
-        if state.active and state.dtype == F16:
+        if state.active and state.dtype == F16 and not _MASK_ARGUMENT.search(name):
             return DTypeFact(F16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under fp16 autocast",
                              state.evidence, assumed=True)
         return UNKNOWN
@@ -912,7 +916,24 @@ class PrecisionModel:
             return left
         if right.dtype is not None and left_0d and not right_0d:
             return right
+        # An argument only assumed float16 (``DTypeFact.assumed``) against a tensor of unknown dtype:
+        # under autocast the data (ground-truth boxes, targets) is float32, and promotion takes the
+        # wider, so the result is not known to be float16 (mmdet's YOLOX ``gt[:, 2:] / priors[:, 2:]``).
+        for half, other, expr in ((left, right, e.right), (right, left, e.left)):
+            if half.is_half and half.assumed and other.dtype is None and self._tensor_indexed(expr):
+                return UNKNOWN
         return _widest([left, right])
+
+    def _tensor_indexed(self, expr: cst.BaseExpression) -> bool:
+        """``x[:, 2:]``, ``x[..., 0]``: an index only a tensor (or array) takes, so a tensor, not a
+        Python number; through one local name."""
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr)
+            expr = value if value is not None else expr
+        if not isinstance(expr, cst.Subscript):
+            return False
+        return len(expr.slice) > 1 or any(
+            isinstance(s.slice, cst.Index) and isinstance(s.slice.value, cst.Ellipsis) for s in expr.slice)
 
     def _zero_dim(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """Is ``expr`` a 0-dim tensor built from a number: ``torch.tensor(k.shape[-1])``, through
