@@ -474,3 +474,44 @@ def in_handwritten_bce(ctx, node: cst.CSTNode) -> Optional[HandwrittenBCE]:
             if node is u.call or (u.guard is not None and (node is u.guard.node or node is u.guard.constant)):
                 return bce
     return None
+
+
+# Random draws in [0, 1): sampled, never computed from the data.
+_UNIFORM_FUNCTIONS = {"torch.rand", "torch.rand_like"}
+_UNIFORM_METHODS = {"uniform_"}
+
+
+def uniform_draw(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Is ``expr`` a uniform random draw (``torch.rand_like(x)``, ``torch.zeros_like(t).uniform_(0, 1)``),
+    or the exponential draw ``-log(u)`` of one (positive for u < 1), through local names and the project's
+    own ``log(t, eps)`` helpers? Gumbel noise ``-log(-log(u + eps) + eps)`` is built from them: a draw is 0
+    with probability below 2^-24 per element, and then one candidate's noise is -inf (it is not sampled),
+    a sampling detail rather than a hazard of the data."""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Name):
+        value = precision_model(ctx).value_of(expr)
+        return value is not None and uniform_draw(ctx, value, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        # u + eps: the guarded draw itself
+        for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
+            if ctx.number(b) is not None and uniform_draw(ctx, a, depth + 1):
+                return True
+        return False
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = expr.expression
+        if isinstance(inner, cst.Call) and inner.args and _is_log_call(ctx, inner):
+            return uniform_draw(ctx, inner.args[0].value, depth + 1)
+        return False
+    if isinstance(expr, cst.Call):
+        if ctx.call_name(expr) in _UNIFORM_FUNCTIONS:
+            return True
+        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _UNIFORM_METHODS
+    return False
+
+
+def _is_log_call(ctx, call: cst.Call) -> bool:
+    name = ctx.call_name(call) or ""
+    if name in LOG_NAMES or name.rsplit(".", 1)[-1] == "log" and "." not in name:
+        return True  # torch.log, or a project's own ``log(t, eps=1e-20)`` helper
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "log" and not call.args

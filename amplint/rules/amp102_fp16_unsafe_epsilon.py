@@ -11,7 +11,7 @@ from ..context.callers import argument_for, passed_values
 from ..context.conditions import known_positive
 from ..context.precision import precision_model
 from ..context.sizes import sizes_only
-from ..context.probability import clamp_min, in_handwritten_bce, method_of
+from ..context.probability import clamp_min, in_handwritten_bce, method_of, uniform_draw
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Applicability, Confidence, Fix, Location, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
@@ -313,6 +313,8 @@ class Fp16UnsafeEpsilon(Rule):
             return None  # ``if norm > eps: x / (norm + 1e-12)``: the guard is never needed
         if pm.half_unsupported_call(ctx.enclosing_function(guarded)) is not None:
             return None  # ``.inverse()`` of what it computes: the function cannot run in float16 at all
+        if uniform_draw(ctx, plain):
+            return None  # Gumbel / exponential sampling noise: a 0 draw only keeps one candidate unsampled
         if sizes_only(ctx, plain):
             return None  # ``(hw - 1).clamp(eps)`` of image sizes: 0 for a one-pixel image whatever the data
         if not _default_used_in_half(ctx, const, base):
@@ -423,6 +425,8 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode) -> bool:
             known, value = argument_for(p.call, fn, name, method)
             if not known or value is None:
                 return True
+            if uniform_draw(p.model.ctx, value):
+                continue  # ``log(noise)`` of Gumbel sampling: see uniform_draw
             fact = p.model.dtype_of(value)
             if fact.is_half:
                 return True

@@ -1,0 +1,50 @@
+"""Gumbel noise for sampling (DALLE-pytorch, audiolm-pytorch: ``-log(-log(u))`` with a project
+``log(t, eps=1e-20)`` helper, fed to argmax): a uniform draw is 0 with probability below 2^-24 per
+element, and then one candidate's noise is -inf, so it is not sampled; nobody changes that code.
+Near misses: the same helper also called on a probability (an entropy), a log of data beside the
+noise, a draw that is scaled by data before the log."""
+import textwrap
+
+import pytest
+
+from amplint.api import lint_source
+
+HELPERS = """
+import torch
+
+
+def log(t, eps=1e-20):
+    return torch.log(t + eps)
+
+
+def gumbel_noise(t):
+    noise = torch.zeros_like(t).uniform_(0, 1)
+    return -log(-log(noise))
+
+
+def gumbel_sample(t, temperature=1.0, dim=-1):
+    return ((t / temperature) + gumbel_noise(t)).argmax(dim=dim)
+"""
+
+
+def lines(source):
+    return [f.line for f in lint_source(textwrap.dedent(source), filename="sample.py", precision="fp16")
+            if f.code == "AMP102"]
+
+
+def test_gumbel_noise_through_a_log_helper():
+    assert lines(HELPERS) == []
+
+
+def test_near_miss_the_helper_also_takes_a_probability():
+    assert lines(HELPERS + "\n\ndef entropy(p):\n    return -(p * log(p)).sum(-1)\n") == [5]
+
+
+@pytest.mark.parametrize("name, body, expected", [
+    ("inline Gumbel noise", "u = torch.rand_like(logits)\n    return (logits - torch.log(-torch.log(u + 1e-20) + 1e-20)).argmax(-1)", []),
+    ("near miss: a log of the data", "return torch.log(logits.sigmoid() + 1e-20)", [6]),
+    ("near miss: a draw scaled by the data", "u = torch.rand_like(logits) * logits\n    return torch.log(u + 1e-20)", [7]),
+])
+def test_inline(name, body, expected):
+    src = f"\nimport torch\n\n\ndef pick(logits):\n    {body}\n"
+    assert lines(src) == expected, name
