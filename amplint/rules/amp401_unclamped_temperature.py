@@ -9,10 +9,12 @@ import libcst as cst
 
 from ..config import ConfigError, logit_scale_max_text
 from ..context.project_text import grep, strip_comment
+from ..context.precision import precision_model
 from ..context.training import is_test_file
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import FLOAT16, fmt
 from ..prefilter import words
+from . import _fp16_products as P
 from .base import Rule, cited
 
 PARAMETER_NAMES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
@@ -109,6 +111,32 @@ def _local_alias(ctx, node: cst.CSTNode, fn: Optional[cst.FunctionDef]) -> Optio
     return None
 
 
+_PICKS = frozenset({"max", "amax", "min", "amin", "mean", "squeeze", "unsqueeze", "diag", "diagonal", "t"})
+
+
+def _similarities(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Similarities of unit vectors (``F.normalize(q) @ k.T``, picked by max / mean / views, through
+    local names) or values bounded by 1: divided by a temperature t they reach at most about 1 / t,
+    float16's max only for t < 1 / 65504, thousands of times below where training takes a
+    temperature that starts at 0.07 (BLIP-2's ``sim_i2t / self.temp``)."""
+    pm = precision_model(ctx)
+    if depth > 8:
+        return False
+    if P.bounded(ctx, pm, expr):
+        return True
+    expr = P.through_views(ctx, pm, expr)
+    if isinstance(expr, cst.Name):
+        value = pm.value_of(expr)
+        return value is not None and _similarities(ctx, value, depth + 1)
+    if P.op_of(ctx, pm, expr) in P.PRODUCTS:
+        return P.bounded_product(ctx, pm, expr)
+    if isinstance(expr, cst.Call):
+        op, is_method = P.call_op(ctx, pm, expr)
+        if is_method and op in _PICKS:
+            return _similarities(ctx, expr.func.value, depth + 1)  # type: ignore[attr-defined]
+    return False
+
+
 class UnclampedLearnableTemperature(Rule):
     code = "AMP401"
     name = "unclamped-learnable-temperature"
@@ -174,6 +202,8 @@ class UnclampedLearnableTemperature(Rule):
         if op is not None and self._result_clamped(ctx, divisor, fn):
             return None
         if op == "div" and (named or logits):
+            if other is not None and _similarities(ctx, other):
+                return None  # cosine similarities / t pass 65504 only for t < 1.5e-5 (BLIP-2: t = 0.07)
             return "temperature", divisor, divisor
         if exp is not None and (named or (op == "mul" and logits)):
             return "logit_scale", exp, attr
