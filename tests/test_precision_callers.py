@@ -170,14 +170,15 @@ def test_a_default_guard_relied_on_only_by_a_float32_caller_is_not_reported():
     assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == []
 
 
-GUMBEL = "def gumbel_noise(t): return -log(-log(torch.zeros_like(t).uniform_(0, 1)))"
+# (not Gumbel noise of a uniform draw: AMP102 leaves sampling noise alone, test_amp102_sampling_noise.py)
+NEG_LOG = "def neg_log_prob(t): return -log(t.sigmoid())"
 
 
 def test_a_function_held_in_an_attribute_is_called_through_it():
-    # ``self.sample = gumbel_noise`` then ``self.sample(h)`` from a region with autocast off: the helper
+    # ``self.sample = neg_log_prob`` then ``self.sample(h)`` from a region with autocast off: the helper
     # runs in float32, its default guard is fine; called under autocast (near miss), it is float16
-    off = vq("self.sample(h)", init="self.sample = gumbel_noise", helper=GUMBEL, decorator="@torch.autocast('cuda', enabled=False)")
-    on = vq("self.sample(h)", init="self.sample = gumbel_noise", helper=GUMBEL)
+    off = vq("self.sample(h)", init="self.sample = neg_log_prob", helper=NEG_LOG, decorator="@torch.autocast('cuda', enabled=False)")
+    on = vq("self.sample(h)", init="self.sample = neg_log_prob", helper=NEG_LOG)
     assert lines("AMP102", off, filename="model.py", extra_files={"train.py": TRAIN}) == []
     assert lines("AMP102", on, filename="model.py", extra_files={"train.py": TRAIN}) == [4]
 
