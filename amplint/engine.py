@@ -204,7 +204,7 @@ def reportable(ctx: FileContext, violations: Iterable[Violation]) -> List[Tuple[
     out = []
     seen = set()
     for v in violations:
-        pos = ctx.position(v.node)
+        pos = ctx.report_position(v.node)
         line = pos[0]
         if table:
             stmt_line = ctx.line_of(ctx.statement_of(v.node))

@@ -123,3 +123,22 @@ def test_elif_chains_and_parenthesised_lines_agree_with_the_position_pass(tmp_pa
             for lines in ({exact.position(twin)[0]}, {exact.position(twin)[0] - 1}):
                 assert ctx.on_lines(node, lines) == (exact.position(twin)[0] in lines), ctx.code(node)
     assert checked > 40
+
+
+def test_report_position_agrees_with_the_position_pass(tmp_path):
+    # from the text: columns in characters after a non-ASCII prefix, parentheses left out, spans of lines
+    path = tmp_path / "m.py"
+    path.write_text("import torch\n\n\ndef f(x, eps):\n    s = 'é' ; y = torch.log(x + 1e-8)\n"
+                    "    z = (\n        torch.log(\n            x + eps)\n    )\n    return (x / (y - z)), torch.log(x + 1e-8)\n",
+                    encoding="utf-8")
+    checked = 0
+    for p in (path, *sorted((ROOT / "examples").rglob("*.py"))[:12]):
+        cheap, exact = _contexts(p)
+        for kind in cheap._TEXT_POSITIONED:
+            for node, twin in zip(cheap.nodes(kind), exact.nodes(kind)):
+                found = cheap._position_from_text(node)
+                if found is not None:
+                    assert found == exact.position(twin), (p.name, cheap.code(node)[:60])
+                    checked += 1
+        assert cheap._positions is None
+    assert checked > 500

@@ -337,6 +337,40 @@ class FileContext:
                 return line
         return self.position(node)[0]
 
+    # Expressions whose position (libcst's PositionProvider) is their text less their parentheses
+    _TEXT_POSITIONED = (cst.Call, cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation, cst.UnaryOperation,
+                        cst.Comparison, cst.BooleanOperation, cst.Integer, cst.Float, cst.SimpleString)
+
+    def report_position(self, node: cst.CSTNode):
+        """``position(node)``, from the node's text where it says it (``_offset``), else from the
+        position pass: a file's findings need not pay a pass over the whole file."""
+        if self._positions is None and type(node) in self._TEXT_POSITIONED and self._text_searchable():
+            found = self._position_from_text(node)
+            if found is not None:
+                return found
+        return self.position(node)
+
+    def _position_from_text(self, node: cst.CSTNode):
+        at = self._offset(node)
+        text = self._searchable_text(node) if at is not None else None
+        if text is None:
+            return None
+        before = self._searchable_text(node, parentheses=True) if node.lpar else b""
+        after = b"".join(self._searchable_text(r) or b"?" for r in node.rpar) if node.rpar else b""
+        if before is None or not (text.startswith(before) and text.endswith(after)):
+            return None
+        start, end = at + len(before), at + len(text) - len(after)
+        try:
+            return (*self._line_column(start), *self._line_column(end))
+        except (UnicodeDecodeError, LookupError):
+            return None
+
+    def _line_column(self, at: int) -> Tuple[int, int]:
+        """(line, 1-based column in characters) of the byte offset ``at`` of ``source``."""
+        line_start = self.source.rfind(b"\n", 0, at) + 1
+        column = len(self.source[line_start:at].decode(self.module.encoding))
+        return self.source.count(b"\n", 0, line_start) + 1, column + 1
+
     def on_lines(self, node: cst.CSTNode, lines) -> bool:
         """Does ``node`` start on one of ``lines`` (the project index's lines of a file's call
         sites)? Answered from the lines its text occurs on when they are all in ``lines`` or none
