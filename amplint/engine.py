@@ -118,7 +118,10 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
     if regime is None:
         return []
     launcher = _launcher_only(regime)
-    if not (getattr(regime, "library", False) or launcher is not None):
+    # an assumed float16 precision (``assume-precision = "fp16-mixed"``, the library author's full
+    # check) reports at least what the library policy would
+    assumed = getattr(regime, "override", None) in ("fp16", "fp16-mixed", "fp16-master")
+    if not (getattr(regime, "library", False) or launcher is not None or assumed):
         return []
     rules = [(code, rule) for code, rule in all_rules().items() if code in codes and getattr(rule, "any_fp16_use", False)]
     if not rules:
@@ -127,6 +130,8 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
     if launcher is not None:
         # ``accelerate launch --mixed_precision fp16`` is one of the runs the launcher may make
         whose = f"its precision is the launcher's ({launcher.what} at {launcher.path}:{launcher.line}), fp16 included"
+    elif assumed:
+        whose = f'precision = "{regime.override}" assumed by the configuration'
     else:
         from .project import who_reaches
         words = who_reaches(regime.scope)

@@ -735,6 +735,10 @@ class PrecisionModel:
         if state.active and state.dtype == F16 and not _MASK_ARGUMENT.search(name):
             return DTypeFact(F16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under fp16 autocast",
                              state.evidence, assumed=True)
+        if state.active and state.dtype == BF16:
+            # (only the rules that judge bfloat16 read it: log(1 - p) of a sigmoid that rounds to 1.0)
+            return DTypeFact(BF16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under bf16 autocast",
+                             state.evidence, assumed=True)
         return UNKNOWN
 
     def _from_callers(self, fn: cst.FunctionDef, name: str) -> Optional[DTypeFact]:
@@ -840,7 +844,38 @@ class PrecisionModel:
         value = self._binding(name)
         if value is None:
             return UNKNOWN
-        return self._value_dtype(value, name)
+        fact = self._value_dtype(value, name)
+        if fact.dtype != F16:
+            # ``if use_sigmoid: p = x.sigmoid()`` / ``else: p = softmax(x)``: float16 on one branch
+            # is float16 for the code after both (the hazard is on that path)
+            for other in self._other_branch_values(name):
+                branch = self._value_dtype(other, name)
+                if branch.dtype == F16:
+                    return branch
+        return fact
+
+    def _other_branch_values(self, name: cst.Name) -> List[object]:
+        """The values ``name`` holds after an ``if`` / ``else`` whose other branch binds it too, besides
+        the one ``lookup`` sees (bindings on exclusive branches of one ``if``; an ``if`` that rebinds
+        the name on one side only, ``if x.dtype == torch.float16: x = x.float()``, is not joined)."""
+        reaching = self.ctx.semantic.reaching(name.value, name)
+        if len(reaching) < 2:
+            return []
+        seen, out = reaching[0], []
+        for b in reaching[1:]:
+            if b.kind not in ("assign", "walrus") or b.value is None or not self._exclusive_branches(seen, b):
+                continue
+            out.append(("part", b.value) if b.part else b.value)
+        return out
+
+    def _exclusive_branches(self, a, b) -> bool:
+        """Bindings ``a`` and ``b`` sit on the two sides of one ``if`` (its body and its ``else`` /
+        ``elif``)."""
+        ctx = self.ctx
+        for node in ctx.ancestors(a.anchor):
+            if isinstance(node, cst.If) and ctx.is_ancestor(node, b.anchor):
+                return ctx.is_ancestor(node.body, a.anchor) != ctx.is_ancestor(node.body, b.anchor)
+        return False
 
     def _dtype(self, e: cst.CSTNode) -> DTypeFact:
         if isinstance(e, cst.Name):
