@@ -27,17 +27,38 @@ def gumbel_sample(t, temperature=1.0, dim=-1):
 """
 
 
-def lines(source):
-    return [f.line for f in lint_source(textwrap.dedent(source), filename="sample.py", precision="fp16")
-            if f.code == "AMP102"]
+# A pure-half training script that samples with the helpers: their calls are in sight. (Library code
+# no training reaches is judged by the library policy instead: its public ``log(t, eps=1e-20)`` is
+# called by its users with the default, whatever its own callers pass.)
+TRAIN = """
+import torch
+from sample import gumbel_sample
+model = Net().cuda().half()
+optimizer = torch.optim.Adam(model.parameters(), eps=1e-4)
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+    tokens = gumbel_sample(model(x))
+"""
+
+
+def lines(source, train=False):
+    extra = {"train.py": textwrap.dedent(TRAIN)} if train else None
+    return [f.line for f in lint_source(textwrap.dedent(source), filename="sample.py", extra_files=extra,
+                                        precision="auto" if train else "fp16") if f.code == "AMP102"]
 
 
 def test_gumbel_noise_through_a_log_helper():
-    assert lines(HELPERS) == []
+    assert lines(HELPERS, train=True) == []
 
 
 def test_near_miss_the_helper_also_takes_a_probability():
-    assert lines(HELPERS + "\n\ndef entropy(p):\n    return -(p * log(p)).sum(-1)\n") == [5]
+    assert lines(HELPERS + "\n\ndef entropy(p):\n    return -(p * log(p)).sum(-1)\n", train=True) == [5]
+
+
+def test_near_miss_library_code_is_judged_by_the_policy():
+    assert lines(HELPERS) == [5]
 
 
 @pytest.mark.parametrize("name, body, expected", [
