@@ -533,6 +533,51 @@ def _exclusive(ctx, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return False
 
 
+def repeated_updates(ctx, step: "Step") -> List[Tuple[Event, Event, Event]]:
+    """(first update, the scaler step after it, second update) of one GradScaler that both run in one
+    pass of the same code: ``scaler.step(opt_g); scaler.update()`` then ``scaler.step(opt_d);
+    scaler.update()`` (neosr's GAN step). Updates on the two sides of one ``if``, or in different
+    loops of the scope, are not paired."""
+    out = []
+    updates = [e for e in step.events if e.kind == "update" and e.scaler]
+    for i, first in enumerate(updates):
+        loop = _innermost_loop(ctx, first.call, step.scope)
+        for second in updates[i + 1:]:
+            if second.scaler != first.scaler or _innermost_loop(ctx, second.call, step.scope) is not loop \
+                    or _exclusive(ctx, first.call, second.call) or _branch_leaves(ctx, first.call, second.call):
+                continue
+            between = next((e for e in step.events if e.kind == "scaler_step" and e.scaler == first.scaler
+                            and first.index < e.index < second.index), None)
+            if between is not None:
+                out.append((first, between, second))
+                break
+    return out
+
+
+def _branch_leaves(ctx, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """``a`` sits in an ``if`` branch (one not holding ``b``) that ends in ``return`` / ``raise`` /
+    ``continue`` / ``break``: the code after the ``if`` runs only when that branch did not."""
+    for node in ctx.ancestors(a):
+        if isinstance(node, cst.If) and not ctx.is_ancestor(node, b):
+            block = node.body if ctx.is_ancestor(node.body, a) else getattr(node.orelse, "body", None)
+            last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
+            if isinstance(last, cst.SimpleStatementLine) and any(
+                    isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for small in last.body):
+                return True
+        if ctx.is_ancestor(node, b):
+            return False
+    return False
+
+
+def _innermost_loop(ctx, node: cst.CSTNode, scope: cst.CSTNode) -> Optional[cst.CSTNode]:
+    for a in ctx.ancestors(node):
+        if a is scope:
+            return None
+        if isinstance(a, (cst.For, cst.While)):
+            return a
+    return None
+
+
 def unscale_key(e: Event) -> Optional[Tuple[str, str]]:
     """(scaler, optimizer) of a ``scaler.unscale_(optimizer)`` event, when both are plain names."""
     if e.kind != "unscale" or not e.scaler or e.target is None:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..context.project_text import grep, strip_comment
 from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, insertion_anchor, is_grad_scaler,
-                                training_steps)
+                                repeated_updates, training_steps)
 from ..findings import Location, Applicability, Confidence, Fix, Violation
 from .amp302_clip_before_unscale import bf16_only
 from .base import Rule
@@ -64,6 +64,7 @@ class GradScalerMisuse(Rule):
             yield from self._missing_update(ctx, step)
             yield from self._unscaled_backward(ctx, step)
             yield from self._double_unscale(ctx, step)
+            yield from self._update_twice(ctx, step)
 
     # optimizer.step() while the loss was scaled -------------------------------------------------
     def _direct_steps(self, ctx, step: Step) -> Iterable[Violation]:
@@ -174,6 +175,22 @@ class GradScalerMisuse(Rule):
                        f"raises {ALREADY_UNSCALED}")
             yield Violation(e.call, message, Confidence.CERTAIN,
                             help=f"unscale once per optimizer step, right before clipping and `{e.scaler}.step({target})`")
+
+
+    # scaler.update() after each of two optimizers' steps ------------------------------------------
+    def _update_twice(self, ctx, step: Step) -> Iterable[Violation]:
+        for first, between, second in repeated_updates(ctx, step):
+            if not is_grad_scaler(ctx, second.scaler):
+                continue
+            scaler = second.scaler
+            message = (f"`{scaler}.update()` runs a second time in the same iteration (after "
+                       f"`{ctx.code(between.call)}`): the loss scale is updated once per stepped optimizer, so it "
+                       f"grows and backs off twice as fast, and an overflow in one optimizer's gradients halves "
+                       f"the scale the other one uses")
+            yield Violation(second.call, message, Confidence.CERTAIN,
+                            help=f"call `{scaler}.update()` once per iteration, after `{scaler}.step(...)` of every "
+                                 f"optimizer (or give each optimizer its own GradScaler)",
+                            related=[Location(ctx.path, ctx.line_of(first.call), f"first `{scaler}.update()`")])
 
 
 # An if on the micro-batch counter: ``(idx + 1) % accum == 0``, ``step % grad_accum_steps``.
