@@ -810,20 +810,24 @@ def _splat_kwargs(node: ast.Call, call_facts, owner, parents: "_Parents", import
 
 def _returned_dict(name: str, parents: "_Parents") -> List[Tuple[str, ast.AST]]:
     """The literal keys and values of the dict that the file's module-level function ``name``
-    returns, when every ``return`` of it is one dict literal with string keys: the keywords of a
+    returns, when every ``return`` of it is a dict literal with string keys: the keywords of a
     ``torch.autocast(**get_autocast_args(args))`` (rf-detr: ``return {"device_type": "cuda",
     "enabled": args.amp, "dtype": torch.bfloat16}``)."""
     module = parents.nodes[0] if parents.nodes else None
     fn = next((n for n in getattr(module, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == name), None)
     if fn is None:
         return []
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
-    if len(returns) != 1 or not isinstance(returns[0].value, ast.Dict):
+    returns = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if not returns or not all(isinstance(d, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                              for k in d.keys) for d in returns):
         return []
-    d = returns[0].value
-    if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in d.keys):
-        return []
-    return [(k.value, v) for k, v in zip(d.keys, d.values)]
+    # rf-detr's helper returns one dict per torch version: a key the returns give different values
+    # is left out (decided elsewhere); one they agree on, or only some give, is kept
+    values: Dict[str, List[ast.AST]] = {}
+    for d in returns:
+        for k, v in zip(d.keys, d.values):
+            values.setdefault(k.value, []).append(v)
+    return [(key, vs[0]) for key, vs in values.items() if len({ast.dump(v) for v in vs}) == 1]
 
 
 def _enabled_switch(node: ast.AST, sig: Signal, lines: List[str]) -> Optional[str]:

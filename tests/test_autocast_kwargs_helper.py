@@ -53,13 +53,19 @@ def test_the_region_takes_the_helpers_dtype(tmp_path):
     assert (region.dtype, region.enabled) == ("bfloat16", True)
 
 
-def test_near_miss_a_helper_with_two_returns_is_not_read(tmp_path):
+@pytest.mark.parametrize("other_dtype, mode", [
+    # rf-detr's real helper: one dict per torch version, both bfloat16
+    ("torch.bfloat16", "bf16"),
+    # near miss: returns that disagree on the dtype say nothing of it (the GradScaler stands in)
+    ("torch.float16", "fp16-mixed"),
+])
+def test_a_helper_with_a_return_per_branch(tmp_path, other_dtype, mode):
     source = ENGINE.replace(
         '    return {"device_type": "cuda", "enabled": args.amp, "dtype": DTYPE}\n',
-        '    if args.cpu:\n        return {"device_type": "cpu"}\n'
-        '    return {"device_type": "cuda", "enabled": args.amp, "dtype": torch.bfloat16}\n')
+        '    if DEPRECATED_AMP:\n        return {"enabled": args.amp, "dtype": OTHER}\n'
+        '    return {"device_type": "cuda", "enabled": args.amp, "dtype": torch.bfloat16}\n').replace("OTHER", other_dtype)
     _, regime = _regime(tmp_path, source)
-    assert regime.mode == "fp16-mixed"  # the GradScaler stands for an autocast of unknown dtype
+    assert regime.mode == mode
 
 
 def test_near_miss_a_dtype_switch_keeps_the_scaler(tmp_path):

@@ -289,20 +289,22 @@ class FileContext:
 
     def _returned_dict(self, name: str) -> List[Tuple[str, cst.BaseExpression]]:
         """The literal keys and values of the dict that this file's module-level function ``name``
-        returns, when its one ``return`` is a dict literal with string keys: the keywords of
+        returns, when each ``return`` is a dict literal with string keys: the keywords of
         ``torch.autocast(**get_autocast_args(args))`` (rf-detr: ``return {"device_type": "cuda",
         "enabled": args.amp, "dtype": torch.bfloat16}``)."""
         fn = next((s for s in self.module.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
-        returns = [] if fn is None else [r for r in self.nodes(cst.Return) if fn in self.ancestors(r)]
-        if len(returns) != 1 or not isinstance(returns[0].value, cst.Dict):
+        returns = [] if fn is None else [r.value for r in self.nodes(cst.Return) if fn in self.ancestors(r)]
+        if not returns or not all(isinstance(d, cst.Dict) for d in returns):
             return []
-        pairs = []
-        for element in returns[0].value.elements:
-            key = getattr(element, "key", None)
-            if not (isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str)):
-                return []
-            pairs.append((key.evaluated_value, element.value))
-        return pairs
+        values: Dict[str, List[cst.BaseExpression]] = {}
+        for d in returns:
+            for element in d.elements:
+                key = getattr(element, "key", None)
+                if not (isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str)):
+                    return []
+                values.setdefault(key.evaluated_value, []).append(element.value)
+        # a key the returns give different values (one dict per torch version) is left out
+        return [(key, vs[0]) for key, vs in values.items() if len({self.code(v) for v in vs}) == 1]
 
     def calls_to(self, *qualnames: str) -> Iterator[cst.Call]:
         wanted = set(qualnames)
