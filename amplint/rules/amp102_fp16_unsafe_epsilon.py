@@ -326,6 +326,12 @@ class Fp16UnsafeEpsilon(Rule):
         kind = FLOAT16.classify(value)
         base_text = _short(ctx, base if base is not guarded else _without(ctx, guarded, const))
         if kind is Representation.ZERO:
+            if ctx.regime is not None and ctx.regime.any_fp16_use:
+                # Library code: float32 gives about c / eps at 0 where the numerator does not vanish
+                # with the denominator (a degenerate input's infinite answer, kornia's depth from zero
+                # disparity); the hazard under any float16 use is 0/0, 0 in float32 and NaN in float16.
+                found = [u for u in found if u.kind not in ("denominator", "sqrt-denominator", "reciprocal")
+                         or _bounded(ctx, u.numerator, base)]
             if not found:
                 return None
             use = found[0]
