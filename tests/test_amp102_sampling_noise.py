@@ -69,3 +69,13 @@ def test_near_miss_library_code_is_judged_by_the_policy():
 def test_inline(name, body, expected):
     src = f"\nimport torch\n\n\ndef pick(logits):\n    {body}\n"
     assert lines(src) == expected, name
+
+
+def test_gumbel_helper_of_a_library_not_exported():
+    """audiolm-pytorch: the package's own ``log`` helper feeds only its Gumbel sampling, and the
+    package's __init__ does not export it."""
+    files = {"setup.py": "from setuptools import setup\nsetup(name='pkg', packages=['pkg'])\n",
+             "pkg/__init__.py": "from .sample import gumbel_sample\n"}
+    found = [f.line for f in lint_source(textwrap.dedent(HELPERS), filename="pkg/sample.py", extra_files=files)
+             if f.code == "AMP102"]
+    assert found == []

@@ -1,7 +1,8 @@
 """Under the library policy a public function's default guard is what its users get, even where
 the library's own wrapper passes a safe one (kornia's rgb_to_hsv(image, eps=1e-8), which its
 RgbToHsv module calls with 1e-6; kornia's own test of rgb_to_hsv skips float16). Near misses: a
-private helper, and the same file in application code whose only caller passes its own eps."""
+private helper, a public-looking helper the package does not export (named by no ``__init__.py``), and the
+same file in application code whose only caller passes its own eps."""
 import textwrap
 
 import pytest
@@ -44,8 +45,9 @@ def train(loader):
 """
 
 
-def amp102(name, extra=None):
-    files = {"setup.py": "from setuptools import setup\nsetup(name='pkg', packages=['pkg'])\n", "pkg/__init__.py": "",
+def amp102(name, extra=None, init=None):
+    init = f"from .color import {name}\n" if init is None else init
+    files = {"setup.py": "from setuptools import setup\nsetup(name='pkg', packages=['pkg'])\n", "pkg/__init__.py": init,
              **(extra or {})}
     return [f.line for f in lint_source(textwrap.dedent(HSV.format(name=name)), filename="pkg/color.py",
                                         extra_files=files) if f.code == "AMP102"]
@@ -53,6 +55,14 @@ def amp102(name, extra=None):
 
 def test_a_public_library_function_is_judged_with_its_default():
     assert amp102("rgb_to_hsv") == [6]
+    assert amp102("rgb_to_hsv", init="__all__ = ['rgb_to_hsv']\n") == [6]
+    assert amp102("rgb_to_hsv", init="import os\nfrom .color import *\n") == [6]
+
+
+def test_a_helper_the_package_does_not_export_is_judged_by_its_callers():
+    # audiolm's ``log(t, eps=1e-20)``: public-looking, never exported; its only caller passes 1e-6
+    assert amp102("rgb_to_hsv", init="from .color import ToHsv\n") == []
+    assert amp102("rgb_to_hsv", init="from .colour import *\n") == []  # another module's names
 
 
 @pytest.mark.parametrize("name, fn, extra", [

@@ -81,3 +81,23 @@ def strip_comment(line: str) -> str:
     for the greps here, which look for calls)."""
     i = line.find("#")
     return line if i < 0 else line[:i]
+
+
+def exported(ctx, name: str) -> bool:
+    """Is the module-level function ``name`` of this file part of its package's public API: a module
+    outside any package, or one whose name an ``__init__.py`` of the project names (``from .hsv import
+    rgb_to_hsv``, ``__all__``)? A public-looking helper the package never exports (audiolm's
+    ``log(t, eps=1e-20)``) is called by the package's own code only."""
+    if not (Path(ctx.path).parent / "__init__.py").is_file():
+        return True
+    pattern = rf"\b{re.escape(name)}\b"
+    if any(path.endswith("__init__.py") for path, _, _ in grep(ctx, pattern)):
+        return True
+    # ``from .homography import *`` exports every public name the module's ``__all__`` (if any) lists
+    stem = Path(ctx.path).stem
+    star = rf"(?m)^\s*from\s+[\w.]*\b{re.escape(stem)}\s+import\s+\*"
+    if not any(path.endswith("__init__.py") for path, _, _ in grep(ctx, star)):
+        return False
+    source = ctx.source.decode("utf-8", "replace") if isinstance(ctx.source, bytes) else str(ctx.source)
+    listed = re.search(r"^__all__\s*[:=+]", source, re.M)
+    return listed is None or re.search(rf"[\"']{re.escape(name)}[\"']", source) is not None

@@ -10,6 +10,7 @@ from ..context.imports import dotted_name
 from ..context.callers import argument_for, passed_values
 from ..context.conditions import known_positive
 from ..context.precision import precision_model
+from ..context.project_text import exported
 from ..context.sizes import sizes_only
 from ..context.probability import clamp_min, in_handwritten_bce, method_of, uniform_draw
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
@@ -412,7 +413,8 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode) -> bool:
     if const.value not in names or ctx.constant_definition(const) is None:
         return True
     regime = ctx.regime
-    if regime is not None and regime.any_fp16_use and ctx.parent(fn) is ctx.module and not fn.name.value.startswith("_"):
+    if regime is not None and regime.any_fp16_use and ctx.parent(fn) is ctx.module and not fn.name.value.startswith("_") \
+            and exported(ctx, fn.name.value):
         # library code: its public functions are called by its users, with the default (kornia's
         # rgb_to_hsv(image, eps=1e-8), whose own wrapper RgbToHsv passes 1e-6)
         return True
