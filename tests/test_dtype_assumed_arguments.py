@@ -47,6 +47,13 @@ def test_assumed_arguments(name, line, expected):
     assert codes(line) == expected, name
 
 
+def test_a_mask_heads_logits_are_activations():
+    src = textwrap.dedent(HEAD.format(line="return mask_logits.masked_fill(attention_mask_l == 0, -9e15)")).replace(
+        "attention_mask_l: torch.Tensor,", "attention_mask_l: torch.Tensor, mask_logits: torch.Tensor,")
+    found = [f.code for f in lint_source(src, filename="head.py", precision="fp16-mixed", select=("AMP103",))]
+    assert found == ["AMP103"]
+
+
 def test_a_mask_under_pure_half_is_float16():
     line = "return attention_mask_l.unsqueeze(1).masked_fill(attention_mask_l.unsqueeze(1) == 0, -9e15)"
     assert codes(line, precision="fp16") == ["AMP103"]

@@ -157,7 +157,8 @@ _INDEX_PARAM = re.compile(r"^(.*_)?(mask|masks|ids|labels?|indices|lengths?|lens
 # An argument named as a mask (``attention_mask_l``, ``key_padding_mask``), whatever its annotation:
 # under fp16 autocast it is input data (bool / int / float32 from the tokenizer or the data pipeline),
 # never an autocast output, so it is not assumed float16 (mmdet's GLIP fusion fills its text mask).
-_MASK_ARGUMENT = re.compile(r"(?i)(^|_)masks?(_[a-z0-9]+)?$")
+# (a suffix of one or two letters only: ``mask_logits`` / ``mask_pred`` are a mask head's activations)
+_MASK_ARGUMENT = re.compile(r"(?i)(^|_)masks?(_[a-z0-9]{1,2})?$")
 
 
 # (file, function, parameter) whose callers are being asked: a cycle of helpers ends there.
