@@ -29,6 +29,7 @@ from .context.evidence import UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotte
 from .context.imports import ImportTable
 from .file_graph import walk_with_parents
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
+from .torch_api.trainers import COLOSSALAI_MASTER_WEIGHT_PLUGINS
 
 TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
 
@@ -370,6 +371,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             continue
         seen_node = _with_local_values(node, owner(node))
         call_facts = ast_call_facts(seen_node, imports, targets.get(id(node)))
+        _plugin_config_default(seen_node, call_facts)
         one_of = _splat_kwargs(node, call_facts, owner, parents, imports, lines)
         for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
             if isinstance(v, Dotted) and v.name in dtype_vars:
@@ -749,6 +751,19 @@ def _with_local_values(node: ast.Call, fn) -> ast.Call:
     keywords = [ast.keyword(arg=k.arg, value=values[names[k.arg]].value) if names.get(k.arg) in values else k
                 for k in node.keywords]
     return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords), node)
+
+
+def _plugin_config_default(node: ast.Call, call_facts) -> None:
+    """A ColossalAI plugin's ``precision=cfg.get("dtype", "bf16")`` is the config's default, not the
+    plugin's own (fp16): Open-Sora's configs all keep bf16 (fp16 only for a user who edits one)."""
+    if (_dotted(node.func) or "").rsplit(".", 1)[-1] not in COLOSSALAI_MASTER_WEIGHT_PLUGINS:
+        return
+    for k in node.keywords:
+        v = k.value
+        if k.arg == "precision" and isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+                and v.func.attr == "get" and len(v.args) == 2 and isinstance(v.args[1], ast.Constant) \
+                and isinstance(v.args[1].value, str):
+            call_facts.kwargs["precision"] = v.args[1].value
 
 
 def _splat_kwargs(node: ast.Call, call_facts, owner, parents: "_Parents", imports: ImportTable,

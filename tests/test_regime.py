@@ -67,7 +67,7 @@ FP16_MASTER = {
     # ColossalAI's ZeRO / Gemini / hybrid plugins cast the model and keep float32 masters (default fp16)
     "ColossalAI plugin, default precision": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(stage=2)\n",
     "ColossalAI GeminiPlugin fp16": "from colossalai.booster.plugin import GeminiPlugin\nplugin = GeminiPlugin(precision='fp16')\n",
-    "ColossalAI plugin, precision from a config": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(precision=cfg.get('dtype', 'bf16'))\n",
+    "ColossalAI plugin, precision from the command line": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(precision=args.precision)\n",
 }
 
 BF16 = {
@@ -85,6 +85,8 @@ BF16 = {
     "Lightning bf16-mixed": 'import lightning as L\ntrainer = L.Trainer(precision="bf16-mixed")\n',
     "Lightning bf16-true": 'import lightning as L\ntrainer = L.Trainer(precision="bf16-true")\n',
     "ColossalAI plugin bf16": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(stage=2, precision='bf16')\n",
+    # Open-Sora: the config's default, not the plugin's own fp16
+    "ColossalAI plugin, config default bf16": "from colossalai.booster.plugin import LowLevelZeroPlugin\ndef main(cfg):\n    dtype = cfg.get('dtype', 'bf16')\n    plugin = LowLevelZeroPlugin(stage=2, precision=dtype)\n",
 }
 
 FP32 = {
