@@ -936,9 +936,13 @@ class Project:
                 and self._published_package_file(key):
             # linformer-pytorch: its examples/ train in fp32; its users train the package in fp16
             return self._library(EXAMPLES_ONLY)
-        if reaching and all(not ep.signals and self._library_loop(ep) for ep in reaching) \
+        if reaching and all(self._library_loop(ep) and (not ep.signals or self._nobody_builds(ep)
+                                                        and not any(sig.kind == "launcher" for sig, _ in ep.signals))
+                            for ep in reaching) \
                 and self._published_package_file(key):
-            # kornia: ImageRegistrator.register fits a homography with Adam; its users pick their precision
+            # kornia: ImageRegistrator.register fits a homography with Adam; its users pick their precision.
+            # LAVIS's vendored mmcv: an optimizer hook's after_train_iter (GradScaler and all) whose class no file
+            # of the project builds: the vendored library's loop, run by none of LAVIS's programs
             return self._library(LIBRARY_LOOPS_ONLY)
         if reaching:
             signals: List[Tuple[Signal, Evidence]] = []
@@ -1048,6 +1052,34 @@ class Project:
             return True
         reached = self._reached.setdefault(ep.path, _Reached(self, ep.path))
         return any(reached.reaches(s.name) for s in symbols)
+
+    def _nobody_builds(self, ep: "EntryPoint") -> bool:
+        """Every training function of ``ep`` is a method of a class that no other file of the project
+        builds, calls or derives from (directly or through a subclass) and that the top-level package
+        does not export: a framework's hook that its users' configurations name (mmcv's
+        ``OptimizerHook.after_train_iter``, vendored by LAVIS for an annotator that only runs
+        inference), not a loop any program of the project runs nor the package's own API."""
+        symbols = self.index.symbols_in(ep.path)
+        for f in ep.functions:
+            methods = [s for s in symbols if s.kind == "function" and s.qualname.endswith("." + f["function"])]
+            # (a class defined twice, under ``if``/``else`` on the torch version, is indexed once)
+            methods = [s for s in methods if s.line == f["line"]] or methods
+            if not methods:
+                return False
+            for method in methods:
+                cls = f"{method.module}.{method.qualname.rsplit('.', 1)[0]}"
+                if self.index.symbol(cls) is None:
+                    return False  # a nested def, not a method of a module-level class
+                top = method.module.split(".")[0]
+                exported = self.index.resolve(f"{top}.{method.qualname.rsplit('.', 1)[0]}") if top != method.module else None
+                if exported is not None and exported.name == cls:
+                    return False  # the package's API (pykoi's ``from .reward import Reward``): its users build it
+                for name in (cls, *(s.name for s in self.subclasses(cls))):
+                    if any(site.path != ep.path for site in self.callers(name)):
+                        return False
+                if any(s.path != ep.path for s in self.subclasses(cls)):
+                    return False
+        return bool(ep.functions)
 
     def _library_loop(self, ep: "EntryPoint") -> bool:
         """``ep`` is a function of the project's package that its users call (kornia's

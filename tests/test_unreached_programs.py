@@ -111,3 +111,41 @@ def test_a_half_cast_for_old_torch_versions_is_one_of_the_options(tmp_path):
     pure = TRAIN.replace("    model = Net()\n", "    model = Net()\n    model.half()\n")
     found = _findings(_project(tmp_path / "pure", **{"train.py": pure}))
     assert "AMP101" in [c for _, c, _ in found]
+
+
+_HOOKS = {
+    "setup.py": "from setuptools import setup\nsetup(name='pkg')\n",
+    "pkg/__init__.py": "",
+    "pkg/vendor/__init__.py": "",
+    "pkg/vendor/bricks.py": "import torch\ndef attention(q, k):\n    return (q @ k.transpose(-2, -1)).softmax(-1)\n",
+    "pkg/vendor/hooks.py": """
+        import torch
+        from pkg.vendor import bricks
+        class OptimizerHook:
+            def after_train_iter(self, runner):
+                runner.outputs["loss"].backward()
+                runner.optimizer.step()
+        class Fp16OptimizerHook(OptimizerHook):
+            def before_run(self, runner):
+                self.scaler = torch.cuda.amp.GradScaler()
+            def after_train_iter(self, runner):
+                self.scaler.scale(runner.outputs["loss"]).backward()
+                self.scaler.step(runner.optimizer)
+    """,
+}
+
+
+def test_a_vendored_hook_no_file_of_the_project_builds_is_the_vendored_librarys_loop(tmp_path):
+    # LAVIS's vendored mmcv (an annotator's inference dependency): its optimizer hooks train only when an mmcv
+    # runner built from a config runs them, which nothing in LAVIS does; the files they reach are library code
+    from amplint.project import Project
+    root = write_project(tmp_path / "vendored", {k: textwrap.dedent(v) for k, v in _HOOKS.items()}, marker=None)
+    p = Project(root)
+    assert p.regime_for(root / "pkg/vendor/bricks.py").scope.startswith("library code")
+    # near miss: a training script of the project builds the hook: its run, its precision
+    files = dict(_HOOKS)
+    files["tools/train.py"] = ("from pkg.vendor.hooks import Fp16OptimizerHook\n\nif __name__ == '__main__':\n"
+                               "    hook = Fp16OptimizerHook()\n")
+    root = write_project(tmp_path / "built", {k: textwrap.dedent(v) for k, v in files.items()}, marker=None)
+    p = Project(root)
+    assert p.regime_for(root / "pkg/vendor/bricks.py").mode == "fp16-mixed"
