@@ -301,6 +301,8 @@ class Fp16UnsafeEpsilon(Rule):
                 continue
             found = uses(ctx, call)
             if FLOAT16.classify(value) is Representation.ZERO and not found:
+                if _feeds_only_bce(ctx, call):
+                    continue  # binary_cross_entropy clamps its own log at -100: 0 is fine there
                 found = [Use("clamp", call)]
             v = self._judge(ctx, call, clamped, const, value, fact, found)
             if v is not None:
@@ -443,6 +445,42 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode) -> bool:
                 if state.fp16:
                     return True
     return False
+
+
+# torch.nn.functional.binary_cross_entropy (BCELoss) clamps its log outputs at -100 (torch docs,
+# "BCELoss clamps its log function outputs to be greater than or equal to -100"): an input of 0 or 1
+# gives a loss of 100, not inf.
+_BCE = {"torch.nn.functional.binary_cross_entropy", "torch.binary_cross_entropy"}
+_SHAPE_ONLY = {"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like"}
+
+
+def _feeds_only_bce(ctx, clamp: cst.Call) -> bool:
+    """``p = x.clamp(min=eps)`` whose value reaches binary_cross_entropy (its input) and otherwise only
+    a power or a product (``p ** gamma * F.binary_cross_entropy(p, t)``, mmdet's FreeAnchor)."""
+    parent = ctx.parent(clamp)
+    if not (isinstance(parent, cst.Assign) and parent.value is clamp and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return False
+    pm = precision_model(ctx)
+    name = parent.targets[0].target.value
+    fn = ctx.enclosing_function(clamp)
+    reads = [n for n in ctx.nodes(cst.Name) if n.value == name and ctx.enclosing_function(n) is fn
+             and ctx.order(n) > ctx.order(clamp) and not ctx.is_ancestor(clamp, n) and pm.value_of(n) is clamp]
+    bce = False
+    for n in reads:
+        arg = ctx.parent(n)
+        call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        if isinstance(call, cst.Call) and ctx.call_name(call) in _BCE and call.args and call.args[0] is arg:
+            bce = True
+            continue
+        if isinstance(call, cst.Call) and ctx.call_name(call) in _SHAPE_ONLY:
+            continue  # torch.zeros_like(p): its shape
+        op = ctx.parent(n)
+        if isinstance(op, cst.BinaryOperation) and (isinstance(op.operator, cst.Multiply)
+                                                    or isinstance(op.operator, cst.Power) and op.left is n):
+            continue
+        return False
+    return bce
 
 
 def _safe(ctx) -> str:
