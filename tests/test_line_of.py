@@ -142,3 +142,17 @@ def test_report_position_agrees_with_the_position_pass(tmp_path):
                     checked += 1
         assert cheap._positions is None
     assert checked > 500
+
+
+def test_without_libcsts_codegen_state_the_position_pass_answers(tmp_path, monkeypatch):
+    # the text of a node inside blocks uses libcst's private codegen state; a libcst release that
+    # moves it must cost speed, not answers
+    import amplint.context.file_context as fc
+    monkeypatch.setattr(fc, "CodegenState", None)
+    path = tmp_path / "m.py"
+    path.write_text("import torch\n\n\nclass Net:\n    def forward(self, x):\n        if x:\n"
+                    "            y = torch.cat(\n                [x, x],\n            dim=0)\n        return y\n")
+    ctx, _ = _contexts(path)
+    call = ctx.nodes(cst.Call)[0]
+    assert ctx._line_from_text(call) is None
+    assert ctx.line_of(call) == 7 and ctx.report_position(call)[0] == 7

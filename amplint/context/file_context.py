@@ -16,8 +16,15 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
 
 import libcst as cst
-from libcst._nodes.base import CSTCodegenError
-from libcst._nodes.internal import CodegenState
+try:  # libcst's private codegen state (the text of a node inside blocks, as written); without it the
+    # positions come from the position pass (slower, the same answers)
+    from libcst._nodes.base import CSTCodegenError
+    from libcst._nodes.internal import CodegenState
+except ImportError:  # pragma: no cover - a libcst release that moved them
+    CodegenState = None
+
+    class CSTCodegenError(Exception):  # type: ignore[no-redef]
+        pass
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..constants import binary, unary
@@ -469,6 +476,8 @@ class FileContext:
         elif_ = isinstance(node, cst.If) and isinstance(parent, cst.If) and parent.orelse is node
         if not indents and not elif_ and not parentheses:
             return self.code(node)
+        if CodegenState is None:
+            raise ValueError("no libcst codegen state")
         state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline,
                              indent_tokens=indents[::-1])
         if parentheses:
@@ -485,7 +494,7 @@ class FileContext:
         node that is not written alone (an annotation's indicator is its parent's to choose)."""
         try:
             return self._source_text(node, parentheses).encode("utf-8")
-        except (CSTCodegenError, TypeError, ValueError):
+        except (CSTCodegenError, TypeError, ValueError, AttributeError):
             return None
 
     # ---- constants ------------------------------------------------------------------------------
