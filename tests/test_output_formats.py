@@ -90,6 +90,24 @@ def test_full_decodes_with_the_files_encoding_and_expands_tabs(tmp_path):
     assert "3 | s = torch.cuda.amp.GradScaler()" in r.out.split("f.py:3:5")[1]
 
 
+def test_full_quotes_a_long_line_as_a_window_around_the_mark(tmp_path):
+    # a generated line of thousands of characters: a window of it, the carets still under the guard
+    pad = "[" + ", ".join(f"w{i}" for i in range(1000)) + "]"
+    line = f"y = ({pad}, x / (x.sum() + 1e-8), {pad})"
+    root = write_project(tmp_path / "p", {"m.py": "import torch\nx = torch.zeros(3).half()\n" + line + "\n"})
+    r = run(["check", "--select", "AMP102", "m.py"], root)
+    quoted = [ln for ln in r.out.splitlines() if ln.startswith("3 |")]
+    assert len(quoted) == 1 and len(quoted[0]) < 140 and quoted[0].count("…") == 2, r.out
+    carets = r.out.splitlines()[r.out.splitlines().index(quoted[0]) + 1]
+    start = carets.index("^")
+    assert quoted[0][start:start + 4] == "1e-8" and carets[start:].strip() == "^^^^"
+
+
+def test_full_quotes_a_short_line_whole():
+    from amplint.report import _window
+    assert _window("y = x / (x + 1e-8)", 13, 4) == ("y = x / (x + 1e-8)", 13, 4)
+
+
 def test_json(project):
     r = fmt(project, "json")
     assert r.rc == 1

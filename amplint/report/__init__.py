@@ -8,7 +8,7 @@ import re
 import tokenize
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 from urllib.parse import quote
 
 from ..findings import Finding
@@ -72,6 +72,24 @@ class _Paint:
         return "".join(f"\x1b[{self.CODES[s]}m" for s in styles) + text + "\x1b[0m"
 
 
+# A longer source line is quoted as a window of this many characters around the marked part (a
+# minified or generated line of 400,000 characters is not written out whole).
+SNIPPET_WIDTH = 120
+
+
+def _window(shown: str, pad: int, mark: int) -> Tuple[str, int, int]:
+    """(the quoted text, the carets' offset, their count) for a line of ``shown`` whose marked part
+    starts at ``pad`` and is ``mark`` long: the whole line when it fits, else a window from a little
+    before the mark, with an ellipsis where text is left out."""
+    if len(shown) <= SNIPPET_WIDTH:
+        return shown, pad, mark
+    start = max(0, min(pad - 20, len(shown) - SNIPPET_WIDTH))
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + SNIPPET_WIDTH < len(shown) else ""
+    pad = pad - start + len(prefix)
+    return prefix + shown[start:start + SNIPPET_WIDTH] + suffix, pad, max(1, min(mark, SNIPPET_WIDTH + len(prefix) - pad))
+
+
 def full(findings: Sequence[Finding], out: TextIO, sources: Optional[Dict[str, List[str]]] = None,
          color: bool = False, **_) -> None:
     sources = sources if sources is not None else {}
@@ -90,10 +108,10 @@ def full(findings: Sequence[Finding], out: TextIO, sources: Optional[Dict[str, L
             # Tabs are shown as spaces so the carets line up under the code.
             before = text[: f.column - 1].expandtabs(4)
             marked = text[f.column - 1: max(end, f.column) - 1].expandtabs(4)
-            shown = text.expandtabs(4)
-            carets = paint("^" * max(1, len(marked)), tone)
+            shown, pad, mark = _window(text.expandtabs(4), len(before), max(1, len(marked)))
+            carets = paint("^" * mark, tone)
             gutter = paint(f"{' ' * width} |", "blue")
-            out.write(f"{gutter}\n{paint(f'{f.line} |', 'blue')} {shown}\n{gutter} {' ' * len(before)}{carets}\n")
+            out.write(f"{gutter}\n{paint(f'{f.line} |', 'blue')} {shown}\n{gutter} {' ' * pad}{carets}\n")
         for label, locations in (("evidence", f.evidence), ("related", f.related)):
             for loc in locations:
                 out.write(f"  {paint('= ' + label + ':', 'cyan')} {loc}\n")
