@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from amplint.api import lint_source
+from training_util import fp16_train_script
 
 HSV = """
 import torch
@@ -29,20 +30,7 @@ class ToHsv(nn.Module):
         return {name}(image, self.eps)
 """
 
-TRAIN = """
-import torch
-from pkg.color import ToHsv
-def train(loader):
-    model = ToHsv().cuda()
-    opt = torch.optim.AdamW(model.parameters())
-    scaler = torch.amp.GradScaler("cuda")
-    for x in loader:
-        with torch.autocast("cuda"):
-            loss = model(x).mean()
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-"""
+TRAIN = fp16_train_script("pkg.color", "ToHsv")
 
 
 def amp102(name, extra=None, init=None):

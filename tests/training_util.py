@@ -29,19 +29,23 @@ def fixed(source, extra_files=None, unsafe=False, settings=None):
         return run.states[0].source.decode("utf-8")
 
 
-# A training script with an fp16 autocast loop that builds ``model.Net``: beside a model file, it
-# makes the model code run under fp16 mixed precision.
-MODEL_TRAIN = textwrap.dedent("""
-    import torch
-    from model import Net
-    def train(loader):
-        model = Net().cuda()
-        optimizer = torch.optim.AdamW(model.parameters())
-        scaler = torch.amp.GradScaler("cuda")
-        for x in loader:
-            with torch.autocast("cuda"):
-                loss = model(x)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-    """)
+def fp16_train_script(module: str = "model", cls: str = "Net") -> str:
+    """A training script with an fp16 autocast loop that builds ``<module>.<cls>``: beside the model's
+    file, it makes that code run under fp16 mixed precision."""
+    return textwrap.dedent(f"""
+        import torch
+        from {module} import {cls}
+        def train(loader):
+            model = {cls}().cuda()
+            optimizer = torch.optim.AdamW(model.parameters())
+            scaler = torch.amp.GradScaler("cuda")
+            for x in loader:
+                with torch.autocast("cuda"):
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        """)
+
+
+MODEL_TRAIN = fp16_train_script()
