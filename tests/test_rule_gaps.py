@@ -237,9 +237,11 @@ OLD_API = """
     ("requirements.txt", "torch>=2.4\ntorchvision>=0.2\n", [3, 4]),
     ("requirements.txt", "numpy\n", [3, 4]),  # nothing declared: a current torch
     ("requirements.txt", "torch>=2.1\n", [4]),  # torch.amp.GradScaler is new in 2.3
-    ("requirements.txt", "torch>=1.13  # LTS\n", []),
+    # torch.amp.autocast(device_type, ...) exists from 1.12 (torch/amp/autocast_mode.py); 1.11 has none
+    ("requirements.txt", "torch>=1.13  # LTS\n", [4]),
+    ("pyproject.toml", "[project]\nname = 'x'\ndependencies = ['torch >=1.12, <3']\n", [4]),
+    ("requirements.txt", "torch>=1.11\n", []),
     ("setup.py", "setup(install_requires=['torch<2.4', 'pytorch-lightning>=2.5'])\n", []),
-    ("pyproject.toml", "[project]\nname = 'x'\ndependencies = ['torch >=1.12, <3']\n", []),
 ])
 def test_deprecated_api_respects_the_supported_torch(where, text, expected):
     assert lines("AMP501", OLD_API, extra_files={where: text}) == expected

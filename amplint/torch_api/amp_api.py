@@ -21,9 +21,11 @@ DEPRECATED: Dict[str, Tuple[str, str]] = {
 }
 DEPRECATED_SINCE = "2.4"
 # The torch release from which each replacement exists (a project supporting an older torch needs
-# the old name): torch.amp.autocast with a device type from 2.0; torch.amp.GradScaler from 2.3
-# (torch/amp/grad_scaler.py moved there in 2.3); custom_fwd / custom_bwd with ``device_type=`` from
-# 2.4, the release that deprecated the old names.
+# the old name): torch.amp.autocast(device_type, ...) from 1.12, when autocast_mode.py moved into the
+# new torch/amp package (the 1.12 docs' "Automatic Mixed Precision package - torch.amp" page, source
+# torch/amp/autocast_mode.py; 1.10 and 1.11 have only torch/autocast_mode.py, i.e. torch.autocast);
+# torch.amp.GradScaler from 2.3 (torch/amp/grad_scaler.py moved there in 2.3); custom_fwd /
+# custom_bwd with ``device_type=`` from 2.4, the release that deprecated the old names.
 REPLACEMENT_SINCE: Dict[str, Tuple[int, ...]] = {
-    "autocast": (2, 0), "GradScaler": (2, 3), "custom_fwd": (2, 4), "custom_bwd": (2, 4),
+    "autocast": (1, 12), "GradScaler": (2, 3), "custom_fwd": (2, 4), "custom_bwd": (2, 4),
 }
