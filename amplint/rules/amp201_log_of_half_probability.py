@@ -8,9 +8,9 @@ import libcst as cst
 
 from ..context.precision import F16
 from ..context.probability import LOG_WORDS, LogUse, in_handwritten_bce, log_uses
+from ..edits.logits import as_float, bare, functional, logits_at, negated, stable
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import BFLOAT16, FLOAT16, fmt, pow2
-from ._logit_fixes import stable, as_float, bare, functional, logits_at, negated
 from .base import Rule, because
 
 

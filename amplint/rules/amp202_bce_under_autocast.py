@@ -9,8 +9,8 @@ from ..context.imports import dotted_name
 from ..context.precision import F16, precision_model
 from ..context.probability import LOG_WORDS, HandwrittenBCE, LogUse, handwritten_bces, trace
 from ..edits import find_arg, keyword
-from ..findings import Location, Applicability, Confidence, Fix, Violation
-from ._logit_fixes import bare, functional, logits_at
+from ..edits.logits import bare, functional, logits_at
+from ..findings import Applicability, Confidence, Fix, Location, Violation
 from .base import Rule, because
 
 BCE_FUNCTIONS = {"torch.nn.functional.binary_cross_entropy"}

@@ -6,11 +6,12 @@ from typing import Iterable, Iterator, Optional, Tuple
 
 import libcst as cst
 
+from ..context import products as P
 from ..context.precision import precision_model
+from ..edits.fp32 import fp32_block_fix
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt
 from ..prefilter import MATMUL, words
-from . import _fp16_products as P
 from .base import Rule, because
 
 # Sums of these are counts or bounded weights, not normalisers that can overflow (and mostly not
@@ -54,7 +55,7 @@ class Fp16ReductionNormaliser(Rule):
             if isinstance(stmt, cst.SimpleStatementLine):
                 # one Fix object per statement: a normaliser used twice is moved once
                 if stmt not in fixes:
-                    fixes[stmt] = P.fp32_block_fix(ctx, pm, stmt, core, "compute the normaliser in float32 "
+                    fixes[stmt] = fp32_block_fix(ctx, pm, stmt, core, "compute the normaliser in float32 "
                                                    "(autocast disabled, `.float()` operands)")
                 fix = fixes[stmt]
             conf = Confidence.of(fact)

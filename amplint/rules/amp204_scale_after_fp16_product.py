@@ -6,12 +6,12 @@ from typing import Iterable
 
 import libcst as cst
 
+from ..context import products as P
+from ..context.precision import precision_model
+from ..context.scaled_products import scaled_products
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt
 from ..prefilter import MATMUL, words
-from . import _fp16_products as P
-from ..context.precision import precision_model
-from ._scaled_products import scaled_products
 from .base import Rule, because
 
 # The length of the contraction the message's example uses, and the size of the terms at which

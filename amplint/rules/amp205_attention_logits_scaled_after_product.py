@@ -7,11 +7,11 @@ from typing import Iterable
 
 import libcst as cst
 
+from ..context import products as P
+from ..context.scaled_products import scaled_products
 from ..findings import Confidence, Violation
 from ..fp16 import FLOAT16, fmt
 from ..prefilter import MATMUL, words
-from . import _fp16_products as P
-from ._scaled_products import scaled_products
 from .base import Rule, because
 
 # The head dimension the message's example uses, and the per-element size at which q·k reaches

@@ -8,13 +8,13 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from ..config import ConfigError, logit_scale_max_text
-from ..context.project_text import grep, strip_comment
+from ..context import products as P
 from ..context.precision import precision_model
+from ..context.project_text import grep, strip_comment
 from ..context.training import is_test_file
 from ..findings import Applicability, Confidence, Fix, Violation
 from ..fp16 import FLOAT16, fmt
 from ..prefilter import words
-from . import _fp16_products as P
 from .base import Rule, cited
 
 PARAMETER_NAMES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}

@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from .context.imports import dotted_name
+from ..context.imports import dotted_name
 
 
 # ---- literals ------------------------------------------------------------------------------------

@@ -11,14 +11,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional, Tuple
+from typing import Iterator, Optional, Tuple
 
 import libcst as cst
 
-from ..context.precision import F32, precision_model
 from ..findings import Applicability, Fix
-from ..fp16 import FLOAT16, fmt
-from . import _fp16_products as P
+from . import products as P
+from .precision import F32, precision_model
 
 # Names that, when nothing tells their value, are down-scales by convention: a multiplier called
 # ``scale`` in attention code is head_dim ** -0.5; a divisor called ``norm_factor`` is sqrt(d).

@@ -9,13 +9,9 @@ import libcst as cst
 from ..context.imports import dotted_name
 from ..context.precision import precision_model
 from ..context.probability import ProbabilityCall, Trace
-from ..edits import attribute_chain, module_alias
+from . import _module_level, attribute_chain, module_alias
 
 FUNCTIONAL = "torch.nn.functional"
-
-
-def _module_level(ctx, node: cst.CSTNode) -> bool:
-    return not any(isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for a in ctx.ancestors(node))
 
 
 def functional(ctx, attr: str) -> Optional[Tuple[cst.BaseExpression, List[str]]]:
