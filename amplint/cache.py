@@ -25,12 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
+from .atomic import write_atomic
 from .summary import SCHEMA, FileSummary
 
 CACHE_DIR_NAME = ".amplint_cache"
@@ -274,12 +274,12 @@ class ProjectCache:
             prepare_dir(self.directory)
             for shard, summaries in shards.items():  # first: the index never names summaries not written
                 write_atomic(self.shard_path(shard), json.dumps({**head, "summaries": summaries},
-                                                                separators=(",", ":")).encode())
+                                                                separators=(",", ":")).encode(), make_parents=True)
             if self._answers_dirty and self._answers is not None:
                 write_atomic(self.answers_path(), json.dumps({**head, "fingerprint": self._answers_for,
-                                                              "answers": self._answers}, separators=(",", ":")).encode())
+                                                              "answers": self._answers}, separators=(",", ":")).encode(), make_parents=True)
             write_atomic(self.path, json.dumps({**head, "files": files, "results": results, "derived": derived},
-                                               separators=(",", ":")).encode())
+                                               separators=(",", ":")).encode(), make_parents=True)
         except OSError:
             return
         self._answers_dirty = False
@@ -292,26 +292,11 @@ def prepare_dir(directory: Path) -> None:
     """The cache folder ignores itself (a ``.gitignore`` of ``*``) and is tagged as a cache."""
     gitignore = directory / ".gitignore"
     if not gitignore.exists():
-        write_atomic(gitignore, b"# Created by amplint automatically.\n*\n")
+        write_atomic(gitignore, b"# Created by amplint automatically.\n*\n", make_parents=True)
     tag = directory / "CACHEDIR.TAG"
     if not tag.exists():
         write_atomic(tag, b"Signature: 8a477f597d28d172789f06886806bc55\n"
-                          b"# This file is a cache directory tag created by amplint.\n")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+                          b"# This file is a cache directory tag created by amplint.\n", make_parents=True)
 
 
 def clean(directory: Path) -> bool:

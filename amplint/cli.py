@@ -180,7 +180,8 @@ def write_text_atomically(path: Path, text: str) -> Optional[str]:
     a FIFO, ``/dev/full``) is written to, never replaced; a symlink's target is replaced."""
     import os
     import stat
-    import tempfile
+
+    from .atomic import write_atomic
 
     try:
         st = os.stat(path)
@@ -195,22 +196,10 @@ def write_text_atomically(path: Path, text: str) -> Optional[str]:
         except OSError as e:
             return e.strerror or str(e)
         return None
-    path = Path(os.path.realpath(path))
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-        tmp = None
+        write_atomic(os.path.realpath(path), text.encode("utf-8"))
     except OSError as e:
         return e.strerror or str(e)
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
     return None
 
 

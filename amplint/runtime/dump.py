@@ -3,12 +3,12 @@ loadable with a plain ``torch.load`` (``weights_only=True``: only tensors, numbe
 containers go in; anything else is stored as its ``repr``)."""
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from typing import Any, List, Tuple
 
 import torch
+
+from ..atomic import replacing
 
 # What is dropped first when the dump would exceed its budget: the largest, least needed parts.
 DROP_ORDER = ("outputs", "optimizer", "model", "bad_batches", "batch")
@@ -65,19 +65,6 @@ def bound(payload: dict, max_bytes: int) -> Tuple[dict, List[str]]:
 def save_atomic(payload: dict, path: str) -> str:
     """torch.save to a temporary file beside ``path``, then os.replace: a reader never sees half a
     file, and a crash mid-write leaves no file under the final name."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".amp_guard_", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with replacing(path, fsync=True, make_parents=True) as fh:
+        torch.save(payload, fh)
     return path

@@ -2,10 +2,9 @@
 finding, 0 otherwise, 2 on a bad target (and on an exception in the user's code, with its traceback)."""
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
-from pathlib import Path
+
+from ..atomic import write_atomic
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -49,21 +48,8 @@ def run_verify(args, out=None, err=None) -> int:
     if args.report is not None:
         from .html import render
         try:
-            _write_atomic(args.report, render(report))
+            write_atomic(args.report, render(report).encode("utf-8"))
         except OSError as e:
             err.write(f"amplint: error: cannot write {args.report}: {e}\n")
             return EXIT_ERROR
     return report.exit_code
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=str(path.parent or "."), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
