@@ -82,10 +82,14 @@ class Notebook:
             line += len(lines)
 
     # ---- reading ---------------------------------------------------------------------------------
-    def _mask(self, line: str) -> str:
+    def _mask(self, line: str, indent: Optional[str] = None) -> str:
+        """A placeholder statement for ``line``, indented as ``line`` or as ``indent`` (the
+        continuation lines of a shell command take its first line's indentation: IPython joins
+        them into one command, and their own indentation would be an IndentationError)."""
         n = len(self.masked)
         self.masked[n] = line
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if indent is None:
+            indent = line[: len(line) - len(line.lstrip(" \t"))]
         return indent + _PLACEHOLDER.format(n) + "\n"
 
     def _python_lines(self, text: str) -> Optional[List[str]]:
@@ -97,9 +101,12 @@ class Notebook:
         out: List[str] = []
         starts = _logical_line_starts(raw)
         continued = False  # the line before was an escape ending with a backslash
+        indent = ""  # the indentation of the escape being continued
         for k, line in enumerate(raw):
             if continued or (starts[k] and _is_ipython_escape(line)):
-                out.append(self._mask(line))
+                if not continued:
+                    indent = line[: len(line) - len(line.lstrip(" \t"))]
+                out.append(self._mask(line, indent))
                 continued = line.rstrip().endswith("\\")
             else:
                 out.append(line + "\n")

@@ -139,6 +139,21 @@ def test_inserted_lines_go_to_the_cell_of_the_line_they_precede():
     assert nb.cell_sources(fixed) == {0: "import torch\n%time f()", 1: "import math\nx = 1\ny = 2\nz = 3\n"}
 
 
+def test_a_shell_command_continued_with_backslashes_is_one_escape(tmp_path):
+    """IPython joins ``!cmd \\`` and its indented continuation lines into one shell command; their
+    indentation must not make the cell an IndentationError, also inside a block."""
+    cells = [["!python train.py \\\n", "    --img_size 512 \\\n", "    --work-dir output\n"],
+             ["if True:\n", "    !echo a \\\n", "          b\n", "    x = 1\n"]]
+    nb = Notebook(json.dumps({"cells": [{"cell_type": "code", "source": c} for c in cells]}))
+    compile(nb.python, "notebook", "exec")  # no IndentationError
+    assert nb.python.splitlines()[1:3] == ["pass  # <amplint-masked-1>", "pass  # <amplint-masked-2>"]
+    assert nb.render(nb.python.replace("x = 1", "x = 2")).count("          b") == 1  # masked lines come back as they were
+    path = tmp_path / "train.ipynb"
+    path.write_text(nb.raw)
+    r = run(["check", "--no-cache", "train.ipynb"], tmp_path)
+    assert r.rc == 0 and "E999" not in r.out
+
+
 def test_a_docstring_line_ending_with_a_question_mark_is_text():
     lines = ['def f():', '    """Is it fp16?', '    model?', '    """', 'model?', 'x = [', '  !a', ']']
     assert _logical_line_starts(lines) == [True, True, False, False, True, True, False, False]
