@@ -165,6 +165,12 @@ _MASK_ARGUMENT = re.compile(r"(?i)(^|_)masks?(_[a-z0-9]{1,2})?$")
 _ASKING: set = set()
 
 
+def _only_raises(body: cst.BaseSuite) -> bool:
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return len(stmts) == 1 and isinstance(stmts[0], cst.SimpleStatementLine) \
+        and len(stmts[0].body) == 1 and isinstance(stmts[0].body[0], cst.Raise)
+
+
 def _widest(facts: List[DTypeFact]) -> DTypeFact:
     known = [f for f in facts if f.dtype is not None]
     if not known:
@@ -723,6 +729,8 @@ class PrecisionModel:
             return UNKNOWN
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             return UNKNOWN  # a default like 1e-6 or True: not a tensor
+        if name in self.required_complex(fn):
+            return DTypeFact(COMPLEX, CERTAIN, f"`{fn.name.value}` raises unless `{name}` is complex")
         from_callers = self._from_callers(fn, name)
         if from_callers is not None:
             return from_callers
@@ -741,6 +749,71 @@ class PrecisionModel:
             return DTypeFact(BF16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under bf16 autocast",
                              state.evidence, assumed=True)
         return UNKNOWN
+
+    def required_complex(self, fn: cst.FunctionDef) -> frozenset:
+        """The parameters ``fn`` raises on unless they are complex: a statement of its body, before
+        anything else it computes, ``if <test>: raise ...`` whose test is false only when they are
+        (``not (a.is_complex() and b.is_complex())``, ``a.dtype not in (torch.cfloat, ...)``,
+        ``not torch.is_complex(a) or ...``). torchaudio's MVDR functions check so; autocast casts
+        floating tensors only, so what the function computes from them is complex, never float16."""
+        key = ("required_complex", fn)
+        cache = self.ctx._cache
+        if key not in cache:
+            names: set = set()
+            body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
+            for stmt in body:
+                if isinstance(stmt, cst.SimpleStatementLine) and all(
+                        isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString))
+                        for s in stmt.body):
+                    continue  # the docstring
+                if not (isinstance(stmt, cst.If) and stmt.orelse is None and _only_raises(stmt.body)):
+                    break
+                names |= self._complex_when_false(stmt.test)
+            cache[key] = frozenset(names)
+        return cache[key]  # type: ignore[return-value]
+
+    def _complex_when_false(self, test: cst.BaseExpression) -> set:
+        """The names ``test`` being false proves complex."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._complex_when_true(test.expression)
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+            return self._complex_when_false(test.left) | self._complex_when_false(test.right)
+        return self._complex_dtype_test(test, negated=True)
+
+    def _complex_when_true(self, test: cst.BaseExpression) -> set:
+        """The names ``test`` being true proves complex."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._complex_when_true(test.left) | self._complex_when_true(test.right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._complex_when_false(test.expression)
+        if isinstance(test, cst.Call):
+            args = [a.value for a in test.args if a.keyword is None and not a.star]
+            if isinstance(test.func, cst.Attribute) and test.func.attr.value == "is_complex" and not args \
+                    and isinstance(test.func.value, cst.Name):
+                return {test.func.value.value}
+            if self.ctx.call_name(test) == "torch.is_complex" and len(args) == 1 and isinstance(args[0], cst.Name):
+                return {args[0].value}
+            return set()
+        return self._complex_dtype_test(test, negated=False)
+
+    def _complex_dtype_test(self, test: cst.BaseExpression, negated: bool) -> set:
+        """``x.dtype in (torch.cfloat, torch.cdouble)`` / ``x.dtype == torch.cfloat`` (``not in`` /
+        ``!=`` when ``negated``): the set {x} when the test's truth (its falsity, negated) proves x
+        complex."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return set()
+        left, target = test.left, test.comparisons[0]
+        if not (isinstance(left, cst.Attribute) and left.attr.value == "dtype" and isinstance(left.value, cst.Name)):
+            return set()
+        op = target.operator
+        wanted = (cst.NotIn, cst.NotEqual) if negated else (cst.In, cst.Equal)
+        if not isinstance(op, wanted):
+            return set()
+        right = target.comparator
+        items = [e.value for e in right.elements] if isinstance(right, (cst.Tuple, cst.List, cst.Set)) else [right]
+        if items and all(self.ctx.qualname(i) in _COMPLEX_DTYPES for i in items):
+            return {left.value.value}
+        return set()
 
     def _from_callers(self, fn: cst.FunctionDef, name: str) -> Optional[DTypeFact]:
         """What the callers of ``fn`` pass for ``name``: float16 when one passes float16, UNKNOWN
@@ -1176,6 +1249,8 @@ class PrecisionModel:
             inputs = [self.dtype_of(a) for a in args]
             if op in ("stack", "cat", "concat", "concatenate", "hstack", "vstack") and args:
                 inputs = self._sequence_dtypes(args[0]) or inputs
+            elif op == "einsum" and len(args) == 2 and isinstance(args[1], (cst.List, cst.Tuple)):
+                inputs = self._sequence_dtypes(args[1]) or inputs  # einsum(eq, [a, b]): the operands' list form
             return self._apply_policy(op, f"`{name}`", call, inputs)
         if method is not None and method in autocast_ops.OPT_DTYPE:
             d = self._explicit_dtype(call)
