@@ -79,6 +79,30 @@ def test_scaler_step_without_update(name, source, line):
     assert lines("AMP303", source) == [line], name
 
 
+SCALER_PASSED_TO_A_HELPER = """
+import torch
+
+def step_all(optimizers, grad_scaler):
+    for opt in optimizers:
+        grad_scaler.step(opt)
+
+def train(model, loader, optimizers):
+    scaler = torch.amp.GradScaler("cuda")
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).mean()
+        scaler.scale(loss).backward()
+        step_all(optimizers, scaler)
+        {update}
+"""
+
+
+def test_a_scaler_received_under_another_name_is_updated_by_its_caller():
+    assert lines("AMP303", SCALER_PASSED_TO_A_HELPER.replace("{update}", "scaler.update()")) == []
+    # nobody updates it: still reported, in the helper
+    assert lines("AMP303", SCALER_PASSED_TO_A_HELPER.replace("{update}", "pass")) == [6]
+
+
 # ---- unscaled backward, scaler.step ---------------------------------------------------------------
 @pytest.mark.parametrize("name, source, line", [
     ("plain backward of a loss computed here", """

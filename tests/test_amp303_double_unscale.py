@@ -38,6 +38,16 @@ def test_unscale_twice_in_a_row():
     ("one unscale_ per optimizer in a loop", "pass",
      "for opt in [optimizer]:\n            scaler.unscale_(opt)"),
     ("two different optimizers", "pass", "scaler.unscale_(optimizer)\n        scaler.unscale_(other_optimizer)"),
+    # nerfstudio's shape: each group's optimizer unscaled, stepped only when it has gradients
+    ("a dict of optimizers, stepped only when they have gradients", "pass",
+     "for group, opt in optimizers.items():\n            scaler.unscale_(opt)\n"
+     "            if any(p.grad is not None for g in opt.param_groups for p in g['params']):\n"
+     "                scaler.step(opt)"),
+    ("an optimizer looked up per group", "pass",
+     "for group in groups:\n            opt = optimizers[group]\n            scaler.unscale_(opt)\n"
+     "            if opt.param_groups:\n                scaler.step(opt)"),
+    ("an optimizer indexed by the loop variable", "pass",
+     "for i in range(2):\n            scaler.unscale_(optimizers[i])\n            if i:\n                scaler.step(optimizers[i])"),
     ("unscale_ only on the last micro-batch", "if micro is batch[-1]:\n                scaler.unscale_(optimizer)\n"
      "                scaler.step(optimizer)\n                scaler.update()", "pass"),
 ])

@@ -394,6 +394,14 @@ class SemanticModel:
         lo, hi = self.ctx.order(start), self.ctx.order(end)
         return any(b is not seen and lo < self.ctx.order(b.anchor) < hi for b in scope.bindings.get(name, ()))
 
+    def bound_in(self, name: str, at: cst.CSTNode, region: cst.CSTNode) -> bool:
+        """Is ``name``, as seen at ``at``, bound by ``region`` or inside it (a loop's target, an
+        assignment in its body)? Then each iteration of that loop may see another value."""
+        seen = self.lookup(name, at)
+        scope = seen.scope if seen is not None else self.scope_of(at)
+        return any(b.anchor is region or b.statement is region or self.ctx.is_ancestor(region, b.anchor)
+                   for b in scope.bindings.get(name, ()))
+
     def rebound_in(self, name: str, scope_node: cst.CSTNode) -> bool:
         """Is ``name`` bound in the scope of ``scope_node`` (a def...) by anything but a parameter?"""
         scope = self._scopes.get(id(scope_node))

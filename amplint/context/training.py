@@ -917,6 +917,12 @@ def scope_regions(ctx, scope: cst.CSTNode) -> List[ScopeRegion]:
     return table.get(scope, [])
 
 
+def bf16_only(ctx, scope) -> bool:
+    """The scope's autocast regions are all bfloat16 (a GradScaler there is normally disabled)."""
+    regions = [r for r in scope_regions(ctx, scope) if r.region.enabled]
+    return bool(regions) and all(r.region.dtype == "bfloat16" and r.dtype_literal for r in regions)
+
+
 def call_order(ctx) -> Dict[cst.CSTNode, int]:
     """Source order of the file's calls (pre-order), for "is this call after that one"."""
     order = ctx._cache.get("training_call_order")

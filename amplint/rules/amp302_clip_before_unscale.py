@@ -6,15 +6,9 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from ..context.training import GRAD_SCALER_INIT_SCALE, Event, Step, insertion_anchor, scope_regions, training_steps
+from ..context.training import GRAD_SCALER_INIT_SCALE, Event, Step, bf16_only, insertion_anchor, training_steps
 from ..findings import Location, Applicability, Confidence, Fix, Violation
 from .base import Rule
-
-
-def bf16_only(ctx, scope) -> bool:
-    """The scope's autocast regions are all bfloat16 (a GradScaler there is normally disabled)."""
-    regions = [r for r in scope_regions(ctx, scope) if r.region.enabled]
-    return bool(regions) and all(r.region.dtype == "bfloat16" and r.dtype_literal for r in regions)
 
 
 def unscale_statement(scaler: str, optimizer: cst.BaseExpression, guarded: bool = False) -> cst.BaseStatement:

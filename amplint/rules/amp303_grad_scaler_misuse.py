@@ -7,10 +7,9 @@ from typing import Iterable, Optional, Set, Tuple
 import libcst as cst
 
 from ..context.project_text import grep, strip_comment
-from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, insertion_anchor, is_grad_scaler,
+from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, bf16_only, insertion_anchor, is_grad_scaler,
                                 repeated_updates, training_steps)
 from ..findings import Location, Applicability, Confidence, Fix, Violation
-from .amp302_clip_before_unscale import bf16_only
 from .base import Rule
 
 
@@ -113,8 +112,10 @@ class GradScalerMisuse(Rule):
         for scaler, e in last_step.items():
             if step.following(e, "update", scaler) or scaler_updated_somewhere(ctx, scaler):
                 continue
-            if not is_grad_scaler(ctx, scaler) and any_scaler_updated(ctx):
-                continue  # maybe a wrapper whose step() updates the GradScaler it holds
+            if (not is_grad_scaler(ctx, scaler) or _received(ctx, scaler, e.call)) and any_scaler_updated(ctx):
+                # a wrapper whose step() updates the GradScaler it holds, or a scaler this function
+                # receives from a caller that may update it under its own name
+                continue
             message = (f"`{scaler}.step(...)` with no `{scaler}.update()` anywhere in the project: the loss "
                        f"scale never adapts and the next `step` raises \"step() has already been called since the last update()\"")
             fix = None
@@ -146,7 +147,7 @@ class GradScalerMisuse(Rule):
             if not step.unscaled_again(e, ctx) or not is_grad_scaler(ctx, e.scaler):
                 continue
             target = ctx.code(e.target)
-            if any(isinstance(a, cst.For) and ctx.code(a.target) == target for a in ctx.ancestors(e.call)):
+            if _new_each_iteration(ctx, e.call, e.target):
                 continue  # ``for opt in optimizers: scaler.unscale_(opt)``: a new optimizer each time
             skipped = _conditional_update(ctx, step, e)
             if skipped is not None and _ACCUMULATION.search(skipped[1]):
@@ -191,6 +192,34 @@ class GradScalerMisuse(Rule):
                             help=f"call `{scaler}.update()` once per iteration, after `{scaler}.step(...)` of every "
                                  f"optimizer (or give each optimizer its own GradScaler)",
                             related=[Location(ctx.path, ctx.line_of(first.call), f"first `{scaler}.update()`")])
+
+
+def _received(ctx, scaler: str, at: cst.CSTNode) -> bool:
+    """``scaler`` is a parameter of the function it is used in."""
+    binding = ctx.semantic.lookup(scaler, at) if "." not in scaler else None
+    return binding is not None and binding.kind == "param"
+
+
+def _new_each_iteration(ctx, call: cst.Call, optimizer: cst.BaseExpression) -> bool:
+    """The optimizer ``call`` unscales is another one on each iteration of a loop around it: a name
+    in it is bound by that loop (``for name, opt in optimizers.items()``, ``opt = self.optimizers[group]``
+    in its body, ``scaler.unscale_(optimizers[i])``)."""
+    names = [n for n in _names_in(optimizer)]
+    loops = [a for a in ctx.ancestors(call) if isinstance(a, (cst.For, cst.While))]
+    return any(ctx.semantic.bound_in(n.value, call, loop) for loop in loops for n in names)
+
+
+def _names_in(expr: cst.BaseExpression):
+    """The names an expression reads (not attribute names after a dot)."""
+    if isinstance(expr, cst.Name):
+        yield expr
+    elif isinstance(expr, cst.Attribute):
+        yield from _names_in(expr.value)
+    elif isinstance(expr, cst.Subscript):
+        yield from _names_in(expr.value)
+        for element in expr.slice:
+            if isinstance(element.slice, cst.Index):
+                yield from _names_in(element.slice.value)
 
 
 # An if on the micro-batch counter: ``(idx + 1) % accum == 0``, ``step % grad_accum_steps``.
