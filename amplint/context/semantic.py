@@ -394,13 +394,22 @@ class SemanticModel:
         lo, hi = self.ctx.order(start), self.ctx.order(end)
         return any(b is not seen and lo < self.ctx.order(b.anchor) < hi for b in scope.bindings.get(name, ()))
 
-    def bound_in(self, name: str, at: cst.CSTNode, region: cst.CSTNode) -> bool:
-        """Is ``name``, as seen at ``at``, bound by ``region`` or inside it (a loop's target, an
-        assignment in its body)? Then each iteration of that loop may see another value."""
+    def new_each_iteration(self, name: str, at: cst.CSTNode, loop: cst.CSTNode, depth: int = 0) -> bool:
+        """Does ``name``, as seen at ``at``, hold a new value on each iteration of ``loop``: bound by
+        its target (``for group, opt in d.items()``), or assigned in its body from such a value
+        (``opt = self.optimizers[group]``)? An assignment of the same thing each time round
+        (``opt = self.main_optimizer``) is not."""
         seen = self.lookup(name, at)
         scope = seen.scope if seen is not None else self.scope_of(at)
-        return any(b.anchor is region or b.statement is region or self.ctx.is_ancestor(region, b.anchor)
-                   for b in scope.bindings.get(name, ()))
+        for b in scope.bindings.get(name, ()):
+            if b.anchor is loop or b.statement is loop:
+                return isinstance(loop, cst.For)
+            if depth < 3 and b.kind == "assign" and isinstance(b.value, cst.CSTNode) \
+                    and self.ctx.is_ancestor(loop, b.anchor):
+                reads = [n for n in _read_names(b.value)]
+                if any(self.new_each_iteration(n, b.anchor, loop, depth + 1) for n in reads):
+                    return True
+        return False
 
     def rebound_in(self, name: str, scope_node: cst.CSTNode) -> bool:
         """Is ``name`` bound in the scope of ``scope_node`` (a def...) by anything but a parameter?"""
@@ -474,3 +483,19 @@ def _chain(node) -> List[cst.Name]:
 
 
 SemanticModel.HANDLERS = _HANDLERS
+
+
+def _read_names(expr: cst.CSTNode) -> List[str]:
+    """The names an expression reads (not attribute names after a dot)."""
+    out: List[str] = []
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            out.append(node.value)
+
+    expr.visit(_Reads())
+    return out

@@ -147,7 +147,7 @@ class GradScalerMisuse(Rule):
             if not step.unscaled_again(e, ctx) or not is_grad_scaler(ctx, e.scaler):
                 continue
             target = ctx.code(e.target)
-            if _new_each_iteration(ctx, e.call, e.target):
+            if _new_each_iteration(ctx, step, e):
                 continue  # ``for opt in optimizers: scaler.unscale_(opt)``: a new optimizer each time
             skipped = _conditional_update(ctx, step, e)
             if skipped is not None and _ACCUMULATION.search(skipped[1]):
@@ -200,13 +200,19 @@ def _received(ctx, scaler: str, at: cst.CSTNode) -> bool:
     return binding is not None and binding.kind == "param"
 
 
-def _new_each_iteration(ctx, call: cst.Call, optimizer: cst.BaseExpression) -> bool:
-    """The optimizer ``call`` unscales is another one on each iteration of a loop around it: a name
-    in it is bound by that loop (``for name, opt in optimizers.items()``, ``opt = self.optimizers[group]``
-    in its body, ``scaler.unscale_(optimizers[i])``)."""
-    names = [n for n in _names_in(optimizer)]
-    loops = [a for a in ctx.ancestors(call) if isinstance(a, (cst.For, cst.While))]
-    return any(ctx.semantic.bound_in(n.value, call, loop) for loop in loops for n in names)
+def _new_each_iteration(ctx, step: Step, unscale) -> bool:
+    """The optimizer ``unscale`` unscales is another one on each iteration of a loop around it: a
+    name in it holds a new value each time round (``for name, opt in optimizers.items()``,
+    ``opt = self.optimizers[group]`` in its body, ``scaler.unscale_(optimizers[i])``), and the loop's
+    body does not unscale it already before (twice in one iteration raises)."""
+    names = [n for n in _names_in(unscale.target)]
+    text = ctx.code(unscale.target)
+    for loop in (a for a in ctx.ancestors(unscale.call) if isinstance(a, (cst.For, cst.While))):
+        if any(ctx.semantic.new_each_iteration(n.value, unscale.call, loop) for n in names):
+            return not any(o.kind == "unscale" and o.index < unscale.index and o.scaler == unscale.scaler
+                           and o.target is not None and ctx.code(o.target) == text
+                           and ctx.is_ancestor(loop.body, o.call) for o in step.events)
+    return False
 
 
 def _names_in(expr: cst.BaseExpression):
