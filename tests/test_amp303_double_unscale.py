@@ -123,3 +123,60 @@ def test_unscale_on_every_micro_batch_of_an_accumulation_branch_is_reported_at_t
     # near miss: the unscale_ under the boundary, right before the step
     assert lines("AMP303", BRANCHES.replace("{accumulating}", "pass")
                  .replace("{at_boundary}", "scaler.unscale_(optimizer)")) == []
+
+
+NESTED_AND_CONJUNCTION = """
+import torch
+
+def train(model, loader, optimizer, scaler, args):
+    for batch in loader:
+        with torch.autocast("cuda", enabled=args.fp16):
+            loss = model(batch).mean()
+        if args.fp16 and args.amp == "pytorch":
+            scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        if args.fp16:
+            if args.amp == "pytorch":
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        if {update_test}:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+"""
+
+
+def test_an_update_under_the_unscale_s_own_conditions_written_as_one_test():
+    """Transformer-XL's shape: ``if fp16: if amp == 'pytorch': unscale_`` then ``if fp16 and amp ==
+    'pytorch': step, update``: the update runs on every iteration that unscaled."""
+    assert lines("AMP303", NESTED_AND_CONJUNCTION.replace("{update_test}", 'args.fp16 and args.amp == "pytorch"')) == []
+    # a condition the unscale_ does not share can skip the update: reported at the update
+    skipped = found("AMP303", NESTED_AND_CONJUNCTION.replace("{update_test}", 'args.fp16 and args.amp == "pytorch" and args.log'))
+    assert any(line == 18 and "runs only under `if args.fp16 and args.amp" in message for line, message in skipped)
+
+
+def test_the_accumulation_condition_is_named_not_a_condition_both_share():
+    """BERT distillation's shape: unscale_ under ``if args.amp:`` on every micro-batch; step / update
+    under ``if (step + 1) % accum == 0:`` then ``if args.amp:``."""
+    source = """
+import torch
+
+def main(model, loader, optimizer, args):
+    scaler = torch.cuda.amp.GradScaler()
+    for step, batch in enumerate(loader):
+        with torch.cuda.amp.autocast(enabled=args.amp):
+            loss = model(batch) / args.gradient_accumulation_steps
+        if args.amp:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+        else:
+            loss.backward()
+        if (step + 1) % args.gradient_accumulation_steps == 0:
+            if args.amp:
+                scaler.step(optimizer)
+                scaler.update()
+"""
+    (line, message), = found("AMP303", source)
+    assert line == 11 and "only under `if (step + 1) % args.gradient_accumulation_steps == 0:`" in message

@@ -125,3 +125,25 @@ def known_positive(ctx, node: cst.CSTNode, value: cst.BaseExpression, where: boo
                     return stmt.test
         child = parent
     return None
+
+
+def _conjuncts(ctx, test: cst.BaseExpression) -> Iterator[str]:
+    """The parts of ``a and b and c``, by their code."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and not test.lpar:
+        yield from _conjuncts(ctx, test.left)
+        yield from _conjuncts(ctx, test.right)
+    else:
+        yield _key(ctx, test)
+
+
+def holds_at(ctx, node: cst.CSTNode, test: cst.BaseExpression) -> bool:
+    """Does ``test`` hold wherever ``node`` runs: is each part of it the test of an ``if`` (``elif``,
+    ``while``) whose body holds ``node``, in the same function? ``if a: if b: x`` and ``if a and b: y``
+    run ``x`` and ``y`` on the same iterations."""
+    known = set()
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        if isinstance(parent, (cst.If, cst.While)) and ctx.is_ancestor(parent.body, node):
+            known.update(_conjuncts(ctx, parent.test))
+    return all(part in known for part in _conjuncts(ctx, test))

@@ -97,7 +97,9 @@ class _State:
     scaled: FrozenSet[str] = frozenset()  # scalers with a scaled backward since their last step
     unscale_due: FrozenSet[str] = frozenset()  # scalers whose scaled grads were not unscaled yet
     plain_backward: FrozenSet[int] = frozenset()  # plain backward events since the last step
-    assume: FrozenSet[Tuple[str, bool]] = frozenset()  # conditions taken on this path
+    # conditions taken on this path; an atom that is a frozenset of such facts is a conjunction
+    # (``(parts, False)``: not all of them hold)
+    assume: FrozenSet[Tuple[object, bool]] = frozenset()
     # (scaler, optimizer, index of the unscale_ event) for the pairs unscale_'d since that scaler's
     # last step / update: a second unscale_ of the same optimizer raises
     unscaled: FrozenSet[Tuple[str, str, int]] = frozenset()
@@ -164,12 +166,19 @@ class Step:
         branch of an ``if`` around this one does not count: reaching it takes the condition to change
         between iterations (``if accumulation_steps > 1: ... else: unscale_, step, update``), which
         a configuration value does not."""
+        return bool(self.unscaled_before(event, ctx))
+
+    def unscaled_before(self, event: Event, ctx) -> List[Event]:
+        """The unscale_ events of the same scaler and optimizer whose unscaling may still hold when
+        ``event`` runs (``unscaled_again``); one at or after ``event`` in source order came around
+        the loop."""
         key = unscale_key(event)
         if key is None:
-            return False
+            return []
         by_index = {e.index: e for e in self.events}
-        return any(k[:2] == key and not _exclusive(ctx, by_index[k[2]].call, event.call)
-                   for s in self.reaching(event) for k in s.unscaled)
+        found = {k[2] for s in self.reaching(event) for k in s.unscaled
+                 if k[:2] == key and not _exclusive(ctx, by_index[k[2]].call, event.call)}
+        return [by_index[i] for i in sorted(found)]
 
     def following(self, event: Event, kind: str, scaler: Optional[str] = None) -> List[Event]:
         """Events of ``kind`` (of the same scaler) after ``event`` in source order."""
@@ -501,6 +510,11 @@ def _facts(ctx, test: cst.BaseExpression, truth: bool) -> List[Tuple[str, bool]]
             return _facts(ctx, test.left, True) + _facts(ctx, test.right, True)
         if isinstance(test.operator, cst.Or) and not truth:
             return _facts(ctx, test.left, False) + _facts(ctx, test.right, False)
+        if isinstance(test.operator, cst.And):
+            # ``not (a and b)``: not all of a's and b's facts hold (the else of ``if fp16 and
+            # amp == "pytorch":`` is no path that went through ``if fp16: if amp == "pytorch":``)
+            parts = frozenset(_facts(ctx, test, True))
+            return [(parts, False)] if len(parts) > 1 else []
         return []
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comp = test.comparisons[0]
@@ -520,7 +534,11 @@ def _assume(states: Iterable[_State], facts: List[Tuple[str, bool]]) -> Set[_Sta
     for s in states:
         if any((atom, not v) in s.assume for atom, v in facts):
             continue  # this path took the other way at an earlier test of the same condition
-        out.add(_State(s.scaled, s.unscale_due, s.plain_backward, s.assume | frozenset(facts), s.unscaled))
+        assume = s.assume | frozenset(facts)
+        if any(isinstance(atom, frozenset) and atom <= assume for atom, _ in facts) or \
+                (facts and any(isinstance(atom, frozenset) and atom <= assume for atom, _ in s.assume)):
+            continue  # every part of a conjunction known false holds on this path
+        out.add(_State(s.scaled, s.unscale_due, s.plain_backward, assume, s.unscaled))
     return out
 
 

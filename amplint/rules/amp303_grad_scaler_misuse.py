@@ -6,6 +6,7 @@ from typing import Iterable, Optional, Set, Tuple
 
 import libcst as cst
 
+from ..context.conditions import holds_at
 from ..context.project_text import grep, strip_comment
 from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, bf16_only, insertion_anchor, is_grad_scaler,
                                 repeated_updates, training_steps)
@@ -150,6 +151,12 @@ class GradScalerMisuse(Rule):
             if _new_each_iteration(ctx, step, e):
                 continue  # ``for opt in optimizers: scaler.unscale_(opt)``: a new optimizer each time
             skipped = _conditional_update(ctx, step, e)
+            if skipped is None and _updated_in_the_same_iteration(ctx, step, e) \
+                    and all(u.index >= e.index for u in step.unscaled_before(e, ctx)):
+                # only an earlier iteration's unscale_ reaches it, and the update after it runs
+                # whenever it does (``if amp: if apex: ... else: unscale_`` then ``if amp and not apex:
+                # update()``): the paths that skip the update are paths that skipped the unscale_
+                continue
             if skipped is not None and _ACCUMULATION.search(skipped[1]):
                 # the if is a gradient-accumulation boundary: the unscale_ belongs under it
                 message = (f"`{e.scaler}.unscale_({target})` runs on every micro-batch but `{e.scaler}.step` / "
@@ -194,6 +201,13 @@ class GradScalerMisuse(Rule):
                             related=[Location(ctx.path, ctx.line_of(first.call), f"first `{scaler}.update()`")])
 
 
+def _updated_in_the_same_iteration(ctx, step: Step, unscale) -> bool:
+    """A ``scaler.update()`` follows ``unscale`` inside the innermost loop around it (not only
+    after a loop over micro-batches)."""
+    loop = next((a for a in ctx.ancestors(unscale.call) if isinstance(a, (cst.For, cst.While))), None)
+    return loop is not None and any(ctx.is_ancestor(loop, u.call) for u in step.following(unscale, "update", unscale.scaler))
+
+
 def _received(ctx, scaler: str, at: cst.CSTNode) -> bool:
     """``scaler`` is a parameter of the function it is used in."""
     binding = ctx.semantic.lookup(scaler, at) if "." not in scaler else None
@@ -234,9 +248,11 @@ _ACCUMULATION = re.compile(r"%|accum", re.I)
 
 def _conditional_update(ctx, step: Step, unscale) -> Optional[Tuple[object, str]]:
     """The ``scaler.update()`` after ``unscale`` that an ``if`` around it (not around the unscale_)
-    may skip, with that ``if``'s condition."""
+    may skip, with that ``if``'s condition. An ``if`` whose test holds wherever the unscale_ runs
+    (``if amp: unscale_`` ... ``if amp: update()``) skips nothing the unscale_ did."""
     for update in step.following(unscale, "update", unscale.scaler):
         for a in ctx.ancestors(update.call):
-            if isinstance(a, cst.If) and not ctx.is_ancestor(a, unscale.call):
+            if isinstance(a, cst.If) and not ctx.is_ancestor(a, unscale.call) \
+                    and not (ctx.is_ancestor(a.body, update.call) and holds_at(ctx, unscale.call, a.test)):
                 return update, ctx.code(a.test)
     return None
