@@ -48,6 +48,7 @@ class CodeCell:
     first: int  # the cell's first line in the joined module, from 1
     ends_with_newline: bool
     as_list: bool  # the cell's "source" is a list of lines (nbformat's way), not one string
+    indent: str = ""  # the indentation of the cell's first line, taken off every line (as IPython does)
 
 
 class Notebook:
@@ -75,25 +76,31 @@ class Notebook:
                 text, as_list = source, False
             else:
                 raise NotebookError(f"cell {i + 1}: `source` is not text")
-            lines = self._python_lines(text)
+            first = text.split("\n", 1)[0]
+            indent = first[: len(first) - len(first.lstrip(" \t"))] if first.strip() else ""
+            lines = self._python_lines(text, indent)
             if lines is None:
                 continue  # another language (%%bash, %%writefile, ...)
-            self.cells.append(CodeCell(i, lines, line, text.endswith("\n") or not text, as_list))
+            self.cells.append(CodeCell(i, lines, line, text.endswith("\n") or not text, as_list, indent))
             line += len(lines)
 
     # ---- reading ---------------------------------------------------------------------------------
-    def _mask(self, line: str, indent: Optional[str] = None) -> str:
+    def _mask(self, line: str, indent: Optional[str] = None, original: Optional[str] = None) -> str:
         """A placeholder statement for ``line``, indented as ``line`` or as ``indent`` (the
         continuation lines of a shell command take its first line's indentation: IPython joins
         them into one command, and their own indentation would be an IndentationError)."""
         n = len(self.masked)
-        self.masked[n] = line
+        self.masked[n] = line if original is None else original
         if indent is None:
             indent = line[: len(line) - len(line.lstrip(" \t"))]
         return indent + _PLACEHOLDER.format(n) + "\n"
 
-    def _python_lines(self, text: str) -> Optional[List[str]]:
-        raw = text.splitlines()
+    def _python_lines(self, text: str, indent: str = "") -> Optional[List[str]]:
+        """The cell as Python lines, IPython escapes masked. ``indent``: the first line's
+        indentation, which IPython takes off every line that starts with it before running a cell
+        (`` !tts --text ... \\`` then deeper continuation lines)."""
+        original = text.splitlines()
+        raw = [line[len(indent):] if line.startswith(indent) else line for line in original]
         if raw and raw[0].startswith("%%"):
             name = raw[0][2:].split(None, 1)[0] if raw[0][2:].strip() else ""
             if name not in PYTHON_CELL_MAGICS:
@@ -101,12 +108,12 @@ class Notebook:
         out: List[str] = []
         starts = _logical_line_starts(raw)
         continued = False  # the line before was an escape ending with a backslash
-        indent = ""  # the indentation of the escape being continued
+        escape_indent = ""  # the indentation of the escape being continued
         for k, line in enumerate(raw):
             if continued or (starts[k] and _is_ipython_escape(line)):
                 if not continued:
-                    indent = line[: len(line) - len(line.lstrip(" \t"))]
-                out.append(self._mask(line, indent))
+                    escape_indent = line[: len(line) - len(line.lstrip(" \t"))]
+                out.append(self._mask(line, escape_indent, original[k]))
                 continued = line.rstrip().endswith("\\")
             else:
                 out.append(line + "\n")
@@ -184,18 +191,18 @@ class Notebook:
                 assigned[owner[i] if i < len(owner) else last].append(new[j])
         out: Dict[int, str] = {}
         for cell in self.cells:
-            lines = [self._unmask(line) for line in assigned[cell.index]]
+            lines = [self._unmask(line, cell.indent) for line in assigned[cell.index]]
             text = "".join(lines)
             if not cell.ends_with_newline and text.endswith("\n"):
                 text = text[:-1]
             out[cell.index] = text
         return out
 
-    def _unmask(self, line: str) -> str:
+    def _unmask(self, line: str, indent: str = "") -> str:
         m = _PLACEHOLDER_RE.match(line.rstrip("\r\n"))
         if m and int(m.group(2)) in self.masked:
             return self.masked[int(m.group(2))] + "\n"
-        return line
+        return indent + line if line.strip() else line
 
     def render(self, python: str) -> str:
         """The notebook's JSON text with its code cells replaced by the split of ``python``;

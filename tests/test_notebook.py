@@ -154,6 +154,17 @@ def test_a_shell_command_continued_with_backslashes_is_one_escape(tmp_path):
     assert r.rc == 0 and "E999" not in r.out
 
 
+def test_a_cell_indented_as_a_whole_is_read_as_ipython_runs_it():
+    """IPython takes the first line's indentation off every line of a cell (coqui TTS's tutorial:
+    `` !tts --text ... \\`` with deeper continuation lines); a fix puts it back."""
+    cells = [[" !tts --text hi \\\n", "      --out_path out.wav\n"], ["  x = 1\n", "\n", "  y = x\n"]]
+    nb = Notebook(json.dumps({"cells": [{"cell_type": "code", "source": c} for c in cells]}))
+    compile(nb.python, "notebook", "exec")  # no IndentationError
+    assert nb.python.splitlines()[2:] == ["x = 1", "", "y = x"]
+    sources = nb.cell_sources(nb.python.replace("x = 1", "x = 2"))
+    assert sources == {0: " !tts --text hi \\\n      --out_path out.wav\n", 1: "  x = 2\n\n  y = x\n"}
+
+
 def test_a_docstring_line_ending_with_a_question_mark_is_text():
     lines = ['def f():', '    """Is it fp16?', '    model?', '    """', 'model?', 'x = [', '  !a', ']']
     assert _logical_line_starts(lines) == [True, True, False, False, True, True, False, False]
