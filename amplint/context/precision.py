@@ -88,6 +88,9 @@ class Fp16Status:
     confidence: str  # "certain" | "likely"
     evidence: Optional[Evidence]
 
+# Module methods that return the module itself (``Net().cuda().eval()`` is still the Net built).
+_SAME_MODULE_METHODS = {"cuda", "cpu", "to", "eval", "train", "float", "half", "bfloat16", "double",
+                        "requires_grad_", "to_empty", "share_memory"}
 _CASTS = {"float": F32, "double": F32, "half": F16, "bfloat16": BF16}
 _SCALAR_METHODS = {"item", "tolist", "size", "numel", "dim", "nelement", "element_size", "__len__",
                    "stride", "data_ptr", "get_device", "is_contiguous", "any", "all"}
@@ -638,6 +641,9 @@ class PrecisionModel:
                 built = self.init_attribute(call, receiver.attr.value)
             elif isinstance(receiver, cst.Name) and receiver.value not in ("self", "cls"):
                 built = self.value_of(receiver)
+            while isinstance(built, cst.Call) and isinstance(built.func, cst.Attribute) \
+                    and built.func.attr.value in _SAME_MODULE_METHODS:
+                built = built.func.value  # ``Field().cuda()``, ``Net(cfg).to(device).eval()``: the same module
             if isinstance(built, cst.Call) and isinstance(built.func, cst.Name) and built.func.value == cls:
                 out.append(call)
         return out
@@ -697,7 +703,7 @@ class PrecisionModel:
         if b is None:
             return None
         if b.kind in ("assign", "walrus"):
-            return ("part", b.value) if b.part else b.value
+            return ("part", b.value, b.node) if b.part else b.value
         if b.kind == "augassign":
             return ("aug", b.value)
         if b.kind == "param":
@@ -902,7 +908,8 @@ class PrecisionModel:
     def _value_dtype(self, value, at: cst.CSTNode) -> DTypeFact:
         if isinstance(value, tuple):
             if value[0] == "part":
-                return self.dtype_of(value[1])
+                element = self._unpacked_return(value[1], value[2]) if len(value) > 2 else None
+                return element if element is not None else self.dtype_of(value[1])
             if value[0] == "param" and len(value) == 3:  # a def's (a lambda's is ("param", binding))
                 return self._param_dtype(value[1], value[2])
             if value[0] == "aug":
@@ -1311,6 +1318,33 @@ class PrecisionModel:
             return []
         return [r.value for r in self.ctx.nodes(cst.Return)
                 if r.value is not None and self.ctx.enclosing_function(r) is fn]
+
+    def _unpacked_return(self, value: cst.CSTNode, target: cst.CSTNode) -> Optional[DTypeFact]:
+        """``rays_o, rays_d = get_rays(poses)`` with every ``return`` of the project function a tuple
+        literal of that length: the dtype of the element ``target`` unpacks, when every return says
+        and none is float16 (as ``_returned``: read once for all callers). None otherwise."""
+        if not isinstance(value, cst.Call):
+            return None
+        element, unpacked = self.ctx.parent(target), None
+        if isinstance(element, cst.Element):
+            unpacked = self.ctx.parent(element)
+        if not isinstance(unpacked, (cst.Tuple, cst.List)) or not isinstance(self.ctx.parent(unpacked), cst.AssignTarget) \
+                or any(isinstance(e, cst.StarredElement) for e in unpacked.elements):
+            return None
+        index = next(i for i, e in enumerate(unpacked.elements) if e is element)
+        fn = self._callee(value)
+        returns = self.returned_values(value) if fn is not None else []
+        if not returns or not all(isinstance(r, cst.Tuple) and len(r.elements) == len(unpacked.elements)
+                                  and not any(isinstance(e, cst.StarredElement) for e in r.elements) for r in returns):
+            return None
+        facts = [self.dtype_of(r.elements[index].value) for r in returns]
+        if not all(f.dtype is not None for f in facts):
+            return None
+        widest = _widest(facts)
+        if widest.dtype == F16:
+            return None
+        return DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype} as element {index + 1} "
+                                               f"of its tuple", widest.evidence)
 
     def _returned(self, fn: Optional[cst.FunctionDef]) -> DTypeFact:
         """What a project function returns, when every ``return`` says and none is float16: a
