@@ -109,6 +109,7 @@ class ProjectIndex:
         self._by_path: Optional[Dict[Path, List[Symbol]]] = None
         self._raw_by_caller: Dict[Path, Dict[str, list]] = {}
         self._methods: Optional[Dict[str, List[Symbol]]] = None
+        self._stars: Dict[Path, List[str]] = {}
         for path, (module, graph, content) in files.items():
             if not module or graph is None:
                 continue
@@ -170,8 +171,8 @@ class ProjectIndex:
             if target is not None and target != dotted:  # re-exported: ``from .losses import nll_loss``
                 return self._lookup(".".join([target, *rest[1:]]), depth + 1)
             if target is None:  # ``from .train_loop import *``: a name the starred module defines
-                for key, star in names.items():
-                    if key.startswith("*") and star != module:
+                for star in self._star_modules(path):
+                    if star != module:
                         found = self._lookup(".".join([star, *rest]), depth + 1)
                         if found is not None:
                             return found
@@ -181,6 +182,15 @@ class ProjectIndex:
                     return self._inherited(cls, rest[-1], depth + 1)
             return None
         return None
+
+    def _star_modules(self, path: Path) -> List[str]:
+        """The modules a file imports with ``*``, in its names' order (listed once per file: a
+        package ``__init__`` holds thousands of names, and every lookup through it scanned them)."""
+        stars = self._stars.get(path)
+        if stars is None:
+            stars = self._stars[path] = [star for key, star in self._graphs[path]["names"].items()
+                                         if key.startswith("*")]
+        return stars
 
     def _inherited(self, cls: Symbol, attr: str, depth: int) -> Optional[Symbol]:
         for base in self.bases(cls.name):
