@@ -77,3 +77,50 @@ def test_callers_answered_in_worker_processes_are_kept_for_the_next_run(tmp_path
         fh.write("# an edit no summary sees\n")
     assert "AMP102" in run(["check", "--output-format", "concise", "losses.py"], root).out
     assert not built  # the workers' answers were saved by the parent
+
+
+# ``wrapped`` takes the log of its ``q`` and passes it to a helper of another file: what its caller
+# in model.py passes reaches both, so two files' analyses ask the same question of model.py.
+LOSSES = """
+import torch
+from extra import log_eps
+
+def wrapped(q):
+    return -torch.log(q + 1e-8).mean() + log_eps(q).mean()
+"""
+EXTRA = """
+import torch
+
+def log_eps(z):
+    return torch.log(z + 1e-8)
+"""
+
+
+def wrapper_caller(arg: str) -> str:
+    return caller(arg).replace("import nll_loss", "import wrapped").replace("nll_loss(", "wrapped(")
+
+
+def wrapper_project(root: Path, arg: str) -> Path:
+    return write_project(root, {"losses.py": LOSSES, "extra.py": EXTRA, "train.py": TRAIN,
+                                "model.py": wrapper_caller(arg)})
+
+
+def test_a_helpers_callers_in_other_files_are_worked_out_once_per_run(tmp_path, monkeypatch):
+    import amplint.context.callers as callers_module
+    asked = []
+    project_passed = callers_module.project_passed
+    monkeypatch.setattr(callers_module, "project_passed",
+                        lambda pm, fn, param: asked.append((fn.name.value, param)) or project_passed(pm, fn, param))
+    root = wrapper_project(tmp_path / "p", "self.fc(x).sigmoid()")
+    out = run(["check", "--no-cache", "-j", "1", "--output-format", "concise", "."], root).out
+    assert "losses.py:6" in out and "extra.py:5" in out  # both helpers get model.py's float16 value
+    assert asked.count(("wrapped", "q")) == 1 and len(asked) == len(set(asked))
+
+
+def test_an_answer_kept_for_the_run_is_a_dependency_of_every_file_using_it(tmp_path):
+    root = wrapper_project(tmp_path / "p", "self.fc(x).float().sigmoid()")
+    assert "AMP102" not in run(["check", "-j", "1", "--output-format", "concise", "."], root).out
+    (root / "model.py").write_text(wrapper_caller("self.fc(x).sigmoid()"))  # model.py now passes float16
+    out = run(["check", "-j", "1", "--output-format", "concise", "."], root).out
+    assert "losses.py:6" in out and "extra.py:5" in out
+    assert out == run(["check", "--no-cache", "-j", "1", "--output-format", "concise", "."], root).out

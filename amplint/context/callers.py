@@ -60,9 +60,9 @@ def argument_for(call: cst.Call, fn: cst.FunctionDef, param: str, method: bool) 
     return True, None  # the default
 
 
-def passed_values(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
-    """What the calls of ``fn`` in this file and, for a module-level function, in the files of the
-    project that import it pass for ``param``."""
+def passed_values(pm, fn: cst.FunctionDef, param: str, elsewhere: bool = True) -> List[Passed]:
+    """What the calls of ``fn`` in this file and (``elsewhere``), for a module-level function, in
+    the files of the project that import it pass for ``param``."""
     ctx = pm.ctx
     method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
     out: List[Passed] = []
@@ -72,9 +72,18 @@ def passed_values(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
         known, value = argument_for(call, fn, param, method)
         if known:
             out.append(Passed(call, value, pm, ctx.path))
-    if ctx.imports.module_name and ctx.project is not None:
-        out.extend(_project_calls(pm, fn, param, method))
+    if elsewhere:
+        out.extend(project_passed(pm, fn, param))
     return out
+
+
+def project_passed(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
+    """What the calls of ``fn`` in other files of the project pass for ``param`` (see
+    ``_project_calls``; none for a file outside the project's modules)."""
+    ctx = pm.ctx
+    if not (ctx.imports.module_name and ctx.project is not None):
+        return []
+    return _project_calls(pm, fn, param, isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef))
 
 
 def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) -> List[Passed]:

@@ -166,6 +166,30 @@ _MASK_ARGUMENT = re.compile(r"(?i)(^|_)masks?(_[a-z0-9]{1,2})?$")
 
 # (file, function, parameter) whose callers are being asked: a cycle of helpers ends there.
 _ASKING: set = set()
+# How many answers were cut short so far (a cycle of helpers or of a file's own values, the depth
+# limit): an answer computed while none was is the same whoever asks, and is kept for the run.
+_CUTS = [0]
+_PENDING = DTypeFact(None)  # a value whose dtype is being worked out (a cycle ends there, unknown)
+
+
+@dataclass(frozen=True)
+class _Heard:
+    """What one call passes for a parameter, as ``_from_callers`` weighs it: ``line`` (the call's)
+    is read only for a float16 value, ``where`` (the calling function) only for a known tensor dtype.
+    For a call in another file both are written out, so that nothing of that file's tree is kept."""
+    fact: DTypeFact
+    known: bool
+    path: str
+    line: object  # int, or a function giving it
+    where: object  # str, or a function giving it
+
+
+def _line(heard: "_Heard") -> int:
+    return heard.line() if callable(heard.line) else heard.line
+
+
+def _where(heard: "_Heard") -> str:
+    return heard.where() if callable(heard.where) else heard.where
 
 
 def _only_raises(body: cst.BaseSuite) -> bool:
@@ -828,40 +852,89 @@ class PrecisionModel:
         from .callers import passed_values
         key = (self.ctx.path, fn.name.value, name)
         if key in _ASKING:
+            _CUTS[0] += 1
             return None  # mutual recursion through callers: nothing more to learn
         _ASKING.add(key)
         try:
-            passed = passed_values(self, fn, name)
-            facts = []
-            for p in passed:
-                if p.value is None:
-                    facts.append((p, UNKNOWN, False))
-                    continue
-                fact = p.model.dtype_of(p.value)
-                facts.append((p, fact, fact.dtype is not None or p.model.not_a_tensor(p.value)))
+            facts = [self._heard(p) for p in passed_values(self, fn, name, elsewhere=False)]
+            facts.extend(self._heard_elsewhere(fn, name))
         finally:
             _ASKING.discard(key)
-        for p, fact, _ in facts:
+        for h in facts:
+            fact = h.fact
             if fact.is_half:
-                line = p.model.ctx.line_of(p.call)
                 return DTypeFact(F16, LIKELY, f"`{name}` of `{fn.name.value}` is passed a float16 value at "
-                                              f"{p.path}:{line} ({fact.why})".replace(" ()", ""), fact.evidence,
+                                              f"{h.path}:{_line(h)} ({fact.why})".replace(" ()", ""), fact.evidence,
                                  assumed=fact.assumed)
-        if facts and all(known for _, _, known in facts):
+        if facts and all(h.known for h in facts):
             # Every caller passes float32 / bfloat16 / a non-tensor. Say so with a dtype, so that a
             # helper this parameter is passed on to sees a known value, not an unknown one (which
             # would send it back to the regime: a method's fp32 argument taken as float16 one call
             # further down).
-            tensors = [(p, fact) for p, fact, _ in facts if fact.dtype is not None]
+            tensors = [h for h in facts if h.fact.dtype is not None]
             if not tensors:
                 return UNKNOWN
-            widest = _widest([fact for _, fact in tensors])
-            p = next(p for p, fact in tensors if fact.dtype == widest.dtype)
-            caller = p.model.ctx.enclosing_function(p.call)  # named, not positioned: positions cost a pass
-            where = f"`{caller.name.value}`" if caller is not None else "module code"
+            widest = _widest([h.fact for h in tensors])
+            h = next(h for h in tensors if h.fact.dtype == widest.dtype)
             return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} "
-                                                   f"by {where} in {p.path}")
+                                                   f"by {_where(h)} in {h.path}")
         return None
+
+    @staticmethod
+    def _heard(p) -> _Heard:
+        """What the call ``p`` (a ``callers.Passed``) passes, weighed by its file's model."""
+        if p.value is None:
+            fact, known = UNKNOWN, False
+        else:
+            fact = p.model.dtype_of(p.value)
+            known = fact.dtype is not None or p.model.not_a_tensor(p.value)
+        ctx = p.model.ctx
+
+        def where() -> str:
+            caller = ctx.enclosing_function(p.call)  # named, not positioned: positions cost a pass
+            return f"`{caller.name.value}`" if caller is not None else "module code"
+        return _Heard(fact, known, p.path, lambda: ctx.line_of(p.call), where)
+
+    def _heard_elsewhere(self, fn: cst.FunctionDef, name: str) -> List[_Heard]:
+        """What the calls of ``fn`` in other project files pass for ``name``, worked out once per
+        run and worker process (``callers.project_passed`` names them): every file whose analysis
+        reaches this helper asks it again, and the callers' files are parsed for it. An answer is
+        kept only when nothing was cut short while it was worked out (then it does not depend on
+        which question led to it); the project facts read for it are kept with it and noted again
+        for each file that uses it (the results cache's dependencies)."""
+        from .callers import project_passed
+        ctx = self.ctx
+        project = ctx.project
+        if project is None or not ctx.imports.module_name:
+            return []
+        memo = project.__dict__.setdefault("_amplint_heard_elsewhere", {})
+        key = (ctx.path, ctx.order(fn), name)
+        kept = memo.get(key)
+        recording = getattr(project, "_recording", None)
+        if kept is not None:
+            heard, reads = kept
+            if recording is not None:
+                recording.extend(r for r in reads if r not in recording)
+            return heard
+        noting = hasattr(project, "note_fact")
+        if noting:
+            project._recording = []
+        cuts = _CUTS[0]
+        try:
+            heard = []
+            for p in project_passed(self, fn, name):
+                h = self._heard(p)
+                heard.append(_Heard(h.fact, h.known, h.path, _line(h) if h.fact.is_half else 0,
+                                    _where(h) if h.fact.dtype is not None else ""))
+        finally:
+            reads = project._recording if noting else []
+            if noting:
+                project._recording = recording
+                if recording is not None:
+                    recording.extend(r for r in reads if r not in recording)
+        if _CUTS[0] == cuts:
+            memo[key] = (heard, reads)
+        return heard
 
     def not_a_tensor(self, expr: cst.BaseExpression) -> bool:
         """A value that is no torch tensor: a number or string literal, a numpy array (``np.*``
@@ -893,10 +966,15 @@ class PrecisionModel:
         if not isinstance(expr, cst.CSTNode):
             return UNKNOWN
         if expr in self._memo:
-            return self._memo[expr]
+            fact = self._memo[expr]
+            if fact is _PENDING:
+                _CUTS[0] += 1
+                return UNKNOWN
+            return fact
         if self._depth > 40:
+            _CUTS[0] += 1
             return UNKNOWN
-        self._memo[expr] = UNKNOWN  # cycles resolve to unknown
+        self._memo[expr] = _PENDING  # cycles resolve to unknown
         self._depth += 1
         try:
             fact = self._dtype(expr)
