@@ -337,3 +337,35 @@ def test_test_modules_are_not_training_runs():
         """
     assert lines("AMP304", source) == [6]
     assert lines("AMP304", source, filename="tests/helpers.py") == []
+
+
+DTYPE_ATTRIBUTE = """
+import torch
+
+
+class Model:
+    def __init__(self, net, opt, use_amp, amp_bf16):
+        self.net, self.opt = net, opt
+        self.use_amp = use_amp
+        self.amp_dtype = {dtype}
+        self.scaler = torch.amp.GradScaler("cuda", enabled=use_amp and self.amp_dtype == torch.float16)
+
+    def optimize_parameters(self, x, y):
+        with torch.autocast("cuda", dtype=self.amp_dtype, enabled=self.use_amp):
+            loss = (self.net(x) - y).abs().mean()
+            if not loss.isfinite():
+                raise RuntimeError("NaN/Inf found in loss")
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.opt)
+        self.scaler.update()
+"""
+
+
+@pytest.mark.parametrize("dtype, reported", [
+    # traiNNer-redux's shape: float16 is one of the dtypes the project runs (amp_bf16: false in most configs)
+    ("torch.bfloat16 if amp_bf16 else torch.float16", True),
+    ("torch.float16", True),
+    ("torch.bfloat16", False),  # bf16 only: non-finite losses are rare, no loss scaling expects them
+])
+def test_an_autocast_dtype_held_in_an_attribute(dtype, reported):
+    assert lines("AMP304", DTYPE_ATTRIBUTE.replace("{dtype}", dtype)) == ([16] if reported else [])

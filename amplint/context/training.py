@@ -904,7 +904,7 @@ def in_training_loop(ctx, holder: cst.CSTNode) -> bool:
 class ScopeRegion:
     region: object  # PrecisionRegion
     call: Optional[cst.Call]  # the autocast call (None for a decorator region found otherwise)
-    dtype_literal: bool  # the dtype was written (or is the device default), not a variable
+    dtype_literal: bool  # the dtype was written (or is the device default), or resolved by the project to float16 options
 
 
 def scope_regions(ctx, scope: cst.CSTNode) -> List[ScopeRegion]:
@@ -929,10 +929,22 @@ def scope_regions(ctx, scope: cst.CSTNode) -> List[ScopeRegion]:
             literal = True
             if call is not None:
                 sig = autocast_signal(ctx.call_facts(call))
-                literal = sig is not None and "dtype not a literal" not in sig.note
+                literal = sig is not None and ("dtype not a literal" not in sig.note or _resolved_to_float16(ctx, call))
             table.setdefault(sc, []).append(ScopeRegion(region, call, literal))
         ctx._cache["training_scope_regions"] = table
     return table.get(scope, [])
+
+
+def _resolved_to_float16(ctx, call: cst.Call) -> bool:
+    """The project's precision facts resolved this autocast's dtype variable to values that include
+    float16 (traiNNer's ``self.amp_dtype = torch.bfloat16 if opt.amp_bf16 else torch.float16``): the
+    float16 option is one the project runs, as if written."""
+    regime = ctx.regime
+    if regime is None:
+        return False
+    line, here = ctx.line_of(call), Path(ctx.path).resolve()
+    return any(sig.kind == "autocast" and sig.dtype == "float16" and "dtype not a literal" not in sig.note
+               and ev.line == line and Path(ev.path).resolve() == here for sig, ev in regime.signals)
 
 
 def bf16_only(ctx, scope) -> bool:
