@@ -214,6 +214,29 @@ def test_training_arguments_default_adam_epsilon_on_half_parameters():
     assert lines("AMP101", HF.replace("ARGS", ", adam_epsilon=1e-10"), extra_files={"train.py": HALF_TRAINING}) == [4]
 
 
+def test_training_arguments_adam_epsilon_from_a_config_lookup_default():
+    """Time-MoE: ``adam_epsilon=float(train_config.get("adam_epsilon", 1e-8))``: 1e-8 unless the
+    config sets it."""
+    source = HF.replace("ARGS", ', adam_epsilon=float(cfg.get("adam_epsilon", 1e-8))')
+    assert lines("AMP101", source, extra_files={"train.py": HALF_TRAINING}) == [4]
+    safe = HF.replace("ARGS", ', adam_epsilon=getattr(cfg, "adam_epsilon", 1e-4)')
+    assert lines("AMP101", safe, extra_files={"train.py": HALF_TRAINING}) == []
+
+
+def test_a_project_subclass_of_training_arguments_gives_the_trainer_its_adam_epsilon():
+    """Time-MoE's ``@dataclass class TimeMoETrainingArguments(TrainingArguments)`` in another file."""
+    args_module = ("from dataclasses import dataclass\nfrom transformers import TrainingArguments\n\n\n"
+                   "@dataclass\nclass TimeMoETrainingArguments(TrainingArguments):\n    min_learning_rate: float = 0.0\n")
+    source = HF.replace("from transformers import Trainer, TrainingArguments",
+                        "from transformers import Trainer\n    from hf_args import TimeMoETrainingArguments")
+    source = source.replace("TrainingArguments(output_dir", "TimeMoETrainingArguments(output_dir").replace("ARGS", "")
+    out = found("AMP101", source, extra_files={"train.py": HALF_TRAINING, "hf_args.py": args_module})
+    assert [line for line, _ in out] == [5] and "TimeMoETrainingArguments (a TrainingArguments)" in out[0][1]
+    # a class of the same name that is no TrainingArguments says nothing about the Trainer's optimizer
+    unrelated = args_module.replace("(TrainingArguments)", "")
+    assert lines("AMP101", source, extra_files={"train.py": HALF_TRAINING, "hf_args.py": unrelated}) == []
+
+
 @pytest.mark.parametrize("name, args, extra", [
     ("a float16-safe adam_epsilon", ", adam_epsilon=1e-4", {"train.py": HALF_TRAINING}),
     ("an optimizer without eps", ', optim="adafactor"', {"train.py": HALF_TRAINING}),

@@ -538,6 +538,11 @@ class FileContext:
                 except (ValueError, TypeError):
                     return None
             return self.number(arg, _depth + 1)
+        default = _lookup_default(expr)
+        if default is not None:
+            # ``cfg.get("adam_epsilon", 1e-8)``: the value unless the run's config sets it, as a
+            # parameter's default is (below)
+            return self.number(default, _depth + 1)
         name = self.qualname(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         if name in ("math.inf", "numpy.inf", "torch.inf", "np.inf"):
             return math.inf
@@ -673,3 +678,19 @@ class FileContext:
                 # A with-item's own call is not inside its block.
                 return r
         return None
+
+
+def _lookup_default(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The default of a config lookup with a constant key: ``cfg.get("eps", 1e-8)``,
+    ``getattr(args, "eps", 1e-8)``; None for anything else."""
+    if not isinstance(expr, cst.Call) or len(expr.args) != (2 if isinstance(expr.func, cst.Attribute) else 3) \
+            or any(a.keyword is not None or a.star for a in expr.args):
+        return None
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get":
+        key, default = expr.args[0].value, expr.args[1].value
+    elif isinstance(expr.func, cst.Name) and expr.func.value == "getattr":
+        key, default = expr.args[1].value, expr.args[2].value
+    else:
+        return None
+    return default if isinstance(key, cst.SimpleString) else None
+

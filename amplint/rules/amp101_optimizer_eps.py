@@ -36,8 +36,9 @@ class OptimizerEpsUnderflow(Rule):
     summary = "Optimizer eps that rounds to zero or a subnormal in float16, on half parameters"
     fix_safety = "safe"
     applies_under = "fp16 (pure half parameters)"
-    # the optimizer's class, or the Hugging Face arguments class, in the call or its import
-    needs = words([*OPTIMIZERS, *TRAINING_ARGUMENTS])
+    # the optimizer's class, or the Hugging Face arguments class (or a project's subclass of it,
+    # ``TimeMoETrainingArguments``), in the call or its import
+    needs = words(OPTIMIZERS) + r"|\w*(?:Arguments|Args)\b"
 
     def check(self, ctx) -> Iterable[Violation]:
         regime = ctx.regime
@@ -48,8 +49,10 @@ class OptimizerEpsUnderflow(Rule):
         for call in ctx.nodes(cst.Call):
             name = ctx.call_name(call) or ""
             cls = optimizer_class(name)
-            if name.startswith("transformers.") and name.rsplit(".", 1)[-1] in TRAINING_ARGUMENTS:
-                v = self._hf_arguments(ctx, call, name.rsplit(".", 1)[-1], evidence)
+            hf = _hf_arguments_class(ctx, name)
+            if hf is not None:
+                last = name.rsplit(".", 1)[-1]
+                v = self._hf_arguments(ctx, call, hf if last == hf else f"{last} (a {hf})", evidence)
                 if v is not None:
                     yield v
                 continue
@@ -121,6 +124,27 @@ class OptimizerEpsUnderflow(Rule):
                                                        cst.Arg(literal)])
         return Fix(f"Raise eps to at least {ctx.code(literal)}: `eps=max(..., {ctx.code(literal)})`",
                    replacements=[(value, bounded)])
+
+
+def _hf_arguments_class(ctx, name: str) -> Optional[str]:
+    """The Hugging Face arguments class that ``name`` (a called class, as the file resolves it) is
+    or derives from: a project's ``@dataclass class TimeMoETrainingArguments(TrainingArguments)``
+    gives the Trainer its ``adam_epsilon`` the same way."""
+    last = name.rsplit(".", 1)[-1]
+    if name.startswith("transformers.") and last in TRAINING_ARGUMENTS:
+        return last
+    index = ctx.project_index
+    if not name.endswith(("Arguments", "Args")) or index is None:
+        return None
+    own = index.resolve(name, ctx.imports.module_name)
+    if own is None or own.kind != "class":
+        return None
+    for cls in sorted(TRAINING_ARGUMENTS):
+        for base in (f"transformers.{cls}", f"transformers.training_args.{cls}",
+                     f"transformers.training_args_seq2seq.{cls}"):
+            if any(s.name == own.name for s in ctx.project.subclasses(base)):
+                return cls
+    return None
 
 
 def _optimized_model(call: cst.Call) -> Optional[str]:
