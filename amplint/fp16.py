@@ -1,8 +1,9 @@
-"""Facts about float16 and bfloat16, computed from the formats' bit layouts.
+"""Facts about float16 and bfloat16 (and float32, the format they are compared with), computed
+from the formats' bit layouts.
 
 Nothing here is typed in as a decimal: every limit is derived from the bit patterns (float16 through
-``struct``'s ``'e'`` format, bfloat16 as the top half of a float32), so the numbers quoted in rule
-messages and pages cannot drift from the formats themselves.
+``struct``'s ``'e'`` format, float32 through ``'f'``, bfloat16 as the top half of a float32), so the
+numbers quoted in rule messages and pages cannot drift from the formats themselves.
 """
 from __future__ import annotations
 
@@ -26,6 +27,17 @@ def _half_from_bits(bits: int) -> float:
 def _bf16_from_bits(bits: int) -> float:
     # bfloat16 is the upper 16 bits of a float32.
     return struct.unpack("<f", (bits << 16).to_bytes(4, "little"))[0]
+
+
+def _f32_from_bits(bits: int) -> float:
+    return struct.unpack("<f", bits.to_bytes(4, "little"))[0]
+
+
+def _round_f32(x: float) -> float:
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 def _round_bf16(x: float) -> float:
@@ -54,7 +66,7 @@ class FloatFormat:
     fraction_bits: int
 
     def _from_bits(self, bits: int) -> float:
-        return _half_from_bits(bits) if self.name == "float16" else _bf16_from_bits(bits)
+        return {"float16": _half_from_bits, "bfloat16": _bf16_from_bits, "float32": _f32_from_bits}[self.name](bits)
 
     @property
     def max(self) -> float:
@@ -82,7 +94,7 @@ class FloatFormat:
         return 2.0 ** -(self.fraction_bits + 1)
 
     def round(self, x: float) -> float:
-        return _round_half(x) if self.name == "float16" else _round_bf16(x)
+        return {"float16": _round_half, "bfloat16": _round_bf16, "float32": _round_f32}[self.name](x)
 
     def classify(self, x: float) -> Representation:
         r = self.round(float(x))
@@ -97,6 +109,24 @@ class FloatFormat:
 
 FLOAT16 = FloatFormat("float16", exponent_bits=5, fraction_bits=10)
 BFLOAT16 = FloatFormat("bfloat16", exponent_bits=8, fraction_bits=7)
+FLOAT32 = FloatFormat("float32", exponent_bits=8, fraction_bits=23)
+
+# torch's names of these dtypes (torch/_C/_VariableFunctions: torch.half is torch.float16, torch.float
+# is torch.float32)
+_TORCH_DTYPES = {"torch.float16": FLOAT16, "torch.half": FLOAT16, "torch.bfloat16": BFLOAT16,
+                 "torch.float32": FLOAT32, "torch.float": FLOAT32}
+
+
+def finfo(dtype: str, attribute: str):
+    """``torch.finfo(<dtype>).<attribute>`` for a dtype named as torch names it (``torch.float32``):
+    ``max``, ``min`` (= -max), ``tiny`` / ``smallest_normal``, ``eps`` (the spacing above 1.0);
+    None for another dtype or attribute."""
+    f = _TORCH_DTYPES.get(dtype)
+    if f is None:
+        return None
+    values = {"max": f.max, "min": -f.max, "tiny": f.smallest_normal, "smallest_normal": f.smallest_normal,
+              "eps": 2.0 * f.epsilon_below_one}
+    return values.get(attribute)
 
 
 def fmt(x: float) -> str:

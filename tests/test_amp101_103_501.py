@@ -305,3 +305,36 @@ def test_amp101_a_model_moved_then_cast_in_the_optimizer_call(params):
 ])
 def test_amp101_moved_near_misses(name, params):
     assert only("AMP101", MOVED.format(params=params), filename="train.py") == [], name
+
+
+# ---- AMP103: a float32 limit written into a float16 tensor -------------------------------------------
+FINFO_MINER = """
+import torch
+
+
+def mine(embeddings, ref_emb, mask):
+    mat = torch.matmul(embeddings, ref_emb.t())
+    return mat.masked_fill(mask, LIMIT).argsort(dim=1)
+
+
+def main(model, loader, opt):
+    scaler = torch.amp.GradScaler("cuda")
+    for x, mask in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            emb = model(x)
+            order = mine(emb.float(), emb.float(), mask)
+            loss = emb[order[:, 0]].pow(2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+"""
+
+
+@pytest.mark.parametrize("limit, reported", [
+    ("torch.finfo(torch.float32).max", True),  # 3.4e38 into the float16 product
+    ("torch.finfo(embeddings.dtype).max", True),  # pytorch-metric-learning: embeddings are float32
+    ("torch.finfo(mat.dtype).max", False),  # the limit of the tensor written to
+    ("torch.finfo(torch.float16).min", False),
+])
+def test_a_float32_limit_written_into_a_float16_product(limit, reported):
+    assert only("AMP103", FINFO_MINER.replace("LIMIT", limit)) == (["AMP103"] if reported else [])

@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - a libcst release that moved them
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..constants import binary, unary
+from ..fp16 import finfo
 from .evidence import Evidence, Signal, autocast_signal, cst_call_facts, cst_value, CallFacts  # noqa: F401 (Evidence re-exported)
 from .imports import ImportTable, dotted_name, record_import
 from .semantic import SemanticModel
@@ -538,6 +539,11 @@ class FileContext:
                 except (ValueError, TypeError):
                     return None
             return self.number(arg, _depth + 1)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Call) and len(expr.value.args) == 1 \
+                and self.call_name(expr.value) == "torch.finfo":
+            # ``torch.finfo(torch.float32).max``: a dtype's limit, from its format
+            dtype = self.qualname(expr.value.args[0].value) if isinstance(expr.value.args[0].value, (cst.Name, cst.Attribute)) else None
+            return finfo(dtype, expr.attr.value) if dtype else None
         default = _lookup_default(expr)
         if default is not None:
             # ``cfg.get("adam_epsilon", 1e-8)``: the value unless the run's config sets it, as a

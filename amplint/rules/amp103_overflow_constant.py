@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..edits import attribute_chain, find_arg, is_simple_reference, module_alias
 from ..findings import Confidence, Fix, Violation
-from ..fp16 import FLOAT16, Representation, fmt
+from ..fp16 import FLOAT16, Representation, finfo, fmt
 from ..context.precision import DTypeFact, precision_model
 from ..torch_api.fill_helpers import FILL_HELPERS
 from ..prefilter import words
@@ -50,6 +50,25 @@ def overflowing(ctx, expr: cst.BaseExpression) -> Optional[float]:
     if v is None or math.isinf(v) or math.isnan(v):
         return None  # float("-inf") is representable in float16
     return v if FLOAT16.classify(v) is Representation.OVERFLOW else None
+
+
+def another_dtypes_limit(ctx, expr: cst.BaseExpression) -> Optional[float]:
+    """``torch.finfo(x.dtype).max`` (``.min``; or ``torch.finfo(dtype)`` with ``dtype = x.dtype``)
+    where ``x`` is float32: the float32 limit, written into another tensor (pytorch-metric-learning's
+    miner took ``dtype = embeddings.dtype`` and filled a float16 distance matrix with it)."""
+    if not (isinstance(expr, cst.Attribute) and expr.attr.value in ("max", "min") and isinstance(expr.value, cst.Call)
+            and len(expr.value.args) == 1 and ctx.call_name(expr.value) == "torch.finfo"):
+        return None
+    pm = precision_model(ctx)
+    dtype = expr.value.args[0].value
+    if isinstance(dtype, cst.Name):
+        dtype = pm.value_of(dtype) or dtype
+    if not (isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype"):
+        return None
+    fact = pm.dtype_of(dtype.value)
+    if fact.dtype != "float32" or fact.assumed:
+        return None
+    return finfo("torch.float32", expr.attr.value)
 
 
 class Fp16OverflowConstant(Rule):
@@ -135,6 +154,8 @@ class Fp16OverflowConstant(Rule):
     def check(self, ctx) -> Iterable[Violation]:
         for node, what, tensor, value in self._targets(ctx):
             v = overflowing(ctx, value)
+            if v is None:
+                v = another_dtypes_limit(ctx, value)
             if v is None:
                 continue
             fact = self._tensor_dtype(ctx, what, tensor)
