@@ -133,8 +133,10 @@ def _hf_arguments_class(ctx, name: str) -> Optional[str]:
     last = name.rsplit(".", 1)[-1]
     if name.startswith("transformers.") and last in TRAINING_ARGUMENTS:
         return last
-    index = ctx.project_index
-    if not name.endswith(("Arguments", "Args")) or index is None:
+    if not name.endswith(("Arguments", "Args")):
+        return None
+    index = ctx.project_index  # built from every summary: asked only for a candidate class
+    if index is None:
         return None
     own = index.resolve(name, ctx.imports.module_name)
     if own is None or own.kind != "class":
