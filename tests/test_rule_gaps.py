@@ -223,6 +223,20 @@ def test_training_arguments_adam_epsilon_from_a_config_lookup_default():
     assert lines("AMP101", safe, extra_files={"train.py": HALF_TRAINING}) == []
 
 
+@pytest.mark.parametrize("extra, reported", [
+    # AnglE: TrainingArguments(..., **argument_kwargs) with report_to / push_to_hub keys only
+    ('extra = {"report_to": "none"}\n    extra["push_to_hub"] = False', True),
+    ('extra = dict(report_to="none")\n    extra.update(hub_model_id="x")', True),
+    ('extra = {"report_to": "none", "adam_epsilon": 1e-4}', False),
+    ('extra = {}\n    extra["optim"] = "adafactor"', False),
+    ('extra = {}\n    fill(extra)', False),  # a function may add any key
+    ('extra = load_kwargs()', False),
+])
+def test_training_arguments_given_a_dict_of_known_keywords(extra, reported):
+    source = HF.replace("    args = ", "    " + extra + "\n    args = ").replace("ARGS", ", **extra")
+    assert bool(lines("AMP101", source, extra_files={"train.py": HALF_TRAINING})) is reported
+
+
 def test_a_project_subclass_of_training_arguments_gives_the_trainer_its_adam_epsilon():
     """Time-MoE's ``@dataclass class TimeMoETrainingArguments(TrainingArguments)`` in another file."""
     args_module = ("from dataclasses import dataclass\nfrom transformers import TrainingArguments\n\n\n"

@@ -13,7 +13,7 @@ import math
 from contextlib import contextmanager
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, Type, TypeVar
 
 import libcst as cst
 try:  # libcst's private codegen state (the text of a node inside blocks, as written); without it the
@@ -313,6 +313,47 @@ class FileContext:
                 values.setdefault(key.evaluated_value, []).append(element.value)
         # a key the returns give different values (one dict per torch version) is left out
         return [(key, vs[0]) for key, vs in values.items() if len({self.code(v) for v in vs}) == 1]
+
+    def splat_keys(self, value: cst.BaseExpression) -> Optional[Set[str]]:
+        """The keywords a ``**value`` argument can pass, when all are known: a dict literal with
+        string keys (or ``dict(k=...)``), or a name that every binding in its scope gives such a
+        dict, with only ``name["k"] = ...`` / ``name.update(k=...)`` / reads done to it there
+        (AnglE's ``TrainingArguments(..., **argument_kwargs)``). None when a key may be unknown (a
+        parameter, a dict from a call, the dict handed to a function)."""
+        keys = _literal_keys(value)
+        if keys is not None or not isinstance(value, cst.Name):
+            return keys
+        seen = self.semantic.binding_of(value)
+        if seen is None:
+            return None
+        keys = set()
+        bindings = self.semantic.bindings(value.value, seen.scope)
+        for b in bindings:
+            found = _literal_keys(b.value) if b.kind == "assign" and not b.part else None
+            if found is None:
+                return None
+            keys |= found
+        for b in bindings:
+            for use in self.semantic.uses(b):
+                parent = self.parent(use)
+                if isinstance(parent, cst.Arg) and parent.star == "**":
+                    continue
+                if isinstance(parent, cst.Subscript) and len(parent.slice) == 1 \
+                        and isinstance(parent.slice[0].slice, cst.Index):
+                    key = parent.slice[0].slice.value
+                    if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+                        keys.add(key.evaluated_value)
+                        continue
+                    return None
+                if isinstance(parent, cst.Attribute) and parent.attr.value in ("get", "keys", "items", "values", "copy"):
+                    continue
+                if isinstance(parent, cst.Attribute) and parent.attr.value == "update":
+                    call = self.parent(parent)
+                    if isinstance(call, cst.Call) and all(a.keyword is not None for a in call.args):
+                        keys.update(a.keyword.value for a in call.args)  # type: ignore[union-attr]
+                        continue
+                return None
+        return keys
 
     def calls_to(self, *qualnames: str) -> Iterator[cst.Call]:
         wanted = set(qualnames)
@@ -699,4 +740,20 @@ def _lookup_default(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     else:
         return None
     return default if isinstance(key, cst.SimpleString) else None
+
+
+def _literal_keys(value: Optional[cst.CSTNode]) -> Optional[Set[str]]:
+    """The keys of ``{"a": 1}`` / ``{}`` / ``dict(a=1)`` when all are strings, else None."""
+    if isinstance(value, cst.Dict):
+        keys = set()
+        for element in value.elements:
+            key = getattr(element, "key", None)
+            if not (isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str)):
+                return None
+            keys.add(key.evaluated_value)
+        return keys
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" \
+            and all(a.keyword is not None for a in value.args):
+        return {a.keyword.value for a in value.args}  # type: ignore[union-attr]
+    return None
 

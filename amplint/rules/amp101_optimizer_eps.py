@@ -82,8 +82,13 @@ class OptimizerEpsUnderflow(Rule):
     def _hf_arguments(self, ctx, call: cst.Call, cls: str, evidence):
         """``TrainingArguments(...)`` on half parameters: the Trainer's AdamW gets ``adam_epsilon``,
         1e-8 unless given."""
-        if any(a.star for a in call.args):
-            return None
+        for a in call.args:
+            if a.star == "*":
+                return None
+            if a.star == "**":
+                keys = ctx.splat_keys(a.value)
+                if keys is None or keys & {"adam_epsilon", "optim"}:
+                    return None  # ``**kwargs`` may well set them
         optim = find_arg(call, "optim", None)
         if optim is not None:
             if not isinstance(optim.value, cst.SimpleString) or not \
