@@ -57,3 +57,34 @@ def test_a_mask_heads_logits_are_activations():
 def test_a_mask_under_pure_half_is_float16():
     line = "return attention_mask_l.unsqueeze(1).masked_fill(attention_mask_l.unsqueeze(1) == 0, -9e15)"
     assert codes(line, precision="fp16") == ["AMP103"]
+
+
+LOSS = """
+import torch
+from torch import nn
+
+
+class SFTLoss(nn.Module):
+    def forward(self, logps: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+        counts = loss_mask.sum(dim=-1)
+        return ((-logps * loss_mask).sum(dim=-1) / (counts + 1e-8)).mean()
+{caller}
+"""
+HALF_CALLER = """
+
+def step(logps, mask):
+    loss_fn = SFTLoss()
+    return loss_fn.forward(logps, mask.half())
+"""
+
+
+def test_an_annotated_mask_is_not_an_activation_under_pure_half():
+    # OpenRLHF's SFT loss (seen in the session-5 triage): ``loss_mask: torch.Tensor`` is float32 data
+    # from the dataset; the annotation says it is a tensor, as the name says, not that it is float16
+    src = textwrap.dedent(LOSS.format(caller=""))
+    assert [f.line for f in lint_source(src, filename="loss.py", precision="fp16", select=("AMP102",))] == []
+
+
+def test_an_annotated_mask_a_caller_passes_in_float16_is():
+    src = textwrap.dedent(LOSS.format(caller=HALF_CALLER))
+    assert [f.line for f in lint_source(src, filename="loss.py", precision="fp16", select=("AMP102",))] == [9]

@@ -764,6 +764,10 @@ class PrecisionModel:
         from_callers = self._from_callers(fn, name)
         if from_callers is not None:
             return from_callers
+        if _INDEX_PARAM.match(name):
+            # a mask / ids / labels / lengths tensor no caller says more of: ``Tensor`` in its annotation
+            # says it is a tensor, not an activation (OpenRLHF's ``loss_mask: torch.Tensor``, float32 data)
+            return UNKNOWN
         regime = self.ctx.regime
         if regime is None or not self.model_code(fn):
             return UNKNOWN
