@@ -79,3 +79,17 @@ def test_gumbel_helper_of_a_library_not_exported():
     found = [f.line for f in lint_source(textwrap.dedent(HELPERS), filename="pkg/sample.py", extra_files=files)
              if f.code == "AMP102"]
     assert found == []
+
+
+def test_the_evidence_names_the_caller_that_relies_on_the_default():
+    """DALLE-pytorch: ``log`` is called by the Gumbel noise (no hazard) and by an entropy of a
+    probability; the finding cites the entropy's call, not the first float16 caller (the noise)."""
+    src = textwrap.dedent(HELPERS + "\n\ndef entropy(p):\n    return -(p * log(p)).sum(-1)\n")
+    train = textwrap.dedent(TRAIN)
+    found = [f for f in lint_source(src, filename="sample.py", extra_files={"train.py": train}) if f.code == "AMP102"]
+    assert [f.line for f in found] == [5]
+    evidence = " ".join(e.what for e in found[0].evidence)
+    lines_of = src.splitlines()
+    entropy = next(i for i, t in enumerate(lines_of, 1) if "log(p)" in t)
+    noise = next(i for i, t in enumerate(lines_of, 1) if "-log(-log(noise))" in t)
+    assert f"sample.py:{entropy}" in evidence and f"sample.py:{noise}" not in evidence

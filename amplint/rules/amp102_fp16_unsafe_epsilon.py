@@ -9,7 +9,7 @@ import libcst as cst
 from ..context.imports import dotted_name
 from ..context.callers import argument_for, passed_values
 from ..context.conditions import known_positive
-from ..context.precision import precision_model
+from ..context.precision import F16, DTypeFact, precision_model
 from ..context.project_text import exported
 from ..context.sizes import sizes_only
 from ..context.probability import clamp_min, in_handwritten_bce, method_of, uniform_draw
@@ -320,8 +320,11 @@ class Fp16UnsafeEpsilon(Rule):
             return None  # Gumbel / exponential sampling noise: a 0 draw only keeps one candidate unsampled
         if sizes_only(ctx, plain):
             return None  # ``(hw - 1).clamp(eps)`` of image sizes: 0 for a one-pixel image whatever the data
-        if not _default_used_in_half(ctx, const, base):
+        relying = _default_used_in_half(ctx, const, base)
+        if not relying:
             return None  # ``def log(t, eps=1e-20)`` whose float16 callers all pass an eps of their own
+        if isinstance(relying, DTypeFact):
+            fact = relying  # cite the caller that relies on the default, not any float16 caller
         # sqrt(0) = 0 is fine forward; its hazard is the inf gradient, so it needs a backward
         # through this code (not a frozen extractor under no_grad, not library code whose float16
         # use may be inference)
@@ -398,13 +401,15 @@ class Fp16UnsafeEpsilon(Rule):
                             evidence=because(fact, ctx, call))
 
 
-def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode) -> bool:
+def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode):
     """For a guard that is a parameter's default (``def log(t, eps=1e-20)``): does a caller that
     reaches the helper in float16 rely on that default? The calls seen (this file, and the files
     importing a module-level helper) that leave ``eps`` out are asked what they pass for the
     parameters the guarded value is computed from: a float16 value, or a value of unknown dtype at
-    a call that itself runs in float16, relies on the default there. With no call in sight (a
-    library's helper, a forward) the default is what every use gets: True. Any other guard: True."""
+    a call that itself runs in float16, relies on the default there; that caller's fact is returned
+    (the finding cites it: DALLE's reinmax ``log(π1)``, not its Gumbel noise ``log(noise)``, which
+    is no hazard). With no call in sight (a library's helper, a forward) the default is what every
+    use gets: True. Any other guard: True."""
     if not isinstance(const, cst.Name):
         return True
     fn = ctx.enclosing_function(const)
@@ -438,12 +443,16 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode) -> bool:
             if uniform_draw(p.model.ctx, value):
                 continue  # ``log(noise)`` of Gumbel sampling: see uniform_draw
             fact = p.model.dtype_of(value)
+            where = f"{p.path}:{p.model.ctx.line_of(p.call)}"
             if fact.is_half:
-                return True
+                return DTypeFact(F16, fact.confidence, f"`{name}` of `{fn.name.value}` is passed a float16 value "
+                                                       f"with the default `{const.value}` at {where} ({fact.why})"
+                                 .replace(" ()", ""), fact.evidence, assumed=fact.assumed)
             if fact.dtype is None and not p.model.not_a_tensor(value):
                 state = p.model.fp16_status(p.call)
                 if state.fp16:
-                    return True
+                    return DTypeFact(F16, state.confidence, f"`{fn.name.value}` is called with the default "
+                                                            f"`{const.value}` in float16 code at {where}", state.evidence)
     return False
 
 
