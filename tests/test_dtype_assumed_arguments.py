@@ -88,3 +88,21 @@ def test_an_annotated_mask_is_not_an_activation_under_pure_half():
 def test_an_annotated_mask_a_caller_passes_in_float16_is():
     src = textwrap.dedent(LOSS.format(caller=HALF_CALLER))
     assert [f.line for f in lint_source(src, filename="loss.py", precision="fp16", select=("AMP102",))] == [9]
+
+
+def test_an_annotated_attention_mask_under_pure_half_is_still_float16():
+    # fairseq's XMOD layer: ``attn_mask: Optional[Tensor]`` is built in the model's dtype and filled
+    # with -1e8 under --fp16 (a true positive of the sweep): an additive mask is cast with the scores
+    src = textwrap.dedent('''
+        import torch
+        from typing import Optional
+        from torch import Tensor, nn
+
+
+        class Layer(nn.Module):
+            def forward(self, x, attn_mask: Optional[Tensor] = None):
+                if attn_mask is not None:
+                    attn_mask = attn_mask.masked_fill(attn_mask.to(torch.bool), -1e8)
+                return x, attn_mask
+        ''')
+    assert [f.code for f in lint_source(src, filename="layer.py", precision="fp16", select=("AMP103",))] == ["AMP103"]

@@ -157,6 +157,7 @@ _WEIGHTED_LAYER = re.compile(r"^(Linear|Bilinear|LazyLinear|Conv\w*|LazyConv\w*|
 # Tensor parameters that are conventionally boolean or integer (masks, token ids, labels, lengths):
 # not float16 even in a pure-half project (``mask.sum() + 1e-8`` of a bool mask is float32).
 _INDEX_PARAM = re.compile(r"^(.*_)?(mask|masks|ids|labels?|indices|lengths?|lens)$")
+_ATTENTION_MASK = re.compile(r"(?i)attn|attention|key_padding|causal|bias")
 # An argument named as a mask (``attention_mask_l``, ``key_padding_mask``), whatever its annotation:
 # under fp16 autocast it is input data (bool / int / float32 from the tokenizer or the data pipeline),
 # never an autocast output, so it is not assumed float16 (mmdet's GLIP fusion fills its text mask).
@@ -764,9 +765,11 @@ class PrecisionModel:
         from_callers = self._from_callers(fn, name)
         if from_callers is not None:
             return from_callers
-        if _INDEX_PARAM.match(name):
-            # a mask / ids / labels / lengths tensor no caller says more of: ``Tensor`` in its annotation
-            # says it is a tensor, not an activation (OpenRLHF's ``loss_mask: torch.Tensor``, float32 data)
+        if _INDEX_PARAM.match(name) and not _ATTENTION_MASK.search(name):
+            # a loss / token mask, ids, labels, lengths no caller says more of: ``Tensor`` in its
+            # annotation says it is a tensor, not an activation (OpenRLHF's ``loss_mask: torch.Tensor``,
+            # float32 data). An attention mask is added to the scores, in their dtype: under half
+            # weights the model casts it (fairseq's ``attn_mask`` filled with -1e8 under --fp16).
             return UNKNOWN
         regime = self.ctx.regime
         if regime is None or not self.model_code(fn):
