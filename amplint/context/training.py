@@ -490,6 +490,61 @@ def _clipping_helper(ctx, call: cst.Call) -> bool:
     return cache[fn]
 
 
+def clamping_gradient_hook(ctx, call: cst.Call) -> Optional[cst.Call]:
+    """The ``tensor.register_hook(lambda grad: grad.clamp(-c, c))`` that ``call`` is, or that the
+    function of this file it runs registers (allennlp's ``enable_gradient_clipping(model, c)``):
+    such a hook clamps every gradient while the backward runs, so under ``scaler.scale(loss)
+    .backward()`` it clamps the gradients multiplied by the loss scale. None otherwise."""
+    if _clamping_hook(ctx, call):
+        return call
+    fn = _same_file_function(ctx, call)
+    if fn is not None:
+        if fn is scope_of(ctx, call):
+            return None
+        return next((c for c in ctx.nodes(cst.Call) if ctx.is_ancestor(fn, c) and _clamping_hook(ctx, c)), None)
+    return _other_file_clamping_hook(ctx, call)
+
+
+def _other_file_clamping_hook(ctx, call: cst.Call) -> Optional[cst.Call]:
+    """The clamping hook a module-level function of another project file registers
+    (``training_util.enable_gradient_clipping(model, c)``, allennlp's layout): resolved by the
+    project index, that file parsed. None when it is not one."""
+    index = ctx.project_index
+    name = ctx.call_name(call)
+    if index is None or not name or not re.search(r"(?i)clip|clamp|hook", name.rsplit(".", 1)[-1]):
+        return None  # (only helpers named for what they do are opened: each costs a parse)
+    sym = index.resolve(name, ctx.imports.module_name or "")
+    if sym is None or sym.kind != "function" or sym.is_method:
+        return None
+    other = ctx.other_file(sym.path)
+    if other is None:
+        return None
+    fn = next((f for f in other.module.body if isinstance(f, cst.FunctionDef) and f.name.value == sym.qualname), None)
+    if fn is None:
+        return None
+    hook = next((c for c in other.nodes(cst.Call) if other.is_ancestor(fn, c) and _clamping_hook(other, c)), None)
+    return call if hook is not None else None
+
+
+_CLAMPS = {"clamp", "clamp_", "clip", "clip_"}
+
+
+def _clamping_hook(ctx, call: cst.Call) -> bool:
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_hook" and call.args):
+        return False
+    hook = call.args[0].value
+    if not (isinstance(hook, cst.Lambda) and len(hook.params.params) == 1):
+        return False
+    grad = hook.params.params[0].name.value
+    body = hook.body
+    if not isinstance(body, cst.Call):
+        return False
+    if (ctx.call_name(body) or "") in ("torch.clamp", "torch.clip"):
+        return bool(body.args) and isinstance(body.args[0].value, cst.Name) and body.args[0].value.value == grad
+    return isinstance(body.func, cst.Attribute) and body.func.attr.value in _CLAMPS \
+        and isinstance(body.func.value, cst.Name) and body.func.value.value == grad
+
+
 # ---- the path-sensitive walk ------------------------------------------------------------------
 
 def _owner(ctx, call: cst.Call) -> cst.CSTNode:

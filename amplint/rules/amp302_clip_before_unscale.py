@@ -6,7 +6,8 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from ..context.training import GRAD_SCALER_INIT_SCALE, Event, Step, bf16_only, insertion_anchor, training_steps
+from ..context.training import (GRAD_SCALER_INIT_SCALE, Event, Step, bf16_only, clamping_gradient_hook,
+                                insertion_anchor, scope_of, training_steps)
 from ..findings import Location, Applicability, Confidence, Fix, Violation
 from .base import Rule
 
@@ -60,10 +61,12 @@ class ClipBeforeUnscale(Rule):
     summary = "Gradient clipping after a scaled backward with no scaler.unscale_(optimizer) first"
     fix_safety = "safe"
     applies_under = "any precision with a GradScaler"
-    needs = r"clip"  # the clip reported (``clip_grad_norm_``, a helper of the file that clips)
+    needs = r"clip|register_hook"  # the clip reported (``clip_grad_norm_``, a helper that clips, a clamping hook)
 
     def check(self, ctx) -> Iterable[Violation]:
         for scope, step in training_steps(ctx).items():
+            if not bf16_only(ctx, scope):
+                yield from self._clamping_hooks(ctx, scope, step)
             clips = step.of_kind("clip")
             if not clips or bf16_only(ctx, scope):
                 continue
@@ -96,3 +99,48 @@ class ClipBeforeUnscale(Rule):
                            and bw.index < clip.index]
                 related = related[-1:] or ([caller] if caller is not None else [])
                 yield Violation(clip.call, message, Confidence.CERTAIN, fix=fix, help=help, related=related)
+
+    def _clamping_hooks(self, ctx, scope, step: Step) -> Iterable[Violation]:
+        """Gradient hooks that clamp (``p.register_hook(lambda g: g.clamp(-c, c))``), registered in
+        this step's function before its scaled backward: they run during ``scaler.scale(loss)
+        .backward()`` on the scaled gradients (allennlp's gradient clipping with use_amp, fixed
+        upstream by clipping after unscale_)."""
+        scaled = [bw for bw in step.of_kind("backward") if bw.how == "scaled" and bw.scaler]
+        if not scaled:
+            return
+        # where the hooks may be registered: this function before its scaled backward, or a method of
+        # its class before it calls this one (allennlp's _try_train registers, then runs _train_epoch)
+        before = {scope: ctx.order(scaled[-1].call)}
+        cls = ctx.enclosing_class(scope) if isinstance(scope, cst.FunctionDef) else None
+        if cls is not None:
+            for call in ctx.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == scope.name.value \
+                        and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                        and ctx.enclosing_class(call) is cls:
+                    caller = scope_of(ctx, call)
+                    if caller is not scope:
+                        before[caller] = max(before.get(caller, -1), ctx.order(call))
+        for call in ctx.nodes(cst.Call):
+            if scope_of(ctx, call) not in before or ctx.order(call) > before[scope_of(ctx, call)]:
+                continue
+            hook = clamping_gradient_hook(ctx, call)
+            if hook is None:
+                continue
+            bw = next((b for b in scaled if ctx.order(b.call) > ctx.order(call)), scaled[-1])
+            what = "this hook" if _is_register(call) else f"`{ctx.code(call.func)}(...)` registers a gradient hook that"
+            message = (f"{what} clamps every gradient during "
+                       f"`{bw.scaler}.scale(loss).backward()`: the hook sees the gradients multiplied by the loss "
+                       f"scale ({GRAD_SCALER_INIT_SCALE:g} at the start), so the clip value applies to scaled "
+                       f"gradients and clips almost all of them")
+            related = [Location(ctx.path, ctx.line_of(bw.call), "the scaled backward")]
+            if hook is not call:
+                related.insert(0, Location(ctx.path, ctx.line_of(hook), "the clamping hook"))
+            # (a hook in another file: the call that registers it is reported, its file is not cited)
+            yield Violation(call, message, Confidence.CERTAIN, related=related,
+                            help=f"clip after `{bw.scaler}.unscale_(optimizer)` "
+                                 f"(torch.nn.utils.clip_grad_value_) instead of in a gradient hook")
+
+
+def _is_register(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_hook"
