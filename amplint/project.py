@@ -450,7 +450,7 @@ class Project:
     # The facts rules read of the project, recorded while a file is analysed so that its cached
     # result is reused only while they are the same (amplint.results): name -> kinds of the arguments.
     RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",),
-                "callers": ("str",), "subclasses": ("str",)}
+                "callers": ("str",), "subclasses": ("str",), "looked_into": ("path",)}
 
     def start_recording(self) -> None:
         self._recording = []
@@ -605,6 +605,12 @@ class Project:
 
     def summaries(self) -> Dict[Path, FileSummary]:
         return {f: self.summary(f) for f in self.files()}
+
+    def looked_into(self, path: Path) -> Optional[str]:
+        """The content key of another project file a file's analysis reads itself
+        (``FileContext.other_file``: the hook a helper registers, the autocast it opens). Recorded,
+        so that a cached result that looked into that file is reused only while it is unchanged."""
+        return self.content_key(path)
 
     def content_key(self, path: Path) -> Optional[str]:
         """The content key of a project file (None for one that cannot be read): from the cache

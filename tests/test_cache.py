@@ -289,3 +289,24 @@ def test_the_cache_of_another_amplint_build_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_module, "_BUILD", "0.0+edited")
     assert check(root) == first
     assert linted == ["train.py", "train.py"]
+
+
+def test_a_result_that_looked_into_another_file_follows_its_edits(tmp_path):
+    """A file's analysis may read another project file itself (FileContext.other_file: the clamping
+    hook a helper registers, the autocast a helper opens); its cached result is reused only while
+    that file is unchanged, although no recorded summary fact differs."""
+    util = ("def enable_gradient_clipping(model, c):\n"
+            "    for p in model.parameters():\n"
+            "        p.register_hook(lambda grad: grad.clamp(-c, c))\n")
+    trainer = ("import torch\nimport util\n\n\ndef train(model, loader, opt):\n"
+               "    scaler = torch.amp.GradScaler('cuda')\n    util.enable_gradient_clipping(model, 1.0)\n"
+               "    for x in loader:\n        with torch.autocast('cuda', dtype=torch.float16):\n"
+               "            loss = model(x).mean()\n        scaler.scale(loss).backward()\n"
+               "        scaler.step(opt)\n        scaler.update()\n")
+    root = write_project(tmp_path / "p", {"util.py": util, "trainer.py": trainer})
+    age(root)
+    assert "AMP302" in run(["check", "trainer.py"], root).out
+    (root / "util.py").write_text(util.replace("grad.clamp(-c, c)", "grad.mul(c)"))
+    os.utime(root / "util.py", (PAST + 10, PAST + 10))
+    assert run(["check", "trainer.py"], root).out == run(["check", "--no-cache", "trainer.py"], root).out
+    assert "AMP302" not in run(["check", "trainer.py"], root).out

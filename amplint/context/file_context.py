@@ -222,7 +222,12 @@ class FileContext:
     def other_file(self, path: Path) -> Optional["FileContext"]:
         """The context of another file of the project (parsed once per project and worker), for
         questions one file asks of another; None for a lone snippet or a file that does not parse."""
-        return self.open_other(path) if self.open_other is not None else None
+        if self.open_other is None:
+            return None
+        looked_into = getattr(self.project, "looked_into", None)
+        if looked_into is not None:
+            looked_into(Path(path).resolve())  # what this file's cached result now depends on
+        return self.open_other(path)
 
     @property
     def project_index(self):
