@@ -322,7 +322,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     script = b"__main__" in source
     imports = _imports(nodes, module)
     dtype_vars = _value_dtype_vars(nodes, imports)
-    frozen = _frozen_objects(nodes)
+    frozen = _frozen_objects(nodes, parents)
     adapted = _adapter_wrapped(nodes)
     trained = _parameter_owners(nodes)
     lines = source.decode("utf-8", "replace").splitlines()
@@ -532,19 +532,34 @@ def _trained_half_cast(node: ast.Call, call_facts, trained: set) -> Optional[Sig
     return None
 
 
-def _adapter_wrapped(nodes: List[ast.AST]) -> set:
-    """Names of models handed to a PEFT wrapper (``get_peft_model(model, config)``)."""
+def _adapter_wrapped(nodes: List[ast.AST], parents: Optional["_Parents"] = None) -> set:
+    """Names of models handed to a PEFT wrapper (``get_peft_model(model, config)``); with ``parents``,
+    only those wrapped in every run (not under an ``if`` of their function: llama-recipes' ``if
+    train_config.use_peft: model = get_peft_model(model, peft_config)`` fine-tunes the whole model
+    otherwise)."""
     return {_dotted(n.args[0]).rsplit(".", 1)[-1] for n in nodes
             if isinstance(n, ast.Call) and (_dotted(n.func) or "").rsplit(".", 1)[-1] in _ADAPTER_WRAPPERS
-            and n.args and _dotted(n.args[0])}
+            and n.args and _dotted(n.args[0]) and (parents is None or not _under_if(n, parents))}
 
 
-def _frozen_objects(nodes: List[ast.AST]) -> set:
+def _under_if(node: ast.AST, parents: "_Parents") -> bool:
+    """Is ``node`` in a branch of an ``if`` / conditional expression of its function (or module)?"""
+    child = node
+    for p in parents.chain(node):
+        if isinstance(p, (ast.If, ast.IfExp)) and child is not p.test:
+            return True
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        child = p
+    return False
+
+
+def _frozen_objects(nodes: List[ast.AST], parents: Optional["_Parents"] = None) -> set:
     """Names of modules whose parameters do not train: ``vae.requires_grad_(False)``,
     ``for p in encoder.parameters(): p.requires_grad = False``, ``get_peft_model(model, config)`` (the
-    last part of a dotted name)."""
+    last part of a dotted name; a PEFT wrap only when every run takes it)."""
     # PEFT freezes the base model and trains adapters (float32 since peft 0.12's autocast_adapter_dtype)
-    out = _adapter_wrapped(nodes)
+    out = _adapter_wrapped(nodes, parents)
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_" \
                 and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
@@ -847,11 +862,13 @@ def _returned_dict(name: str, parents: "_Parents") -> List[Tuple[str, ast.AST]]:
 
 def _enabled_switch(node: ast.AST, sig: Signal, lines: List[str]) -> Optional[str]:
     """``autocast(enabled=cfg.use_fp16)`` / ``GradScaler(enabled=args.amp)``: the run's flag that switches
-    the mixed precision on, as the condition of that option (``if cfg.use_fp16``)."""
+    the mixed precision on, as the condition of that option (``if cfg.use_fp16``); flags anded together
+    (``enabled=cfg.use_fp16 and not cfg.enable_fsdp``, llama-recipes) are that condition too."""
     if sig.kind not in ("autocast", "grad_scaler") or not isinstance(node, ast.Call):
         return None
     for k in node.keywords:
-        if k.arg == "enabled" and isinstance(k.value, (ast.Name, ast.Attribute)):
+        if k.arg == "enabled" and (isinstance(k.value, (ast.Name, ast.Attribute))
+                                   or isinstance(k.value, ast.BoolOp) and isinstance(k.value.op, ast.And)):
             return f"if {_text(lines, k.value)}"
     return None
 

@@ -38,6 +38,10 @@ LIBRARY_LOOPS_ONLY = ("a package of the project, reached only by optimisation lo
                       "users call, not scripts) with no precision evidence")
 # a project none of whose files trains (whisper: its --fp16 and .half() are its decoder's)
 NOTHING_TRAINS = "nothing in the project trains (no backward, optimizer step or trainer)"
+# a file no entry point's imports reach, judged by the precision the entry points agree on
+UNREACHED = "not reached by an entry point's imports; the project's precision"
+# such a file that is a program of its own (a notebook, a script run as ``__main__``)
+UNREACHED_PROGRAM = "a program no entry point's imports reach; the project's precision"
 ONLY_OTHER_PROGRAMS = "no training run imports it: a program that does not train, or imported only by such programs"
 _WHO_REACHES = {NOTHING_TRAINS: "nothing in the project trains: no training entry point reaches",
                 EXAMPLES_ONLY: "only example scripts with no precision evidence reach",
@@ -175,10 +179,21 @@ class Regime:
         """``half_optimizer`` for an optimizer over ``model``'s parameters built in the file shown as
         ``path``: when that file casts some objects to half and ``model`` is not one of them (a
         frozen ``vae.to(dtype=weight_dtype)`` beside ``AdamW(unet.parameters())``), the cast does
-        not reach the optimizer's parameters."""
-        if self.override or not model or not path:
+        not reach the optimizer's parameters. In a program of its own that no entry point reaches (judged
+        by the project's precision), another file's half cast is of the models the entry points train,
+        not of what this program's optimizer gets (llama-recipes' notebooks, each with its own loop,
+        beside finetuning.py's ``use_fp16`` load)."""
+        if self.override or not path:
             return self.half_optimizer
         target = Path(path).resolve()
+        if self.scope == UNREACHED_PROGRAM:
+            keep = [i for i, (s, ev) in enumerate(self.signals)
+                    if s.kind != "half_params" or Path(ev.path).resolve() == target]
+            if len(keep) < len(self.signals):
+                origins = tuple(self.origins[i] for i in keep) if len(self.origins) == len(self.signals) else ()
+                return Regime([self.signals[i] for i in keep], origins=origins).half_optimizer_of(model, path)
+        if not model:
+            return self.half_optimizer
         same = {ev.path: Path(ev.path).resolve() == target for _, ev in self.signals}
         here = [(s, ev) for s, ev in self.signals
                 if same[ev.path] and s.kind == "half_params" and s.pure and not s.master and s.dtype == "float16"
@@ -275,17 +290,31 @@ def _same_option(half: Signal, flag: Signal) -> bool:
     return bool(named & _HALF_OPTION & _words(half.condition)) and not named & _MIXED_OPTION
 
 
-_SWITCH = re.compile(r"\b(?:if|elif)\s+([A-Za-z_][\w.]*)\s*(?:\)|$)")
+_CONDITION = re.compile(r"\b(?:if|elif)\s+(.+?)\s*(?:\)|$)")
+_FLAG = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def _conjuncts(condition: str) -> Tuple[set, bool]:
+    """The flags a condition's text (``if a and b.c``) ands together, and whether that is all of it
+    (no call, negation, comparison or cut-off text among its parts)."""
+    m = _CONDITION.search(condition or "")
+    if not m:
+        return set(), False
+    parts = [p.strip() for p in m.group(1).split(" and ")]
+    flags = {p for p in parts if _FLAG.fullmatch(p)}
+    return flags, len(flags) == len(parts)
 
 
 def _same_switch(half: Signal, other: Signal) -> bool:
-    """The half cast and ``other`` are switched on by the same flag, so they are one option, not
-    alternatives: llama-recipes' ``from_pretrained(torch_dtype=torch.float16 if cfg.use_fp16 else
-    "auto")`` beside ``GradScaler() if cfg.use_fp16 else None`` and ``autocast(enabled=cfg.use_fp16)``
-    loads float16 parameters for the same run that scales its loss (AdamW's eps on float16)."""
-    a = _SWITCH.search(half.condition or "")
-    b = _SWITCH.search(other.condition or "")
-    return bool(a and b and a.group(1) == b.group(1))
+    """``other`` is on only in runs where the half cast is taken (every flag of the half cast's
+    condition is one of those ``other``'s condition ands), so they are one option, not alternatives:
+    llama-recipes' ``from_pretrained(torch_dtype=torch.float16 if cfg.use_fp16 else "auto")`` beside
+    ``GradScaler() if cfg.use_fp16 else None`` and ``autocast(enabled=cfg.use_fp16)`` loads float16
+    parameters for the same run that scales its loss (AdamW's eps on float16); so does its
+    ``ShardedGradScaler() if use_fp16 and enable_fsdp``."""
+    a, whole = _conjuncts(half.condition)
+    b, _ = _conjuncts(other.condition)
+    return bool(a) and whole and a <= b
 
 
 def module_name_for(path: Path, root: Path) -> Optional[str]:
@@ -691,9 +720,11 @@ class Project:
             master = bool(self.master_optimizers())
             reached_of: Dict[Path, _Reached] = {}
             eps = []
-            for path, f in facts.items():
-                if not f["entry_points"] or self.is_test(path):
-                    continue
+            trainers = [(path, f["entry_points"]) for path, f in facts.items()
+                        if f["entry_points"] and not self.is_test(path)]
+            trainers += self._launchers(trainers)
+            for path, functions in trainers:
+                f = {**facts[path], "entry_points": functions}
                 reach = _closure(path, graph)
                 reached = reached_of[path] = _Reached(self, path)
                 signals: List[Tuple[Signal, Evidence]] = []
@@ -739,13 +770,56 @@ class Project:
             # script of its own even when another script imports it for its classes.
             # (Only when the other's code calls its training functions, by the call graph: speechbrain's
             # tokenizer-training script imports the package, Brain.fit in core.py stays an entry point.)
-            eps = [e for e in eps if _hands_off(e.functions)
+            # (A loop that hands the model to DeepSpeed itself is still the helper of a launcher that calls
+            # it, unless it is a program of its own: gpt-neox's train.py runs megatron/training.py's pretrain.)
+            launched = {r for e in eps for f in e.functions for r in f.get("runs", ())}
+            eps = [e for e in eps if _hands_off(e.functions) and not (str(e.path) in launched
+                                                                    and not facts[e.path].get("script"))
                    or not any(o is not e and e.path in o.reach and o.path not in e.reach
                               and self._calls_training_of(o, e, reached_of) for o in eps)]
             for e in eps:  # name an entry point by a function that trains, not one that prepares
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
+
+    def _launchers(self, trainers: List[Tuple[Path, List[dict]]]) -> List[Tuple[Path, List[dict]]]:
+        """The files that run a training loop defined in another file and train nothing themselves,
+        each with the functions that call it: llama-recipes' ``finetuning.py`` builds the model (in
+        float16 when ``use_fp16``) and its AdamW, then calls ``train(model, ..., optimizer)`` from
+        ``utils/train_utils.py``; DETR's ``main.py`` builds the model and calls ``engine.train_one_epoch``.
+        Such a file is the program the loop runs in: its casts, optimizers and the models it builds are
+        judged under that run, and it becomes the entry point (the loop's file is then its helper).
+        Only calls of module-level functions count (a subclass calling ``self.fit_batch`` is no
+        program), and test files run no training."""
+        index = self.index
+        known = {path for path, _ in trainers}
+        found: Dict[Path, Dict[str, dict]] = {}
+        todo = list(trainers)
+        while todo:
+            path, functions = todo.pop()
+            names = {e["function"] for e in functions}
+            for sym in index.symbols_in(path):
+                if sym.kind != "function" or sym.is_method or sym.qualname not in names:
+                    continue
+                for site in index.callers(sym.name):
+                    if site.path in known or site.on_self or self.is_test(site.path):
+                        continue
+                    module = index.module_level(site.path)
+                    caller = site.caller[len(module) + 1:] if site.caller != module else "<module>"
+                    defined = index.symbol(site.caller) if caller != "<module>" else None
+                    line = defined.line if defined is not None else site.line
+                    rel = self.relative(path)
+                    e = found.setdefault(site.path, {}).setdefault(caller, {"function": caller, "line": line, "why": [],
+                                                                            "runs": []})
+                    why = f"runs the training loop `{sym.qualname}` of {rel}"
+                    if why not in e["why"]:
+                        e["why"].append(why)
+                        e["runs"].append(str(path))
+            for p in list(found):
+                if p not in known:
+                    known.add(p)
+                    todo.append((p, sorted(found[p].values(), key=lambda e: e["line"])))
+        return [(p, sorted(fs.values(), key=lambda e: e["line"])) for p, fs in sorted(found.items())]
 
     def _live_in_own_file(self, facts: dict, path: Path, functions: List[dict]) -> dict:
         """``facts`` of an entry point's own file, less the evidence in its module-level functions
@@ -995,7 +1069,8 @@ class Project:
                 # the training's float16 says nothing of it; whoever runs it in float16 is a user. (Under
                 # an fp32 or bf16 training the project's precision reports no more than this would.)
                 return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
-            scope = "not reached by an entry point's imports; the project's precision" if eps else project.scope
+            program = key.suffix == ".ipynb" or bool(self.facts().get(key, {}).get("script"))
+            scope = (UNREACHED_PROGRAM if program else UNREACHED) if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points, project.origins)
         return self._library("no training entry point reaches it, and the entry points disagree")
 

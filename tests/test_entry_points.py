@@ -585,9 +585,11 @@ def test_configs_beside_the_script_that_runs_an_entry_point_belong_to_it(tmp_pat
     # (here runs/, a name that is not a configuration directory's: the script beside it is what ties them)
     p = project(tmp_path, _NEOX)
     (ep,) = p.entry_points()
-    assert ep.display.endswith("megatron/training.py")
+    # train.py runs the loop: the program is the entry point, the loop's file its helper
+    assert ep.display.endswith("/train.py") and tmp_path / "p/megatron/training.py" in ep.reach
     from amplint.project import Regime
     assert Regime(ep.signals).mode == "fp16-master"
+    assert p.regime_for(tmp_path / "p/megatron/training.py").mode == "fp16-master"
     # the bf16 block under `if ... == "bfloat16":` is one of the options, shown with its condition
     (bf16,) = [s for s, _ in ep.signals if s.dtype == "bfloat16"]
     assert bf16.conditional and "bfloat16" in bf16.condition
@@ -836,6 +838,22 @@ def test_a_half_load_switched_by_the_same_flag_as_the_scaler_is_the_same_run(tmp
     assert Regime(ep.signals).mode == "fp16-mixed"
 
 
+
+def test_a_scaler_switched_by_the_half_loads_flag_and_another_is_the_same_run(tmp_path):
+    # llama-recipes train_utils.py: `ShardedGradScaler() if use_fp16 and enable_fsdp`, `GradScaler() if use_fp16
+    # and not enable_fsdp`: on only when use_fp16 loads float16 parameters (triage T4-10b, the real tree)
+    from amplint.project import Regime
+    both = _LLAMA_RECIPES.replace("if cfg.use_fp16 else None", "if cfg.use_fp16 and cfg.enable_fsdp else None").replace(
+        "enabled=cfg.use_fp16", "enabled=cfg.use_fp16 and not cfg.enable_fsdp")
+    (ep,) = project(tmp_path, {"finetune.py": both}).entry_points()
+    assert Regime(ep.signals).mode == "fp16"
+    # near miss: the half load needs a second flag the scaler does not: runs with the scaler and without the
+    # half load exist, a mixed-precision alternative
+    half_more = both.replace('torch.float16 if cfg.use_fp16 else "auto"', 'torch.float16 if cfg.use_fp16 and cfg.low_mem else "auto"')
+    (ep,) = project(tmp_path / "more", {"finetune.py": half_more}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
+
+
 def test_a_recipes_dir_holds_the_run_configs_of_the_scripts_beside_it(tmp_path):
     # alignment-handbook: `accelerate launch scripts/sft.py --config recipes/.../config_full.yaml` (TrlParser)
     from amplint.project import Regime
@@ -854,3 +872,149 @@ def test_a_recipes_dir_holds_the_run_configs_of_the_scripts_beside_it(tmp_path):
     files["examples_data/config_full.yaml"] = files.pop("recipes/zephyr/sft/config_full.yaml")
     (ep,) = project(tmp_path / "data", files).entry_points()
     assert Regime(ep.signals).mode == "fp32"
+
+
+# ---- a launcher that builds the model and optimizer and runs a loop defined in another file ------
+
+_TRAIN_UTILS = """
+    import torch
+    def train(model, loader, optimizer, cfg):
+        scaler = torch.cuda.amp.GradScaler() if cfg.use_fp16 else None
+        for batch in loader:
+            with torch.cuda.amp.autocast(enabled=cfg.use_fp16):
+                loss = model(**batch).loss
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+"""
+_FINETUNING = """
+    import torch
+    import torch.optim as optim
+    from transformers import LlamaForCausalLM
+    from pkg.utils.train_utils import train
+    def main(cfg, loader):
+        model = LlamaForCausalLM.from_pretrained(cfg.name, torch_dtype=torch.float16 if cfg.use_fp16 else "auto")
+        optimizer = optim.AdamW(model.parameters(), lr=cfg.lr)
+        train(model, loader, optimizer, cfg)
+    if __name__ == "__main__":
+        import fire
+        fire.Fire(main)
+"""
+
+
+def test_a_launcher_that_builds_the_model_and_optimizer_is_the_loops_entry_point(tmp_path):
+    # llama-recipes: finetuning.py loads the model (float16 when use_fp16) and builds AdamW, then runs
+    # utils/train_utils.py's train(); the same run as the loop's scaler (triage T4-10b)
+    from amplint.project import Regime
+    files = {"pkg/__init__.py": "", "pkg/utils/__init__.py": "", "pkg/utils/train_utils.py": _TRAIN_UTILS,
+             "pkg/finetuning.py": _FINETUNING}
+    p = project(tmp_path, files)
+    (ep,) = p.entry_points()
+    assert ep.display.endswith("pkg/finetuning.py") and ep.functions[0]["function"] == "main"
+    assert Regime(ep.signals).mode == "fp16"
+    assert p.regime_for(tmp_path / "p/pkg/utils/train_utils.py").mode == "fp16"
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], tmp_path / "p")
+    assert "finetuning.py:8:" in r.out
+    # near miss: a launcher that loads the model in the default dtype keeps the loop's fp16 autocast
+    files["pkg/finetuning.py"] = _FINETUNING.replace('torch.float16 if cfg.use_fp16 else "auto"', '"auto"')
+    (ep,) = project(tmp_path / "auto", files).entry_points()
+    assert ep.display.endswith("pkg/finetuning.py") and Regime(ep.signals).mode == "fp16-mixed"
+
+
+def test_a_file_that_imports_the_loop_without_calling_it_or_a_test_is_no_launcher(tmp_path):
+    from amplint.project import Regime
+    files = {"pkg/__init__.py": "", "pkg/utils/__init__.py": "", "pkg/utils/train_utils.py": _TRAIN_UTILS,
+             # a script that only reads a constant of the loop's module: it runs no training
+             "pkg/export.py": _FINETUNING.replace("train(model, loader, optimizer, cfg)", "print(train.__doc__)"),
+             # a test that runs the loop on a tiny model
+             "tests/test_train.py": _FINETUNING.replace("def main(", "def test_main("),
+             }
+    p = project(tmp_path, files)
+    (ep,) = p.entry_points()
+    assert ep.display.endswith("pkg/utils/train_utils.py") and Regime(ep.signals).mode == "fp16-mixed"
+
+
+def test_files_only_a_launcher_reaches_run_in_its_precision(tmp_path):
+    # DETR-style layout: main.py builds the model from models/ and the optimizer, engine.py holds
+    # train_one_epoch; two launchers of one loop, one training in bfloat16, one in fp16 autocast
+    from amplint.project import Regime
+    engine = """
+        import torch
+        def train_one_epoch(model, criterion, loader, optimizer):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+    """
+    main = """
+        import torch
+        from engine import train_one_epoch
+        from models.{name} import build
+        def main(args):
+            model, criterion = build(args)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            with torch.autocast("cuda", dtype=torch.{dtype}):
+                train_one_epoch(model, criterion, args.loader, optimizer)
+        if __name__ == "__main__":
+            main(None)
+    """
+    model = "import torch\ndef build(args):\n    return torch.nn.Linear(2, 2), torch.nn.MSELoss()\n"
+    files = {"engine.py": engine, "models/__init__.py": "", "models/detr.py": model, "models/vit.py": model,
+             "main_detr.py": main.format(name="detr", dtype="float16"),
+             "main_vit.py": main.format(name="vit", dtype="bfloat16")}
+    p = project(tmp_path, files)
+    eps = p.entry_points()
+    assert [e.display.rsplit("/", 1)[-1] for e in eps] == ["main_detr.py", "main_vit.py"]
+    assert p.regime_for(tmp_path / "p/models/detr.py").mode == "fp16-mixed"
+    assert p.regime_for(tmp_path / "p/models/vit.py").mode == "bf16"
+    # the loop runs under both
+    assert p.regime_for(tmp_path / "p/engine.py").scope.count("main_") == 2
+
+
+def test_a_peft_wrap_taken_only_in_some_runs_leaves_the_half_load_trained(tmp_path):
+    # llama-recipes finetuning.py: `if train_config.use_peft: model = get_peft_model(model, peft_config)`;
+    # without use_peft the whole float16 model is fine-tuned by AdamW (triage T4-10b)
+    from amplint.project import Regime
+    src = _LLAMA_RECIPES.replace("        optimizer = optim.AdamW", "        if cfg.use_peft:\n"
+                                 "            model = get_peft_model(model, cfg.peft)\n        optimizer = optim.AdamW")
+    (ep,) = project(tmp_path, {"finetune.py": "from peft import get_peft_model\n" + textwrap.dedent(src)}).entry_points()
+    assert Regime(ep.signals).mode == "fp16"
+    # near miss: wrapped in every run, only the adapters train (float32): the float16 base is frozen
+    src = src.replace("        if cfg.use_peft:\n            model = get_peft_model", "        if True:\n            pass\n"
+                      "        model = get_peft_model")
+    (ep,) = project(tmp_path / "always", {"finetune.py": "from peft import get_peft_model\n" + textwrap.dedent(src)}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
+
+
+def test_an_optimizer_in_a_program_no_entry_point_reaches_is_not_of_the_entry_points_half_model(tmp_path):
+    # llama-recipes: prompt_guard_tutorial trains its own classifier in float32 with AdamW beside finetuning.py's
+    # use_fp16 load; a program of its own judged by the project's precision: not the entry point's float16 model
+    # (a module no entry point imports, such as an optimizer a registry loads, keeps the project's half cast:
+    # test_amp101_flags_tiny_eps_on_half_parameters)
+    files = {"pkg/__init__.py": "", "pkg/utils/__init__.py": "", "pkg/utils/train_utils.py": _TRAIN_UTILS,
+             "pkg/finetuning.py": _FINETUNING,
+             "tutorial/classifier.py": """
+                 import torch
+                 def fit(model, loader):
+                     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+                     return optimizer
+                 if __name__ == "__main__":
+                     fit(torch.nn.Linear(2, 2), [])
+             """}
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], write_project(tmp_path / "q", {
+        k: textwrap.dedent(v) for k, v in files.items()}))
+    assert "finetuning.py:8:" in r.out and "classifier.py" not in r.out
+    # a notebook that trains its own model is a program of its own too
+    import json
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": "import torch\nopt = torch.optim.AdamW(model.parameters(), lr=1e-5)\n"}
+    doc = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], write_project(tmp_path / "nb", {
+        **{k: textwrap.dedent(v) for k, v in files.items()}, "tutorial/tune.ipynb": json.dumps(doc)}))
+    assert "finetuning.py:8:" in r.out and "tune.ipynb" not in r.out
+    # near miss: the launcher builds its optimizer with that helper: the entry point reaches it
+    files["pkg/finetuning.py"] = _FINETUNING.replace("from pkg.utils", "from tutorial.classifier import fit\n    from pkg.utils").replace(
+        "optimizer = optim.AdamW(model.parameters(), lr=cfg.lr)", "optimizer = fit(model, loader)")
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], write_project(tmp_path / "h", {
+        k: textwrap.dedent(v) for k, v in files.items()}))
+    assert "classifier.py:4:" in r.out
