@@ -186,7 +186,7 @@ class Regime:
         if self.override or not path:
             return self.half_optimizer
         target = Path(path).resolve()
-        if self.scope == UNREACHED_PROGRAM:
+        if self.scope.startswith(UNREACHED_PROGRAM):
             keep = [i for i, (s, ev) in enumerate(self.signals)
                     if s.kind != "half_params" or Path(ev.path).resolve() == target]
             if len(keep) < len(self.signals):
@@ -1057,6 +1057,31 @@ class Project:
             # reaches the models its subclasses build only through overrides the call graph does not
             # follow: the package's other files are its users' to run in float16, as the reached ones are
             return self._library(LIBRARY_LOOPS_ONLY)
+        program = key.suffix == ".ipynb" or bool(self.facts().get(key, {}).get("script"))
+        near = self._nearest_entry_points(key, eps)
+        if near is not None:
+            # a monorepo of models (DeepLearningExamples/PyTorch): a file of one model's directory that its
+            # entry points do not import (a FastPitch copy beside HiFiGAN's train.py) is that model's, not
+            # judged by a sibling model's apex O2 (BERT's run_glue.py)
+            eps_near, where = near
+            signals: List[Tuple[Signal, Evidence]] = []
+            owners: Dict[Tuple[Signal, Evidence], List[str]] = {}
+            for ep in eps_near:
+                for x in ep.signals:
+                    if x not in owners:
+                        signals.append(x)
+                    owners.setdefault(x, []).append(ep.name())
+            modes = {Regime(ep.signals).mode for ep in eps_near if ep.signals}
+            if len(modes) > 1 and not modes <= {"fp16-mixed", "fp16-master", "fp16"}:
+                return self._library(f"no training entry point reaches it, and the entry points under {where}/ disagree")
+            names = tuple(ep.name() for ep in eps_near)
+            regime = Regime(signals, None, "", names, tuple(tuple(owners[x]) for x in signals))
+            programs = self._only_programs_that_do_not_train_import(key) \
+                if regime.mode in ("fp16-mixed", "fp16-master", "fp16") else None
+            if programs:
+                return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
+            regime.scope = f"{UNREACHED_PROGRAM if program else UNREACHED} (the entry points under {where}/)"
+            return regime
         # Entry points agree when those with evidence say one precision, or float16 in its forms
         # (fairseq: its trainer's --fp16 with master weights, task scripts reaching only the amp
         # path); an entry point with no evidence at all says nothing (an optimizer wrapper's step).
@@ -1069,10 +1094,22 @@ class Project:
                 # the training's float16 says nothing of it; whoever runs it in float16 is a user. (Under
                 # an fp32 or bf16 training the project's precision reports no more than this would.)
                 return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
-            program = key.suffix == ".ipynb" or bool(self.facts().get(key, {}).get("script"))
             scope = (UNREACHED_PROGRAM if program else UNREACHED) if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points, project.origins)
         return self._library("no training entry point reaches it, and the entry points disagree")
+
+    def _nearest_entry_points(self, key: Path, eps: List["EntryPoint"]) -> Optional[Tuple[List["EntryPoint"], str]]:
+        """The entry points in the nearest directory above ``key`` (below the root) that holds some, and
+        that directory, when they are not all the project's: a file no entry point imports belongs to the
+        model whose directory it is in. The package's own loops (``_library_loop``) are no model's
+        program. None when no directory below the root holds one, or the nearest holds them all."""
+        d = key.parent
+        while d != self.root and self.root in d.parents:
+            near = [ep for ep in eps if d in ep.path.parents and not self._library_loop(ep)]
+            if near:
+                return (near, self.relative(d)) if len(near) < len(eps) else None
+            d = d.parent
+        return None
 
     def _only_programs_that_do_not_train_import(self, key: Path) -> Optional[List[str]]:
         """The programs (a script, a root module such as ``hubconf.py``, a file under ``app/``,

@@ -149,3 +149,48 @@ def test_a_vendored_hook_no_file_of_the_project_builds_is_the_vendored_librarys_
     root = write_project(tmp_path / "built", {k: textwrap.dedent(v) for k, v in files.items()}, marker=None)
     p = Project(root)
     assert p.regime_for(root / "pkg/vendor/bricks.py").mode == "fp16-mixed"
+
+
+# ---- a monorepo of models: a file no entry point imports belongs to the model whose directory it is in ----
+
+_APEX_O2 = """
+import torch
+from apex import amp
+def main(model, loader):
+    optimizer = torch.optim.AdamW(model.parameters(), eps=1e-6)
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O2")
+    for batch in loader:
+        loss = model(batch)
+        with amp.scale_loss(loss, optimizer) as scaled_loss:
+            scaled_loss.backward()
+        optimizer.step()
+"""
+_AUTOCAST = """
+import torch
+def main(generator, loader, args):
+    optim_g = torch.optim.AdamW(generator.parameters())
+    scaler = torch.cuda.amp.GradScaler(enabled=args.amp)
+    for mel, audio in loader:
+        with torch.cuda.amp.autocast(enabled=args.amp):
+            loss = (generator(mel) - audio).abs().mean()
+        scaler.scale(loss).backward()
+        scaler.step(optim_g)
+        scaler.update()
+"""
+
+
+def test_a_file_no_entry_point_imports_takes_the_precision_of_its_own_models_entry_points(tmp_path):
+    # DeepLearningExamples/PyTorch (triage T5-8): HiFiGAN's unimported FastPitch copy was judged by BERT's apex O2
+    from amplint.project import Project
+    files = {"bert/run_glue.py": _APEX_O2, "tts/hifigan/train.py": _AUTOCAST,
+             "tts/hifigan/fastpitch/attn_loss.py": "import torch\nEPS = 1e-12\n",
+             "common/helpers.py": "import torch\nEPS = 1e-12\n", "bert/extras/util.py": "X = 1\n"}
+    p = Project(write_project(tmp_path / "p", files))
+    assert p.regime_for(tmp_path / "p/tts/hifigan/fastpitch/attn_loss.py").mode == "fp16-mixed"
+    assert "tts/hifigan/" in p.regime_for(tmp_path / "p/tts/hifigan/fastpitch/attn_loss.py").scope
+    assert p.regime_for(tmp_path / "p/bert/extras/util.py").mode == "fp16-master"
+    # near miss: a directory beside both models is no model's: the project's precision (both train in float16
+    # forms, so they agree on the most severe)
+    from amplint.project import UNREACHED
+    assert p.regime_for(tmp_path / "p/common/helpers.py").scope == UNREACHED
+    assert p.regime_for(tmp_path / "p/common/helpers.py").mode == "fp16-master"
