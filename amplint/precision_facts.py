@@ -363,7 +363,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         if isinstance(node, ast.Dict):
             # a DeepSpeed block under ``if precision == "bfloat16":`` is one of the options (gpt-neox)
             cond = _dtype_condition(node, parents, lines)
-            for sig, note in _dict_signals(node):
+            for sig, note in _dict_signals(node, owner(node)):
                 facts["signals"].append({**_record(sig, note, node, lines, TRAINING, cond),
                                          "main": _under_main(node, parents)})
             continue
@@ -1048,9 +1048,11 @@ def _deepspeed_only_options(nodes: List[ast.AST], parents: "_Parents") -> frozen
     return frozenset(inside - outside)
 
 
-def _dict_signals(node: ast.Dict):
+def _dict_signals(node: ast.Dict, fn=None):
     """A DeepSpeed config as a dict literal: ``{"fp16": {"enabled": True}}`` (half model with fp32
-    master weights and dynamic loss scaling) / ``"bf16"``; ``"enabled": args.fp16`` is one of."""
+    master weights and dynamic loss scaling) / ``"bf16"``; ``"enabled": args.fp16`` is one of.
+    ``"enabled": param_dtype == "fp16"`` in a function ``fn`` whose ``param_dtype="bf16"`` is what
+    its callers leave as is is read at that default (OpenRLHF's ``get_train_ds_config``: bf16)."""
     for k, v in zip(node.keys, node.values):
         if not (isinstance(k, ast.Constant) and k.value in ("fp16", "bf16", "bfloat16")):
             continue
@@ -1059,11 +1061,31 @@ def _dict_signals(node: ast.Dict):
         for k2, v2 in zip(v.keys, v.values):
             if isinstance(k2, ast.Constant) and k2.value == "enabled":
                 on = _truthy(v2)
-                if on is False:
+                default = _at_parameter_default(v2, fn) if on is None else None
+                if on is False or default is False:
                     continue
                 dtype = "float16" if k.value == "fp16" else "bfloat16"
-                note = f'DeepSpeed "{k.value}": {{"enabled": ...}}' + ("" if on else " (one of)")
+                note = f'DeepSpeed "{k.value}": {{"enabled": ...}}' + (
+                    "" if on else " (on at the parameter's default)" if default else " (one of)")
                 yield Signal("flag", dtype, pure=True, note=note, master=True), note
+
+
+def _at_parameter_default(test: ast.AST, fn) -> Optional[bool]:
+    """``name == "lit"`` / ``name != "lit"`` where ``name`` is a parameter of ``fn`` with a string
+    default: the test's value at that default; None for anything else."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
+            and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        return None
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults):]], a.defaults))
+    defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    default = defaults.get(test.left.id)
+    if not (isinstance(default, ast.Constant) and isinstance(default.value, str)):
+        return None
+    equal = default.value == test.comparators[0].value
+    return equal if isinstance(test.ops[0], ast.Eq) else not equal
 
 
 def _dtype_condition(node: ast.AST, parents: _Parents, lines: List[str]) -> Optional[str]:

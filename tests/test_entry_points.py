@@ -1018,3 +1018,35 @@ def test_an_optimizer_in_a_program_no_entry_point_reaches_is_not_of_the_entry_po
     r = run(["check", "--no-cache", "--select", "AMP101", "."], write_project(tmp_path / "h", {
         k: textwrap.dedent(v) for k, v in files.items()}))
     assert "classifier.py:4:" in r.out
+
+
+def test_a_deepspeed_block_enabled_by_a_parameter_is_read_at_its_default(tmp_path):
+    # OpenRLHF get_train_ds_config(param_dtype="bf16"): "bf16": {"enabled": param_dtype == "bf16"}, "fp16": {...
+    # == "fp16"}; every caller leaves the default (triage T5-3): bf16, not fp16 with master weights
+    from amplint.project import Regime
+    ds = """
+        def get_train_ds_config(stage=2, param_dtype="bf16"):
+            return {
+                "zero_optimization": {"stage": stage},
+                "bf16": {"enabled": param_dtype == "bf16"},
+                "fp16": {"enabled": param_dtype == "fp16"},
+            }
+    """
+    train = """
+        import deepspeed
+        from ds_utils import get_train_ds_config
+        def train(model, loader, args):
+            engine, _, _, _ = deepspeed.initialize(model=model, config=get_train_ds_config(param_dtype=args.dtype))
+            for x in loader:
+                engine.backward(engine(x))
+                engine.step()
+    """
+    (ep,) = project(tmp_path, {"ds_utils.py": ds, "train.py": train}).entry_points()
+    assert Regime(ep.signals).mode == "bf16"
+    # near misses: an fp16 default is fp16 with master weights; a parameter with no default says "one of"
+    (ep,) = project(tmp_path / "fp16", {"ds_utils.py": ds.replace('param_dtype="bf16"', 'param_dtype="fp16"'),
+                                        "train.py": train}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-master"
+    (ep,) = project(tmp_path / "none", {"ds_utils.py": ds.replace('stage=2, param_dtype="bf16"', 'param_dtype, stage=2'),
+                                        "train.py": train}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-master"
