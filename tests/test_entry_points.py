@@ -1050,3 +1050,41 @@ def test_a_deepspeed_block_enabled_by_a_parameter_is_read_at_its_default(tmp_pat
     (ep,) = project(tmp_path / "none", {"ds_utils.py": ds.replace('stage=2, param_dtype="bf16"', 'param_dtype, stage=2'),
                                         "train.py": train}).entry_points()
     assert Regime(ep.signals).mode == "fp16-master"
+
+
+def test_a_cast_of_activations_named_after_the_encoder_is_no_half_model(tmp_path):
+    # sd-scripts library/train_util.py get_hidden_states: `encoder_hidden_states.to(weight_dtype)` made
+    # train_control_net.py "pure fp16" and its AdamW an AMP101 (triage T4-16)
+    from amplint.project import Regime
+    util = """
+        import torch
+        def prepare_dtype(args):
+            weight_dtype = torch.float32
+            if args.mixed_precision == "fp16":
+                weight_dtype = torch.float16
+            return weight_dtype
+        def get_hidden_states(text_encoder, input_ids, weight_dtype=None):
+            encoder_hidden_states = text_encoder(input_ids)[0]
+            if weight_dtype is not None:
+                encoder_hidden_states = encoder_hidden_states.to(weight_dtype)
+            return encoder_hidden_states
+    """
+    train = """
+        import torch
+        from lib import util
+        def train(args, controlnet, text_encoder, loader):
+            weight_dtype = util.prepare_dtype(args)
+            optimizer = torch.optim.AdamW(controlnet.parameters(), lr=args.lr)
+            for batch in loader:
+                hidden = util.get_hidden_states(text_encoder, batch["input_ids"], weight_dtype)
+                controlnet(batch["latents"], hidden).float().pow(2).mean().backward()
+                optimizer.step()
+    """
+    files = {"lib/__init__.py": "", "lib/util.py": util, "train.py": train}
+    (ep,) = project(tmp_path, files).entry_points()
+    assert Regime(ep.signals).mode == "fp32"
+    # near miss: the encoder itself cast to the dtype is a half model
+    files["lib/util.py"] = util.replace("encoder_hidden_states = text_encoder(input_ids)[0]",
+                                        "text_encoder.to(weight_dtype)\n            encoder_hidden_states = text_encoder(input_ids)[0]")
+    (ep,) = project(tmp_path / "enc", files).entry_points()
+    assert Regime(ep.signals).mode == "fp16"

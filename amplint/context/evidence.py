@@ -105,13 +105,20 @@ _MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "tra
 _NOT_TRAINED = ("pipe", "ema", "teacher", "frozen", "eval", "infer")
 
 
+# Names of a model's activations, though they hold a model word (``encoder_hidden_states``,
+# ``decoder_outputs``, ``unet_latents``): casting one casts a tensor, not parameters (sd-scripts'
+# ``get_hidden_states(..., weight_dtype)``: ``encoder_hidden_states.to(weight_dtype)``).
+_ACTIVATION_SUFFIXES = ("states", "_state", "hidden", "outputs", "output", "_out", "latents", "logits", "features",
+                        "embeds", "_ids", "mask")
+
+
 def _looks_like_model(receiver: Optional[str]) -> bool:
     if not receiver:
         return False
     if any(w in part.lower() for part in receiver.split(".") for w in _NOT_TRAINED):
         return False
     last = receiver.rsplit(".", 1)[-1].lower()
-    return any(w in last for w in _MODEL_WORDS)
+    return any(w in last for w in _MODEL_WORDS) and not last.endswith(_ACTIVATION_SUFFIXES)
 
 
 def autocast_signal(facts: CallFacts) -> Optional[Signal]:
