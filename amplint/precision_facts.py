@@ -554,12 +554,32 @@ def _under_if(node: ast.AST, parents: "_Parents") -> bool:
     return False
 
 
+def _evaluated_only(nodes: List[ast.AST]) -> set:
+    """Names put in eval mode (``vae.eval()``) that the file never puts back in training mode nor hands
+    to an optimizer (``vae.parameters()``): a frozen part (sd-scripts' ``load_target_model``: ``vae.to(
+    dtype=torch.float16); vae.eval(); return vae``). A model evaluated between epochs calls ``.train()``
+    again (or its parameters are optimized)."""
+    evaluated, trained = set(), set()
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name = _dotted(node.func.value)
+            if not name:
+                continue
+            last = name.rsplit(".", 1)[-1]
+            if node.func.attr == "eval" and not node.args:
+                evaluated.add(last)
+            elif node.func.attr in ("train", "parameters", "named_parameters"):
+                trained.add(last)
+    return evaluated - trained
+
+
 def _frozen_objects(nodes: List[ast.AST], parents: Optional["_Parents"] = None) -> set:
     """Names of modules whose parameters do not train: ``vae.requires_grad_(False)``,
     ``for p in encoder.parameters(): p.requires_grad = False``, ``get_peft_model(model, config)`` (the
     last part of a dotted name; a PEFT wrap only when every run takes it)."""
     # PEFT freezes the base model and trains adapters (float32 since peft 0.12's autocast_adapter_dtype)
     out = _adapter_wrapped(nodes, parents)
+    out |= _evaluated_only(nodes)
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_" \
                 and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:

@@ -1088,3 +1088,33 @@ def test_a_cast_of_activations_named_after_the_encoder_is_no_half_model(tmp_path
                                         "text_encoder.to(weight_dtype)\n            encoder_hidden_states = text_encoder(input_ids)[0]")
     (ep,) = project(tmp_path / "enc", files).entry_points()
     assert Regime(ep.signals).mode == "fp16"
+
+
+def test_a_module_cast_to_float16_and_put_in_eval_mode_by_a_loader_method_is_frozen(tmp_path):
+    # sd-scripts hunyuan_image_train_network.py load_target_model: `vae.to(dtype=torch.float16)  # VAE is always
+    # fp16`, `vae.eval()`, `return vae`; the trainer optimizes only the LoRA network (triage T4-7b)
+    from amplint.project import Regime
+    train = """
+        import torch
+        class NetworkTrainer:
+            def load_target_model(self):
+                vae = VAE()
+                vae.to(dtype=torch.float16)
+                vae.eval()
+                return vae
+            def train(self, loader):
+                vae = self.load_target_model()
+                network = LoRANetwork()
+                optimizer = torch.optim.AdamW(network.parameters(), lr=1e-4)
+                for images in loader:
+                    with torch.no_grad():
+                        latents = vae.encode(images.half()).float()
+                    network(latents).pow(2).mean().backward()
+                    optimizer.step()
+    """
+    (ep,) = project(tmp_path, {"train_network.py": train}).entry_points()
+    assert Regime(ep.signals).mode == "fp32"
+    # near miss: a model evaluated between epochs and put back in training mode is the trained one
+    evaluated = train.replace("vae.eval()", "vae.eval()\n                vae.train(True)")
+    (ep,) = project(tmp_path / "back", {"train_network.py": evaluated}).entry_points()
+    assert Regime(ep.signals).mode == "fp16"
