@@ -1118,3 +1118,21 @@ def test_a_module_cast_to_float16_and_put_in_eval_mode_by_a_loader_method_is_fro
     evaluated = train.replace("vae.eval()", "vae.eval()\n                vae.train(True)")
     (ep,) = project(tmp_path / "back", {"train_network.py": evaluated}).entry_points()
     assert Regime(ep.signals).mode == "fp16"
+
+
+def test_a_trainer_config_with_mixed_precision_true_is_fp16_autocast(tmp_path):
+    # coqui TTS recipes: `config = VitsConfig(..., mixed_precision=True)`, `Trainer(TrainerArgs(), config, ...).fit()`;
+    # the installed trainer package runs autocast + GradScaler when it is True (triage T5-6)
+    from amplint.project import Regime
+    recipe = """
+        from trainer import Trainer, TrainerArgs
+        from TTS.tts.configs.vits_config import VitsConfig
+        config = VitsConfig(batch_size=32, mixed_precision=True)
+        trainer = Trainer(TrainerArgs(), config, "runs/", model=None)
+        trainer.fit()
+    """
+    (ep,) = project(tmp_path, {"recipes/train_vits.py": recipe}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
+    # near miss: mixed_precision=False trains in float32
+    (ep,) = project(tmp_path / "off", {"recipes/train_vits.py": recipe.replace("=True", "=False")}).entry_points()
+    assert Regime(ep.signals).mode == "fp32"

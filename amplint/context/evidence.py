@@ -221,6 +221,10 @@ def classify(facts: CallFacts) -> Optional[Signal]:
             return Signal("flag", "float16", note="fp16=True")
         if kw.get("bf16") is True:
             return Signal("flag", "bfloat16", note="bf16=True")
+        # coqui's ``VitsConfig(mixed_precision=True)`` handed to ``trainer.Trainer``: autocast + GradScaler
+        for key in ("mixed_precision", "use_amp"):
+            if kw.get(key) is True:
+                return Signal("flag", "float16", note=f"{key}=True")
         # ``fp16=args.fp16``: the command line picks; fp16 is one of the precisions it runs in
         for key, dtype in (("fp16", "float16"), ("bf16", "bfloat16")):
             if isinstance(kw.get(key), Dotted) or kw.get(key) is UNKNOWN:
