@@ -443,7 +443,13 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                               note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
                                    f"fp16 mixed precision")
         record["main"] = _under_main(node, parents)
+        param = _plugin_parameter(node, fn)
+        if param is not None:
+            # ``create_colossalai_plugin(plugin, dtype, ...)``: ``precision=dtype`` is what the callers pass
+            record["param"] = param
+            record["alternatives"] = {v: _plugin_record(node, v) for v in ("fp16", "bf16", "fp32")}
         facts["signals"].append(record)
+    facts["literal_args"] = _literal_args(nodes, owner)
     return facts
 
 
@@ -786,6 +792,62 @@ def _with_local_values(node: ast.Call, fn) -> ast.Call:
     keywords = [ast.keyword(arg=k.arg, value=values[names[k.arg]].value) if names.get(k.arg) in values else k
                 for k in node.keywords]
     return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords), node)
+
+
+def _plugin_parameter(node: ast.Call, fn) -> Optional[str]:
+    """The parameter of ``fn`` a ColossalAI plugin's ``precision=`` names (Open-Sora's
+    ``create_colossalai_plugin(plugin, dtype, ...)``: ``LowLevelZeroPlugin(precision=dtype)``), or None."""
+    if (_dotted(node.func) or "").rsplit(".", 1)[-1] not in COLOSSALAI_MASTER_WEIGHT_PLUGINS \
+            or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    for k in node.keywords:
+        if k.arg == "precision" and isinstance(k.value, ast.Name) and k.value.id in params:
+            return k.value.id
+    return None
+
+
+def _plugin_record(node: ast.Call, value: str) -> Optional[Dict[str, Any]]:
+    """The evidence fields of the ColossalAI plugin call ``node`` with ``precision=value``; None: fp32."""
+    from .context.evidence import _colossalai_plugin
+    sig = _colossalai_plugin((_dotted(node.func) or "").rsplit(".", 1)[-1], value)
+    if sig is None:
+        return None
+    return {"kind": sig.kind, "dtype": sig.dtype, "enabled": sig.enabled, "pure": sig.pure, "master": sig.master,
+            "note": sig.note}
+
+
+_LITERAL_KEYWORDS = {"dtype", "precision", "mixed_precision", "param_dtype"}
+
+
+def _literal_args(nodes: List[ast.AST], owner) -> List[Dict[str, Any]]:
+    """Precision keywords a call passes as a string: a literal, a config's default (``cfg.get("dtype",
+    "bf16")``), or a local of the calling function last assigned one of those before the call
+    (Open-Sora's ``cfg_dtype = cfg.get("dtype", "bf16")`` ... ``create_colossalai_plugin(..., dtype=cfg_dtype)``)."""
+    out = []
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        for k in node.keywords:
+            if k.arg not in _LITERAL_KEYWORDS:
+                continue
+            v = k.value
+            if isinstance(v, ast.Name):
+                v = _with_local_values(ast.Call(func=node.func, args=[], keywords=[ast.keyword(arg="precision", value=v)],
+                                                lineno=node.lineno, col_offset=node.col_offset), owner(node)).keywords[0].value
+            text = _string_or_default(v)
+            if text is not None:
+                out.append({"line": node.lineno, "keyword": k.arg, "value": text})
+    return out
+
+
+def _string_or_default(v: ast.AST) -> Optional[str]:
+    if isinstance(v, ast.Constant) and isinstance(v.value, str):
+        return v.value
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "get" and len(v.args) == 2 \
+            and isinstance(v.args[1], ast.Constant) and isinstance(v.args[1].value, str):
+        return v.args[1].value
+    return None
 
 
 def _plugin_config_default(node: ast.Call, call_facts) -> None:

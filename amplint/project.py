@@ -743,6 +743,7 @@ class Project:
                                 roles.append(("uncalled", f"`{s['text']}` at {self.display(p)}:{s['line']}",
                                               f"in `{s['function']}`, which nothing in the project calls"))
                         pf = live
+                    pf = self._bound_parameters(p, pf)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))
                     for s in pf["signals"]:
@@ -781,6 +782,42 @@ class Project:
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
+
+    def _bound_parameters(self, path: Path, facts: dict) -> dict:
+        """``facts`` with the evidence whose precision is a parameter of its function (a ColossalAI
+        plugin's ``precision=dtype`` in Open-Sora's ``create_colossalai_plugin(plugin, dtype, ...)``)
+        read at what every caller passes, when each passes the same string (``dtype=cfg_dtype`` with
+        ``cfg_dtype = cfg.get("dtype", "bf16")``: the configs' default, bf16). Otherwise "one of" stays."""
+        if not any(s.get("param") for s in facts["signals"]):
+            return facts
+        index = self.index
+        out = []
+        for s in facts["signals"]:
+            alternatives = s.get("alternatives")
+            if not (s.get("param") and s.get("function") and isinstance(alternatives, dict)):
+                out.append(s)
+                continue
+            values, known = set(), True
+            fns = [x for x in index.symbols_in(path) if x.kind == "function" and x.qualname.rsplit(".", 1)[-1] == s["function"]]
+            for site in (index.callers(fns[0].name) if len(fns) == 1 else ()):
+                passed = [a.get("value") for a in self.facts().get(site.path, {}).get("literal_args", ())
+                          if isinstance(a, dict) and a.get("line") == site.line and a.get("keyword") == s["param"]]
+                if not passed or not isinstance(passed[0], str):
+                    known = False
+                    break
+                values.add(passed[0])
+            alt = alternatives.get(next(iter(values))) if known and len(values) == 1 else s
+            if alt is s or alt is None:
+                if alt is s:
+                    out.append(s)
+                continue  # fp32: no evidence
+            if not (isinstance(alt, dict) and all(isinstance(alt.get(k), t) for k, t in (
+                    ("kind", str), ("dtype", str), ("enabled", bool), ("pure", bool), ("master", bool), ("note", str)))):
+                out.append(s)
+                continue
+            out.append({**s, **alt, "one_of": None,
+                        "note": f"{alt['note']} (`{s['param']}` as every caller of `{s['function']}` passes it)"})
+        return {**facts, "signals": out}
 
     def _launchers(self, trainers: List[Tuple[Path, List[dict]]]) -> List[Tuple[Path, List[dict]]]:
         """The files that run a training loop defined in another file and train nothing themselves,

@@ -1136,3 +1136,34 @@ def test_a_trainer_config_with_mixed_precision_true_is_fp16_autocast(tmp_path):
     # near miss: mixed_precision=False trains in float32
     (ep,) = project(tmp_path / "off", {"recipes/train_vits.py": recipe.replace("=True", "=False")}).entry_points()
     assert Regime(ep.signals).mode == "fp32"
+
+
+def test_a_plugin_precision_from_a_helper_parameter_is_what_the_callers_pass(tmp_path):
+    # Open-Sora: `create_colossalai_plugin(plugin, dtype, ...)` builds `LowLevelZeroPlugin(precision=dtype)`;
+    # scripts/train.py passes `dtype=cfg_dtype`, `cfg_dtype = cfg.get("dtype", "bf16")` (all configs keep bf16)
+    from amplint.project import Regime
+    helper = """
+        from colossalai.booster.plugin import LowLevelZeroPlugin
+        def create_colossalai_plugin(plugin, dtype, grad_clip):
+            return LowLevelZeroPlugin(stage=2, precision=dtype, max_norm=grad_clip)
+    """
+    train = """
+        from colossalai.booster import Booster
+        from pkg.train_utils import create_colossalai_plugin
+        def main(cfg, model, optimizer, loader):
+            cfg_dtype = cfg.get("dtype", "bf16")
+            plugin = create_colossalai_plugin(plugin="zero2", dtype=cfg_dtype, grad_clip=1.0)
+            booster = Booster(plugin=plugin)
+            model, optimizer, _, loader, _ = booster.boost(model=model, optimizer=optimizer, dataloader=loader)
+            for batch in loader:
+                booster.backward(loss=model(batch), optimizer=optimizer)
+                optimizer.step()
+    """
+    files = {"pkg/__init__.py": "", "pkg/train_utils.py": helper, "train.py": train}
+    (ep,) = project(tmp_path, files).entry_points()
+    assert Regime(ep.signals).mode == "bf16"
+    # near misses: a caller passing "fp16" gives fp16 with master weights; a value no caller states is one of
+    (ep,) = project(tmp_path / "fp16", {**files, "train.py": train.replace('cfg.get("dtype", "bf16")', '"fp16"')}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-master"
+    (ep,) = project(tmp_path / "cli", {**files, "train.py": train.replace('cfg.get("dtype", "bf16")', "cfg.dtype")}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-master"
