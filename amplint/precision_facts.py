@@ -36,7 +36,7 @@ TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchma
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|precision[\"']\s*(?:\]\s*=|:)|opt_level|"
     rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision|"
-    rb"Accelerator\(|pytorch_accelerated|(?:LowLevelZero|Gemini|HybridParallel)Plugin\(|(?:Trainer|Fabric)\([^()]*\*\*"
+    rb"AmpOptimWrapper|Accelerator\(|pytorch_accelerated|(?:LowLevelZero|Gemini|HybridParallel)Plugin\(|(?:Trainer|Fabric)\([^()]*\*\*"
 )
 # A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
 # any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
@@ -163,6 +163,8 @@ def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Opti
             return f"{receiver}.fit"
         if f.attr in ("train", "train_step") and re.search(r"(?i)trainer$", receiver):
             return f"{receiver}.train"
+        if f.attr == "train" and not call.args and re.search(r"(?i)runner$", receiver):
+            return f"{receiver}.train"  # mmengine: ``runner = Runner.from_cfg(cfg); runner.train()``
         if f.attr == "initialize" and receiver.endswith("deepspeed"):
             return "deepspeed.initialize"
         if f.attr in ("prepare", "setup") and re.search(r"(?i)accelerator|fabric", receiver):
@@ -170,6 +172,9 @@ def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Opti
     elif isinstance(f, ast.Name) and f.id == "backward":
         return "backward"
     return None
+
+
+_GIVEN_GRADIENTS = "backward (gradients given)"
 
 
 def _autograd_function(fn) -> bool:
@@ -301,10 +306,16 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 continue  # a torch.autograd.Function's backward calling a kernel's ``.backward(...)``
             if why.endswith((".prepare", ".setup")) and (_INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path)):
                 continue  # ``fabric.setup(model)`` in a generation script: it runs the model, it does not train it
+            if why == "backward" and (node.args or any(k.arg in ("gradient", "grad_tensors") for k in node.keywords)):
+                why = _GIVEN_GRADIENTS
             e = entry.setdefault(key, {"function": getattr(fn, "name", "<module>"),
                                        "line": getattr(fn, "lineno", node.lineno), "why": []})
             if why not in e["why"]:
                 e["why"].append(why)
+    # A backward given the gradients (``y.backward(dy)``) with nothing else that trains in its function is a
+    # vector-Jacobian product inside someone's backward (a reversible block recomputing its activations,
+    # mmpretrain's RevBlock.backward_pass), not a training step.
+    entry = {k: e for k, e in entry.items() if e["why"] != [_GIVEN_GRADIENTS]}
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
     facts["script"] = b"__main__" in source  # run as a program, not only imported
     # backward / an optimizer / a trainer somewhere in the file (a project none of whose files trains
@@ -366,6 +377,15 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             for sig, note in _dict_signals(node, owner(node)):
                 facts["signals"].append({**_record(sig, note, node, lines, TRAINING, cond),
                                          "main": _under_main(node, parents)})
+            continue
+        sig = _amp_optim_wrapper(node)
+        if sig is not None:
+            # mmengine's ``cfg.optim_wrapper.type = "AmpOptimWrapper"`` under ``if args.amp:`` (mmocr / mmdet
+            # tools/train.py), ``optim_wrapper = dict(type="AmpOptimWrapper", ...)``: fp16 autocast + loss scaling
+            role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script, training_helpers)
+            record = _record(sig, why, node, lines, role, _dtype_condition(node, parents, lines))
+            record.update(function=getattr(owner(node), "name", None), main=_under_main(node, parents))
+            facts["signals"].append(record)
             continue
         if not isinstance(node, ast.Call) or id(node) in skipped:
             continue
@@ -792,6 +812,29 @@ def _with_local_values(node: ast.Call, fn) -> ast.Call:
     keywords = [ast.keyword(arg=k.arg, value=values[names[k.arg]].value) if names.get(k.arg) in values else k
                 for k in node.keywords]
     return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords), node)
+
+
+def _amp_optim_wrapper(node: ast.AST) -> Optional[Signal]:
+    """mmengine's ``AmpOptimWrapper`` named as an optimizer wrapper's type: an assignment of the string
+    (``cfg.optim_wrapper.type = "AmpOptimWrapper"``), ``dict(type="AmpOptimWrapper", dtype=...)`` or the
+    dict literal. Its ``dtype`` defaults to float16 (``"bfloat16"``: bf16 autocast, no scaling needed)."""
+    pairs: List[Tuple[Optional[str], ast.AST]] = []
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value == "AmpOptimWrapper":
+        return Signal("flag", "float16", note="mmengine AmpOptimWrapper (fp16 autocast, dynamic loss scaling)")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        pairs = [(k.arg, k.value) for k in node.keywords]
+    elif isinstance(node, ast.Dict):
+        pairs = [(k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None, v)
+                 for k, v in zip(node.keys, node.values)]
+    values = {k: v for k, v in pairs if k}
+    t = values.get("type")
+    if not (isinstance(t, ast.Constant) and t.value == "AmpOptimWrapper"):
+        return None
+    d = values.get("dtype")
+    text = d.value if isinstance(d, ast.Constant) and isinstance(d.value, str) else _dotted(d) if d is not None else None
+    if text and "bf" in text.lower():
+        return Signal("flag", "bfloat16", note="mmengine AmpOptimWrapper(dtype=bfloat16)")
+    return Signal("flag", "float16", note="mmengine AmpOptimWrapper (fp16 autocast, dynamic loss scaling)")
 
 
 def _plugin_parameter(node: ast.Call, fn) -> Optional[str]:

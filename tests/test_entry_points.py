@@ -1167,3 +1167,69 @@ def test_a_plugin_precision_from_a_helper_parameter_is_what_the_callers_pass(tmp
     assert Regime(ep.signals).mode == "fp16-master"
     (ep,) = project(tmp_path / "cli", {**files, "train.py": train.replace('cfg.get("dtype", "bf16")', "cfg.dtype")}).entry_points()
     assert Regime(ep.signals).mode == "fp16-master"
+
+
+_MMENGINE_TRAIN = """
+    import argparse
+    from mmengine.config import Config
+    from mmengine.runner import Runner
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("config")
+        args = parser.parse_args()
+        cfg = Config.fromfile(args.config)
+        if args.amp:
+            cfg.optim_wrapper.type = "AmpOptimWrapper"
+        runner = Runner.from_cfg(cfg)
+        runner.train()
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_an_mmengine_runner_trains_and_amp_optim_wrapper_is_fp16_autocast(tmp_path):
+    # mmocr tools/train.py (held-out bug B19): `--amp` sets cfg.optim_wrapper.type = "AmpOptimWrapper", then
+    # Runner.from_cfg(cfg).train(); the registered nn.BCELoss loss is refused by CUDA autocast (AMP202)
+    from amplint.project import Regime
+    losses = """
+        import torch
+        class MaskedBCELoss(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.loss = torch.nn.BCELoss(reduction="none")
+            def forward(self, prob, gt, mask):
+                return (self.loss(prob, gt) * mask).sum() / mask.sum().clamp(min=1)
+    """
+    files = {"setup.py": "from setuptools import setup\nsetup(name='pkg')\n", "pkg/__init__.py": "",
+             "pkg/losses.py": losses, "tools/train.py": _MMENGINE_TRAIN}
+    (ep,) = project(tmp_path, files).entry_points()
+    assert ep.functions[0]["why"] == ["runner.train"] and Regime(ep.signals).mode == "fp16-mixed"
+    r = run(["check", "--no-cache", "--select", "AMP202", "."], tmp_path / "p")
+    assert "pkg/losses.py:8:" in r.out
+    # a config file's optim_wrapper = dict(type="AmpOptimWrapper", dtype="bfloat16") is bf16 autocast
+    (sig,) = [s for s in file_facts(b"optim_wrapper = dict(type='AmpOptimWrapper', dtype='bfloat16')\n",
+                                    "configs/x.py")["signals"]]
+    assert sig["dtype"] == "bfloat16"
+    # near miss: without the AmpOptimWrapper switch the runner trains in float32
+    files["tools/train.py"] = _MMENGINE_TRAIN.replace('cfg.optim_wrapper.type = "AmpOptimWrapper"', "pass")
+    (ep,) = project(tmp_path / "fp32", files).entry_points()
+    assert Regime(ep.signals).mode == "fp32"
+
+
+def test_a_backward_given_the_gradients_with_no_step_is_no_training_loop():
+    # mmpretrain's reversible ViT: RevBlock.backward_pass recomputes activations with `f_y1.backward(d_y1)` inside
+    # the autograd backward of the block; no optimizer (triage T4-11)
+    src = """
+        import torch
+        class RevBlock(torch.nn.Module):
+            def backward_pass(self, y1, d_y1):
+                with torch.enable_grad():
+                    f_y1 = self.f(y1)
+                    f_y1.backward(d_y1, retain_graph=True)
+                return y1.grad
+    """
+    assert file_facts(textwrap.dedent(src).encode(), "revnet.py")["entry_points"] == []
+    # near miss: a training step that also steps the optimizer stays an entry point
+    stepped = src.replace("return y1.grad", "self.opt.step()")
+    assert [e["function"] for e in file_facts(textwrap.dedent(stepped).encode(), "revnet.py")["entry_points"]] == \
+        ["backward_pass"]
