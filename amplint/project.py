@@ -212,16 +212,18 @@ class Regime:
             return self._configured() if self.override in ("fp16", "fp16-mixed", "fp16-master") else None
         vestigial = self._scaler_beside_bf16_autocast()
         return self._first(lambda s: s.dtype == "float16" and s.enabled and s.note != "inference"
-                           and not (vestigial and s.kind == "grad_scaler"))
+                           and not (vestigial and (s.kind == "grad_scaler" or _amp_switch(s))))
 
     @property
     def fp16_autocast(self) -> Optional[Evidence]:
         if self.override:
             return self._configured() if self.override == "fp16-mixed" else None
-        found = self._first(lambda s: s.kind in ("autocast", "flag") and s.dtype == "float16" and not s.pure and s.enabled)
+        vestigial = self._scaler_beside_bf16_autocast()
+        found = self._first(lambda s: s.kind in ("autocast", "flag") and s.dtype == "float16" and not s.pure and s.enabled
+                            and not (vestigial and _amp_switch(s)))
         # A GradScaler exists only for float16 autocast (loss scaling is pointless otherwise), so
         # it stands for the autocast when that is out of sight (timm builds its scaler in utils/).
-        if found or self._scaler_beside_bf16_autocast():
+        if found or vestigial:
             return found
         return self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
 
@@ -229,8 +231,9 @@ class Regime:
         """The autocast in sight is bfloat16 and none is float16: a GradScaler beside it is left over
         (harmless: nothing overflows to skip), not a float16 autocast out of sight. rf-detr's
         ``GradScaler(enabled=args.amp)`` next to ``autocast(**get_autocast_args(args))`` whose helper
-        returns ``"dtype": torch.bfloat16``."""
-        kinds = [(s.kind, s.dtype) for s, _ in self.signals if s.enabled and not s.pure]
+        returns ``"dtype": torch.bfloat16``. A command line's ``--amp`` switches that autocast on; it
+        says no dtype of its own (rf-detr's main.py, the launcher of its engine's loop)."""
+        kinds = [(s.kind, s.dtype) for s, _ in self.signals if s.enabled and not s.pure and not _amp_switch(s)]
         return ("autocast", "bfloat16") in kinds and not any(
             k in ("autocast", "flag") and d == "float16" for k, d in kinds)
 
@@ -274,6 +277,12 @@ _INFERENCE_PROGRAM = re.compile(r"(?i)(^|/)hubconf\.py$|(^|/)(apps?|demos?|gradi
                                 "|" + _INFERENCE_DIR.pattern[4:])
 _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
+
+
+def _amp_switch(s: Signal) -> bool:
+    """A command-line ``--amp`` / ``--use_amp`` flag: mixed precision on, in the dtype of the autocast it
+    switches (float16 when none says otherwise)."""
+    return s.kind == "flag" and bool(re.match(r"command line --(use[_-])?amp\b", s.note))
 
 
 def _words(text: str) -> set:
@@ -1421,7 +1430,8 @@ class _Reached:
             # everything the entry point's file defines: its training function is set up by the
             # others (fairseq_cli/train.py's main builds the Trainer, then calls train())
             index = self.project.index
-            self._names = index.reachable([s.name for s in index.symbols_in(self.path)])
+            # (and its module-level code: a script that builds the model and calls the loop at top level)
+            self._names = index.reachable([s.name for s in index.symbols_in(self.path)] + [index.module_level(self.path)])
         named = [s for s in self.project.index.symbols_in(path) if s.qualname.rsplit(".", 1)[-1] == function]
         return not named or any(s.name in self._names for s in named)
 

@@ -75,3 +75,28 @@ def test_near_miss_a_dtype_switch_keeps_the_scaler(tmp_path):
         "def get_autocast_args(args):\n    amp_dtype = torch.bfloat16 if args.bf16 else torch.float16\n")
     _, regime = _regime(tmp_path, source)
     assert regime.mode == "fp16-mixed" and regime.grad_scaler is not None
+
+
+MAIN = textwrap.dedent("""
+    import argparse
+    import torch
+    from engine import train_one_epoch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--amp", action="store_true", default=True)
+    args = parser.parse_args()
+    model = torch.nn.Linear(4, 4).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_one_epoch(model, [], optimizer, args)
+""")
+
+
+@pytest.mark.parametrize("flag, mode", [("--amp", "bf16"), ("--fp16", "fp16-mixed")])
+def test_the_launchers_amp_flag_switches_the_bf16_autocast_on(tmp_path, flag, mode):
+    # rf-detr's main.py (now the entry point of its engine's loop): `--amp` turns on the helper's bf16 autocast;
+    # it is no float16 of its own. Near miss: `--fp16` names the dtype
+    root = write_project(tmp_path / "p", {"engine.py": ENGINE.replace("DTYPE", "torch.bfloat16"),
+                                          "main.py": MAIN.replace("--amp", flag)})
+    project = Project(root)
+    (ep,) = project.entry_points()
+    assert ep.display.endswith("main.py")
+    assert project.regime_for(root / "engine.py").mode == mode
