@@ -732,6 +732,9 @@ class Project:
             trainers = [(path, f["entry_points"]) for path, f in facts.items()
                         if f["entry_points"] and not self.is_test(path)]
             trainers += self._launchers(trainers)
+            # directories of code (Python files) that no training program lives in, not named for configurations
+            sub_models = {p.parent for p in facts} - {p.parent for p, _ in trainers}
+            sub_models = {d for d in sub_models if not _CONFIG_DIR.fullmatch(d.name)}
             for path, functions in trainers:
                 f = {**facts[path], "entry_points": functions}
                 reach = _closure(path, graph)
@@ -761,6 +764,11 @@ class Project:
                                                             else "") if x)))
                 runners = None
                 for cpath, sig, ev in configs:
+                    if cpath.parent in sub_models and cpath.parent != path.parent and path.parent in cpath.parent.parents:
+                        # StyleTTS2's Utils/PLBERT/config.yml (`mixed_precision: "fp16"`): the pretraining config
+                        # shipped with a sub-model's code and checkpoint, read for its model_params, is not the
+                        # precision of the trainers above it
+                        continue
                     if not _config_applies(cpath, path, self.root):
                         # the configs of a script that runs this entry point's code (gpt-neox: train.py at
                         # the root beside configs/, the loop in megatron/training.py)

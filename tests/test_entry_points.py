@@ -1233,3 +1233,33 @@ def test_a_backward_given_the_gradients_with_no_step_is_no_training_loop():
     stepped = src.replace("return y1.grad", "self.opt.step()")
     assert [e["function"] for e in file_facts(textwrap.dedent(stepped).encode(), "revnet.py")["entry_points"]] == \
         ["backward_pass"]
+
+
+def test_a_sub_models_own_config_beside_its_code_is_not_the_trainers(tmp_path):
+    # StyleTTS2: Utils/PLBERT/config.yml (`mixed_precision: "fp16"`) is PL-BERT's pretraining config shipped with
+    # its checkpoint; util.py beside it reads only model_params. train_second.py trains in float32 (triage T5-11)
+    from amplint.project import Regime
+    train = """
+        import torch
+        import yaml
+        from Utils.PLBERT.util import load_plbert
+        def main(model, loader):
+            config = yaml.safe_load(open("Configs/config.yml"))
+            plbert = load_plbert("Utils/PLBERT")
+            optimizer = torch.optim.AdamW(model.parameters())
+            for x in loader:
+                model(x).mean().backward()
+                optimizer.step()
+    """
+    util = "import yaml\ndef load_plbert(d):\n    return yaml.safe_load(open(d + '/config.yml'))['model_params']\n"
+    files = {"train_second.py": train, "Utils/PLBERT/util.py": util,
+             "Utils/PLBERT/config.yml": 'mixed_precision: "fp16"\nmodel_params:\n  hidden: 768\n',
+             "Configs/config.yml": "epochs: 10\n"}
+    (ep,) = project(tmp_path, files).entry_points()
+    assert Regime(ep.signals).mode == "fp32"
+    # near misses: the same file in a run directory holding no code, or in Configs/, is the trainer's
+    for where in ("runs/exp1/config.yml", "Configs/train.yml"):
+        moved = {**files, where: files["Utils/PLBERT/config.yml"]}
+        del moved["Utils/PLBERT/config.yml"]
+        (ep,) = project(tmp_path / where.split("/")[0], moved).entry_points()
+        assert Regime(ep.signals).mode == "fp16-mixed", where
