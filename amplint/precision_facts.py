@@ -171,7 +171,15 @@ def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Opti
             return f"{receiver}.{f.attr}"
     elif isinstance(f, ast.Name) and f.id == "backward":
         return "backward"
+    called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    if re.search(r"(?i)(^|_)scaler$", called) and len(call.args) >= 2:
+        # timm's NativeScaler called as ``loss_scaler(loss, optimizer, clip_grad=..., parameters=...)``:
+        # scale(loss).backward(), unscale_, clip, step and update in one call (DeiT / CaiT / PoolFormer engines)
+        return LOSS_SCALER_CALL
     return None
+
+
+LOSS_SCALER_CALL = "loss scaler call (backward and optimizer step)"
 
 
 _GIVEN_GRADIENTS = "backward (gradients given)"
@@ -297,7 +305,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 continue
             fn = owner(node)
             key = id(fn) if fn is not None else 0
-            if why in ("backward", "optimizer step"):
+            if why in ("backward", "optimizer step", LOSS_SCALER_CALL):
                 training_lines.setdefault(key, []).append(node.lineno)
             name = getattr(fn, "name", "")
             if _BENCHMARK.search(name) or name.startswith("test") or _BENCHMARK_FILE.search(path):

@@ -23,7 +23,7 @@ from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import Argument, CallSite, ProjectIndex, Symbol
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
-from .precision_facts import DEEPSPEED_OPTION, LAUNCHER_TRAINERS, precision_call_signal, precision_call_values
+from .precision_facts import DEEPSPEED_OPTION, LAUNCHER_TRAINERS, LOSS_SCALER_CALL, precision_call_signal, precision_call_values
 from .precision_facts import _INFERENCE_DIR, _INFERENCE_FILE
 from .summary import FileSummary, summarise
 
@@ -796,7 +796,8 @@ class Project:
                    or not any(o is not e and e.path in o.reach and o.path not in e.reach
                               and self._calls_training_of(o, e, reached_of) for o in eps)]
             for e in eps:  # name an entry point by a function that trains, not one that prepares
-                e.functions.sort(key=lambda f: (not ({"backward", "optimizer step"} & set(f["why"])), f["line"]))
+                e.functions.sort(key=lambda f: (not ({"backward", "optimizer step", LOSS_SCALER_CALL} & set(f["why"])),
+                                                f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
 

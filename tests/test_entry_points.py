@@ -1263,3 +1263,22 @@ def test_a_sub_models_own_config_beside_its_code_is_not_the_trainers(tmp_path):
         del moved["Utils/PLBERT/config.yml"]
         (ep,) = project(tmp_path / where.split("/")[0], moved).entry_points()
         assert Regime(ep.signals).mode == "fp16-mixed", where
+
+
+def test_a_call_of_timms_loss_scaler_is_a_training_step(tmp_path):
+    # DeiT engine.py: `loss_scaler(loss, optimizer, clip_grad=max_norm, parameters=model.parameters())`, the scaler
+    # a NativeScaler() main.py builds: backward, unscale_, clip, step and update in one call (triage T5-13)
+    src = """
+        import torch
+        def train_one_epoch(model, criterion, loader, optimizer, loss_scaler, max_norm=0.0):
+            for samples, targets in loader:
+                with torch.cuda.amp.autocast():
+                    loss = criterion(model(samples), targets)
+                optimizer.zero_grad()
+                loss_scaler(loss, optimizer, clip_grad=max_norm, parameters=model.parameters())
+    """
+    (e,) = file_facts(textwrap.dedent(src).encode(), "engine.py")["entry_points"]
+    assert e["function"] == "train_one_epoch"
+    # near miss: a scaler's one-argument call (a learning-rate or image scaler) is not one
+    called = src.replace("loss_scaler(loss, optimizer, clip_grad=max_norm, parameters=model.parameters())", "loss_scaler(loss)")
+    assert file_facts(textwrap.dedent(called).encode(), "engine.py")["entry_points"] == []
