@@ -1162,7 +1162,13 @@ class Project:
         while d != self.root and self.root in d.parents:
             near = [ep for ep in eps if d in ep.path.parents and not self._library_loop(ep)]
             if near:
-                return (near, self.relative(d)) if len(near) < len(eps) else None
+                if len(near) == len(eps):
+                    return None
+                # a directory the other entry points' imports enter is shared code, not one model's (fairseq/
+                # holds example trainers, and fairseq_cli/train.py imports its modules)
+                if any(d in f.parents for ep in eps if ep not in near for f in ep.reach):
+                    return None
+                return near, self.relative(d)
             d = d.parent
         return None
 

@@ -194,3 +194,15 @@ def test_a_file_no_entry_point_imports_takes_the_precision_of_its_own_models_ent
     from amplint.project import UNREACHED
     assert p.regime_for(tmp_path / "p/common/helpers.py").scope == UNREACHED
     assert p.regime_for(tmp_path / "p/common/helpers.py").mode == "fp16-master"
+
+
+def test_a_directory_other_entry_points_import_from_is_shared_code_not_one_models(tmp_path):
+    # fairseq: fairseq/examples/ holds trainers of their own, but fairseq_cli/train.py imports fairseq's modules:
+    # an unimported module under fairseq/ is judged by the project's precision, not by the examples' alone
+    from amplint.project import Project
+    files = {"pkg/__init__.py": "", "pkg/core.py": "X = 1\n", "pkg/modules/unused.py": "import torch\nEPS = 1e-12\n",
+             "pkg/examples/tts/train.py": _AUTOCAST,
+             "cli/train.py": "from pkg.core import X\n" + _APEX_O2}
+    p = Project(write_project(tmp_path / "p", files))
+    assert "entry points under" not in p.regime_for(tmp_path / "p/pkg/modules/unused.py").scope
+    assert p.regime_for(tmp_path / "p/pkg/modules/unused.py").mode == "fp16-master"
