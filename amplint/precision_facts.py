@@ -1084,6 +1084,14 @@ def _extra_signal(node: ast.Call, facts, source: bytes) -> Optional[Signal]:
         master = b"master_param" in source
         return Signal("half_params", "float16", pure=True, note="convert_to_fp16()" + (", fp32 master params" if master else ""),
                       master=master)
+    last = q.rsplit(".", 1)[-1] or (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "")
+    if _MODEL_LOADER.fullmatch(last) and isinstance(facts.kwargs.get("dtype"), Dotted):
+        # fairseq2's ``load_unity_model(name, device=..., dtype=torch.float16)`` (seamless_communication's
+        # finetune.py): the model is built with float16 parameters
+        d = facts.kwargs["dtype"].name
+        if d in ("torch.float16", "torch.half", "torch.bfloat16"):
+            return Signal("half_params", "bfloat16" if d == "torch.bfloat16" else "float16", pure=True,
+                          note=f"{last}(dtype={d})")
     if q.rsplit(".", 1)[-1] == "MixedPrecision" and "param_dtype" in facts.kwargs:
         d = facts.kwargs["param_dtype"]
         if isinstance(d, Dotted) and d.name in ("torch.float16", "torch.half"):
@@ -1091,6 +1099,10 @@ def _extra_signal(node: ast.Call, facts, source: bytes) -> Optional[Signal]:
         if isinstance(d, Dotted) and d.name == "torch.bfloat16":
             return Signal("half_params", "bfloat16", pure=True, note="FSDP MixedPrecision(param_dtype=bfloat16)", master=True)
     return None
+
+
+# functions that build or load a model, whose ``dtype=`` is its parameters' dtype
+_MODEL_LOADER = re.compile(r"(?i)(load|build|create|get|make)_\w*model")
 
 
 _CLI_FLAGS = {"--fp16": "float16", "--amp": "float16", "--use_amp": "float16", "--use-amp": "float16",

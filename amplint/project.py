@@ -853,10 +853,20 @@ class Project:
         while todo:
             path, functions = todo.pop()
             names = {e["function"] for e in functions}
+            stepping = {e["function"] for e in functions if "optimizer step" in e["why"] or LOSS_SCALER_CALL in e["why"]}
             for sym in index.symbols_in(path):
-                if sym.kind != "function" or sym.is_method or sym.qualname not in names:
+                if sym.kind != "function" or sym.qualname.rsplit(".", 1)[-1] not in names:
                     continue
-                for site in index.callers(sym.name):
+                sites = index.callers(sym.name) if not sym.is_method and sym.qualname in names else []
+                cls = index.symbol(sym.name.rsplit(".", 1)[0]) if sym.is_method else None
+                if cls is not None and cls.kind == "class" and sym.qualname.rsplit(".", 1)[-1] in stepping:
+                    # a trainer class whose method steps the optimizer, built by a program's function or
+                    # module-level code in another file (seamless_communication's finetune.py: the model loaded
+                    # in float16, then ``UnitYFinetune(model=model, ...).run()`` from trainer.py)
+                    sites = [c for c in index.callers(cls.name)
+                             if c.caller == index.module_level(c.path) or not (index.symbol(c.caller) and
+                                                                               index.symbol(c.caller).is_method)]
+                for site in sites:
                     if site.path in known or site.on_self or self.is_test(site.path):
                         continue
                     module = index.module_level(site.path)

