@@ -180,6 +180,7 @@ def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Opti
 
 
 LOSS_SCALER_CALL = "loss scaler call (backward and optimizer step)"
+NEVER_TRAINS = "in a script that never trains"
 
 
 _GIVEN_GRADIENTS = "backward (gradients given)"
@@ -1316,7 +1317,7 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
     if sig.kind == "half_params" and not trains and (fn is None or script) and "wrapper" not in sig.note:
         # a script that casts a model to half and never trains it; a function of a module that
         # does not train is judged by who reaches it (``build_model(cfg)`` called by train.py)
-        return INFERENCE, "in a script that never trains"
+        return INFERENCE, NEVER_TRAINS
     if sig.kind == "half_params" and fn is not None and not training_lines.get(id(fn)) and _saves_after(fn, node):
         return EXPORT, f"a half copy saved by `{fn.name}`"
     steps = training_lines.get(id(fn) if fn is not None else 0)

@@ -23,7 +23,7 @@ from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import Argument, CallSite, ProjectIndex, Symbol
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
-from .precision_facts import DEEPSPEED_OPTION, LAUNCHER_TRAINERS, LOSS_SCALER_CALL, precision_call_signal, precision_call_values
+from .precision_facts import DEEPSPEED_OPTION, LAUNCHER_TRAINERS, LOSS_SCALER_CALL, NEVER_TRAINS, precision_call_signal, precision_call_values
 from .precision_facts import _INFERENCE_DIR, _INFERENCE_FILE
 from .summary import FileSummary, summarise
 
@@ -755,6 +755,11 @@ class Project:
                                 roles.append(("uncalled", f"`{s['text']}` at {self.display(p)}:{s['line']}",
                                               f"in `{s['function']}`, which nothing in the project calls"))
                         pf = live
+                        if any(e.get("runs") for e in f["entry_points"]):
+                            # a launcher trains through the loop it runs: its half casts are not "a script that
+                            # never trains" (seamless' finetune.py: load_unity_model(..., dtype=torch.float16))
+                            pf = {**pf, "signals": [{**s, "role": TRAINING, "why": ""} if s["why"] == NEVER_TRAINS
+                                                    else s for s in pf["signals"]]}
                     pf = self._bound_parameters(p, pf)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))

@@ -1310,6 +1310,8 @@ _FINETUNE_MAIN = """
         float_dtype = torch.float16
         model = load_unity_model(name, device=torch.device("cpu"), dtype=float_dtype)
         Finetune(model=model, loader=loader).run()
+    if __name__ == "__main__":
+        main("m", [])
 """
 
 
@@ -1321,6 +1323,8 @@ def test_a_program_that_builds_a_trainer_class_runs_its_loop_with_the_model_it_l
     p = project(tmp_path, files)
     (ep,) = p.entry_points()
     assert ep.display.endswith("finetune.py") and ep.functions[0]["function"] == "main"
+    # the launcher's file never trains itself (no backward, no optimizer): its load is still training evidence
+    assert [r for r, what, _ in ep.roles if "load_unity_model" in what] == ["training"]
     r = run(["check", "--no-cache", "--select", "AMP101", "."], tmp_path / "p")
     assert "pkg/cli/trainer.py:8:" in r.out
     # near misses: the model loaded in float32 (the fix); a trainer class built by a method of another class
