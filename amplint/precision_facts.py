@@ -184,6 +184,9 @@ NEVER_TRAINS = "in a script that never trains"
 
 
 _GIVEN_GRADIENTS = "backward (gradients given)"
+# receivers whose ``backward(loss, ...)`` is a training framework's: the loss is what they are given
+_WRAPPER_BACKWARD = re.compile(r"(?i)accelerator|engine|fabric|booster|strategy|trainer|runner|wrapper|optim|scaler|"
+                               r"(^|\.)self$|model|deepspeed|amp")
 
 
 def _autograd_function(fn) -> bool:
@@ -315,7 +318,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 continue  # a torch.autograd.Function's backward calling a kernel's ``.backward(...)``
             if why.endswith((".prepare", ".setup")) and (_INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path)):
                 continue  # ``fabric.setup(model)`` in a generation script: it runs the model, it does not train it
-            if why == "backward" and (node.args or any(k.arg in ("gradient", "grad_tensors") for k in node.keywords)):
+            receiver = _dotted(getattr(node.func, "value", None)) or ""
+            # (``torch.autograd.backward(tensors, grad_tensors)``: its first argument is the loss)
+            given = len(node.args) > (1 if receiver.endswith("autograd") else 0)
+            if why == "backward" and (given or any(k.arg in ("gradient", "grad_tensors") for k in node.keywords)) \
+                    and not _WRAPPER_BACKWARD.search(receiver):
+                # (``accelerator.backward(loss)`` / ``engine.backward(loss)`` take the loss, not gradients)
                 why = _GIVEN_GRADIENTS
             e = entry.setdefault(key, {"function": getattr(fn, "name", "<module>"),
                                        "line": getattr(fn, "lineno", node.lineno), "why": []})
@@ -818,6 +826,19 @@ def _with_local_values(node: ast.Call, fn) -> ast.Call:
             values[stmt.targets[0].id] = stmt
     if not values:
         return node
+    # literals assigned on the branches of an ``if`` (parler-tts: ``mixed_precision = "fp16"`` / ``"bf16"`` /
+    # ``"no"`` by ``training_args.dtype``): one of them, as ``"fp16" if ... else "bf16" if ... else "no"`` says
+    branched = {id(a) for i in ast.walk(fn) if isinstance(i, ast.If) for a in ast.walk(i) if isinstance(a, ast.Assign)}
+    for name in set(values):
+        assigned = [a for a in ast.walk(fn) if isinstance(a, ast.Assign) and len(a.targets) == 1
+                    and isinstance(a.targets[0], ast.Name) and a.targets[0].id == name and a.lineno < node.lineno]
+        literals = [a.value for a in assigned if isinstance(a.value, ast.Constant)]
+        if len(literals) == len(assigned) > 1 and any(id(a) in branched for a in assigned) \
+                and len({repr(v.value) for v in literals}) > 1:
+            chain = literals[-1]
+            for v in reversed(literals[:-1]):
+                chain = ast.IfExp(test=ast.Name(id=name, ctx=ast.Load()), body=v, orelse=chain)
+            values[name] = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=chain, lineno=values[name].lineno)
     keywords = [ast.keyword(arg=k.arg, value=values[names[k.arg]].value) if names.get(k.arg) in values else k
                 for k in node.keywords]
     return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords), node)

@@ -1337,3 +1337,48 @@ def test_a_program_that_builds_a_trainer_class_runs_its_loop_with_the_model_it_l
                                    "    def go(self, model, loader):\n        Finetune(model, loader).run()\n"
     (ep,) = project(tmp_path / "method", files).entry_points()
     assert ep.display.endswith("trainer.py")
+
+
+@pytest.mark.parametrize("call", ["accelerator.backward(loss)", "model_engine.backward(loss)",
+                                  "torch.autograd.backward(loss)", "booster.backward(loss, optimizer)"])
+def test_a_frameworks_backward_given_the_loss_still_trains(call):
+    # near misses of the given-gradients rule: these take the loss (the step runs elsewhere)
+    src = f"import torch\ndef step(model, batch, accelerator, model_engine, booster, optimizer):\n" \
+          f"    loss = model(batch).mean()\n    {call}\n"
+    assert [e["function"] for e in file_facts(src.encode(), "train.py")["entry_points"]] == ["step"]
+
+
+def test_a_precision_assigned_a_literal_per_branch_is_one_of_them(tmp_path):
+    # parler-tts run_parler_tts_training.py: mixed_precision = "fp16" / "bf16" / "no" by training_args.dtype, then
+    # Accelerator(mixed_precision=mixed_precision): plain fp32 with no evidence before (triage T5-12)
+    from amplint.project import Regime
+    src = """
+        import torch
+        from accelerate import Accelerator
+        def main(training_args, model, loader):
+            if training_args.dtype == "float16":
+                mixed_precision = "fp16"
+            elif training_args.dtype == "bfloat16":
+                mixed_precision = "bf16"
+            else:
+                mixed_precision = "no"
+            accelerator = Accelerator(mixed_precision=mixed_precision)
+            optimizer = torch.optim.AdamW(model.parameters())
+            model, optimizer = accelerator.prepare(model, optimizer)
+            for batch in loader:
+                accelerator.backward(model(batch).mean())
+                optimizer.step()
+    """
+    (ep,) = project(tmp_path, {"train.py": src}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
+    assert any("one of" in s.condition for s, _ in ep.signals)
+    # near miss: reassigned in sequence (no branch), the last value holds
+    seq = src.replace('''            if training_args.dtype == "float16":
+                mixed_precision = "fp16"
+            elif training_args.dtype == "bfloat16":
+                mixed_precision = "bf16"
+            else:
+                mixed_precision = "no"''', '''            mixed_precision = "fp16"
+            mixed_precision = "bf16"''')
+    (ep,) = project(tmp_path / "seq", {"train.py": seq}).entry_points()
+    assert Regime(ep.signals).mode == "bf16"
