@@ -406,7 +406,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             continue
         if not isinstance(node, ast.Call) or id(node) in skipped:
             continue
-        seen_node = _with_local_values(node, owner(node))
+        seen_node = _or_default(_with_local_values(node, owner(node)), owner(node))
         call_facts = ast_call_facts(seen_node, imports, targets.get(id(node)))
         _plugin_config_default(seen_node, call_facts)
         one_of = _splat_kwargs(node, call_facts, owner, parents, imports, lines)
@@ -841,6 +841,35 @@ def _with_local_values(node: ast.Call, fn) -> ast.Call:
             values[name] = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=chain, lineno=values[name].lineno)
     keywords = [ast.keyword(arg=k.arg, value=values[names[k.arg]].value) if names.get(k.arg) in values else k
                 for k in node.keywords]
+    return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords), node)
+
+
+def _or_default(node: ast.Call, fn) -> ast.Call:
+    """``from_pretrained(name, torch_dtype=torch_dtype or torch.float16)`` (AnglE): with ``torch_dtype`` a
+    parameter of ``fn`` whose default is None, the dtype is the fallback; with anything else it is one of
+    the two (read as ``a if a else fallback``). ``node`` itself when no dtype keyword has that shape."""
+    changed = False
+    keywords = []
+    for k in node.keywords:
+        v = k.value
+        if k.arg in ("torch_dtype", "dtype") and isinstance(v, ast.BoolOp) and isinstance(v.op, ast.Or) \
+                and len(v.values) == 2 and isinstance(v.values[0], ast.Name):
+            name, fallback = v.values[0].id, v.values[1]
+            value: ast.AST = ast.IfExp(test=v.values[0], body=v.values[0], orelse=fallback)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = fn.args
+                positional = a.posonlyargs + a.args
+                defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults):]], a.defaults))
+                defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+                d = defaults.get(name)
+                if isinstance(d, ast.Constant) and d.value is None:
+                    value = fallback
+            keywords.append(ast.keyword(arg=k.arg, value=value))
+            changed = True
+        else:
+            keywords.append(k)
+    if not changed:
+        return node
     return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords), node)
 
 

