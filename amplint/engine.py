@@ -85,9 +85,7 @@ def _python_syntax_error(source: bytes) -> Optional[SyntaxError]:
 def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[str]]:
     violations: List[Violation] = []
     errors: List[str] = []
-    for code, rule in all_rules().items():
-        if code not in codes:
-            continue
+    for code, rule in prefilter.rules_that_may_fire(ctx.source, ((c, r) for c, r in all_rules().items() if c in codes)):
         try:
             for v in rule.check(ctx):
                 v.code = code
@@ -123,7 +121,8 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
     assumed = getattr(regime, "override", None) in ("fp16", "fp16-mixed", "fp16-master")
     if not (getattr(regime, "library", False) or launcher is not None or assumed):
         return []
-    rules = [(code, rule) for code, rule in all_rules().items() if code in codes and getattr(rule, "any_fp16_use", False)]
+    rules = prefilter.rules_that_may_fire(ctx.source, ((code, rule) for code, rule in all_rules().items()
+                                                       if code in codes and getattr(rule, "any_fp16_use", False)))
     if not rules:
         return []
     seen = {(v.code, id(v.node)) for v in found}

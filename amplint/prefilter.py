@@ -120,6 +120,17 @@ def may_hold_findings(source: bytes, rules: Iterable) -> bool:
     return any(may_fire(rule, source) for rule in rules)
 
 
+def rules_that_may_fire(source, rules: Iterable) -> list:
+    """The ``(code, rule)`` pairs of ``rules`` that can report a finding in a file of this text: all
+    of them when the prefilter is off or the text is not plain bytes. A rule whose needs the text
+    does not match is not run on it (its findings would need them: the premise the whole-file test
+    rests on, and that the audit checks rule by rule)."""
+    rules = list(rules)
+    if not ENABLED or not isinstance(source, bytes) or not plain_bytes(source):
+        return rules
+    return [(code, rule) for code, rule in rules if may_fire(rule, source)]
+
+
 def audit(path: str, source: bytes, findings: Iterable[Tuple[str, object]]) -> None:
     """Under AMPLINT_AUDIT_NEEDS: note each (code, rule) found in a file its needs say cannot hold
     it (a rule whose needs would hide a finding)."""

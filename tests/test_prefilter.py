@@ -69,6 +69,28 @@ def test_a_file_no_rule_can_report_in_is_not_parsed_but_still_counts_for_the_pro
     assert {f["filename"].rsplit("/", 1)[-1] for f in out} <= {"train.py"}
 
 
+def test_a_rule_whose_needs_a_file_does_not_match_is_not_run_on_it(tmp_path, monkeypatch, prefilter_on):
+    # train.py can hold an AMP301 finding (a backward) but no AMP302 one (it clips nothing)
+    root = write_project(tmp_path / "p", {
+        "train.py": "import torch\nmodel = Net().half()\ndef step(x):\n    loss = model(x).sum()\n    loss.backward()\n",
+        "clip.py": "import torch\ndef step(model, loss):\n    loss.backward()\n"
+                   "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+    })
+    rules = all_rules()
+    ran = []
+    for code in ("AMP301", "AMP302"):
+        rule_check = rules[code].check
+        monkeypatch.setattr(rules[code], "check",
+                            lambda ctx, _code=code, _check=rule_check: ran.append((_code, ctx.path.rsplit("/", 1)[-1]))
+                            or _check(ctx))
+    on = check(root, "-j", "1")
+    assert sorted(set(ran)) == [("AMP301", "clip.py"), ("AMP301", "train.py"), ("AMP302", "clip.py")]
+    ran.clear()
+    monkeypatch.setattr(prefilter, "ENABLED", False)
+    assert check(root, "-j", "1") == on
+    assert ("AMP302", "train.py") in ran
+
+
 def test_a_file_that_does_not_parse_is_reported_even_when_no_rule_could_report_in_it(tmp_path, monkeypatch,
                                                                                       prefilter_on):
     root = write_project(tmp_path / "p", {"bad.py": "x = (1,\n", "deep.py": "x = " + "(" * 400 + ")" * 400 + "\n"})
