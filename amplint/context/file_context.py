@@ -183,6 +183,9 @@ class FileContext:
         self._constants: Optional[Dict[str, cst.BaseExpression]] = None
         self._cache: Dict[str, object] = {}  # per-file memo for rules and models (e.g. dtype flow)
         self._assumed = None  # a Regime this file is judged under for now (``assuming``)
+        # id(call) -> (call, its qualified name): every rule asks it of every call (the node is kept
+        # beside its name, so that the id of a node built for a moment is never taken for another's)
+        self._call_names: Dict[int, Tuple[cst.Call, Optional[str]]] = {}
         # scopes, bindings and references (amplint.context.semantic), recorded by the walk
         self.semantic = SemanticModel(self)
         _walk(self, module)
@@ -290,7 +293,12 @@ class FileContext:
         return self.imports.resolve(name) if name is not None else None
 
     def call_name(self, call: cst.Call) -> Optional[str]:
-        return self.qualname(call.func)
+        known = self._call_names.get(id(call))
+        if known is not None and known[0] is call:
+            return known[1]
+        name = self.qualname(call.func)  # (the imports are all read by the walk: the name is final)
+        self._call_names[id(call)] = (call, name)
+        return name
 
     def call_facts(self, call: cst.Call) -> CallFacts:
         facts = cst_call_facts(call, self.imports)
