@@ -106,14 +106,26 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) ->
         if site.path != here and (site.on_self or not method):  # ``Class.method(obj, x)`` passes self itself
             callees.setdefault(site.path, set()).add(site.callee)
             lines.setdefault(site.path, set()).add(site.line)
+    instances: Dict[Path, set] = {}
+    if method and fn.name.value == "forward":
+        # the files that build the class call its forward through the instance (``miner(emb)``)
+        for site in project.callers(qualified.rsplit(".", 1)[0]):
+            if site.path != here:
+                instances.setdefault(site.path, set()).add(site.callee)
+                callees.setdefault(site.path, set())
+                lines.setdefault(site.path, set())
     out: List[Passed] = []
     for path in list(callees)[:MAX_FILES]:
         other = ctx.other_file(path)
         if other is None:
             continue
         other_pm = pm.model_for(other)
+        instance_calls = {id(c) for c in other_pm.module_calls(lambda built: other.call_name(built) in instances[path])} \
+            if path in instances else set()
         for call in other.nodes(cst.Call):
-            if method:
+            if id(call) in instance_calls:
+                pass  # ``loss_fn(x, y)`` of an instance the file built: forward
+            elif method:
                 # ``self.coder.encode(...)``: the index resolved the instance; the call is the one
                 # on that line calling a method of that name
                 if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == fn.name.value

@@ -614,6 +614,10 @@ class PrecisionModel:
             related = self._related_classes(owner)
             own = [c for c in self._calls_by_callee().get(("method", fn.name.value), ())
                    if self.ctx.enclosing_class(c) in related]
+            if fn.name.value == "forward":
+                # ``miner = Miner()`` ... ``miner(emb, idx)``: nn.Module.__call__ runs forward
+                own += self.module_calls(lambda built: isinstance(built.func, cst.Name)
+                                         and built.func.value == owner.name.value)
             return [*own, *self._instance_calls(owner.name.value, fn.name.value)]
         calls = list(self._calls_by_callee().get(("function", fn.name.value), ()))
         # ``self.sample = gumbel_sample`` in ``__init__``, then ``self.sample(logits)``: a call of
@@ -670,6 +674,26 @@ class PrecisionModel:
                     and built.func.attr.value in _SAME_MODULE_METHODS:
                 built = built.func.value  # ``Field().cuda()``, ``Net(cfg).to(device).eval()``: the same module
             if isinstance(built, cst.Call) and isinstance(built.func, cst.Name) and built.func.value == cls:
+                out.append(call)
+        return out
+
+    def module_calls(self, built_by) -> List[cst.Call]:
+        """Calls of this file of a module object (``miner(emb)`` after ``miner = Miner()``,
+        ``self.loss_fn(x, y)`` after ``self.loss_fn = SFTLoss()`` in ``__init__``, through
+        ``.cuda()`` / ``.to(...)`` / ``.eval()``) whose building call ``built_by`` accepts."""
+        out = []
+        for call in self.ctx.nodes(cst.Call):
+            func = call.func
+            built = None
+            if isinstance(func, cst.Name) and not self.ctx.imports.binds(func.value):
+                b = self._binding(func)
+                built = b if isinstance(b, cst.Call) else None
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                built = self.init_attribute(call, func.attr.value)
+            while isinstance(built, cst.Call) and isinstance(built.func, cst.Attribute) \
+                    and built.func.attr.value in _SAME_MODULE_METHODS:
+                built = built.func.value
+            if isinstance(built, cst.Call) and built_by(built):
                 out.append(call)
         return out
 
