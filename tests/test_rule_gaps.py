@@ -282,3 +282,27 @@ OLD_API = """
 ])
 def test_deprecated_api_respects_the_supported_torch(where, text, expected):
     assert lines("AMP501", OLD_API, extra_files={where: text}) == expected
+
+
+HF_SPLAT = """
+    import torch, train
+    from transformers import Trainer, TrainingArguments
+    extra = EXTRA
+    MORE
+    args = TrainingArguments(output_dir="out", **extra)
+    trainer = Trainer(model=model, args=args)
+    trainer.train()
+    """
+
+
+@pytest.mark.parametrize("name, extra, more, expected", [
+    # AnglE (held-out bug B24): the splatted dict's keys are all known, none of them an eps
+    ("a dict literal of other options", '{"report_to": "none"}', "pass", [6]),
+    ("keys stored one by one", "{}", 'extra["push_to_hub"] = False', [6]),
+    ("near miss: the dict passes adam_epsilon", '{"adam_epsilon": 1e-4}', "pass", []),
+    ("near miss: the dict picks another optimizer", "{}", 'extra["optim"] = "adafactor"', []),
+    ("near miss: the dict is updated from elsewhere", "{}", "extra.update(config)", []),
+])
+def test_training_arguments_with_a_splatted_dict_of_known_keys(name, extra, more, expected):
+    source = HF_SPLAT.replace("EXTRA", extra).replace("MORE", more)
+    assert lines("AMP101", source, extra_files={"train.py": HALF_TRAINING}) == expected, name
