@@ -306,3 +306,34 @@ HF_SPLAT = """
 def test_training_arguments_with_a_splatted_dict_of_known_keys(name, extra, more, expected):
     source = HF_SPLAT.replace("EXTRA", extra).replace("MORE", more)
     assert lines("AMP101", source, extra_files={"train.py": HALF_TRAINING}) == expected, name
+
+
+HF_SUBCLASS = """
+    from dataclasses import dataclass, field
+    import torch
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+    @dataclass
+    class TrainArgument(TrainingArguments):
+        output_dir: str = field(default="./out")
+        fp16: bool = field(default=True)
+        FIELD
+
+
+    train_args = TrainArgument()
+    model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.float16)
+    Trainer(model=model, args=train_args).train()
+    """
+
+
+@pytest.mark.parametrize("name, field, expected", [
+    # LLM-Dojo (held-out bug B26): a subclass not named *Arguments, built with no arguments
+    ("the inherited default", "report_to: str = 'none'", [14]),
+    ("its own default, still unsafe", "adam_epsilon: float = field(default=1e-10)", [14]),
+    ("near miss: its own float16-safe default", "adam_epsilon: float = field(default=1e-4)", []),
+    ("near miss: another optimizer", "optim: str = 'adafactor'", []),
+    ("near miss: a default that is not a literal", "adam_epsilon: float = field(default=EPS)", []),
+])
+def test_training_arguments_subclass_defaults(name, field, expected):
+    assert lines("AMP101", HF_SUBCLASS.replace("FIELD", field)) == expected, name

@@ -1,7 +1,7 @@
 """AMP101 optimizer-eps-underflow."""
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Dict, Iterable, Optional
 
 import libcst as cst
 
@@ -89,13 +89,18 @@ class OptimizerEpsUnderflow(Rule):
                 keys = ctx.splat_keys(a.value)
                 if keys is None or keys & {"adam_epsilon", "optim"}:
                     return None  # ``**kwargs`` may well set them
-        optim = find_arg(call, "optim", None)
+        fields = _own_defaults(ctx, call)
+        if fields is None:
+            return None  # a subclass whose own defaults are not literals: not known here
+        optim = find_arg(call, "optim", None) or fields.get("optim")
         if optim is not None:
             if not isinstance(optim.value, cst.SimpleString) or not \
                     str(optim.value.evaluated_value).lower().startswith(_HF_ADAM):
                 return None  # adafactor, sgd, or not known here
         arg = find_arg(call, "adam_epsilon", None)
-        eps = HF_ADAM_EPSILON if arg is None else ctx.number(arg.value)
+        own_eps = fields.get("adam_epsilon") if arg is None else None
+        eps = ctx.number(own_eps.value) if own_eps is not None else \
+            HF_ADAM_EPSILON if arg is None else ctx.number(arg.value)
         if eps is None or FLOAT16.classify(eps) not in (Representation.ZERO, Representation.SUBNORMAL):
             return None
         where = "adam_epsilon" if arg is not None else "the default adam_epsilon"
@@ -131,6 +136,34 @@ class OptimizerEpsUnderflow(Rule):
                    replacements=[(value, bounded)])
 
 
+def _own_defaults(ctx, call: cst.Call) -> Optional[Dict[str, cst.Arg]]:
+    """The ``adam_epsilon`` / ``optim`` defaults that the called arguments class of this file sets
+    itself (``@dataclass class TrainArgument(TrainingArguments): optim: str = field(default=...)``),
+    as arguments; {} for a class of another file or transformers' own; None when such a default is
+    not a literal."""
+    if not isinstance(call.func, cst.Name):
+        return {}
+    cls = next((c for c in ctx.module.body if isinstance(c, cst.ClassDef) and c.name.value == call.func.value), None)
+    if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+        return {}
+    out: Dict[str, cst.Arg] = {}
+    for stmt in cls.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            target = small.target if isinstance(small, cst.AnnAssign) else \
+                small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+            if not (isinstance(target, cst.Name) and target.value in ("adam_epsilon", "optim")) or small.value is None:
+                continue
+            value = small.value
+            if isinstance(value, cst.Call) and (ctx.call_name(value) or "").endswith("field"):
+                value = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "default"), None)
+            if not isinstance(value, (cst.SimpleString, cst.Float, cst.Integer)):
+                return None
+            out[target.value] = cst.Arg(value=value)
+    return out
+
+
 def _hf_arguments_class(ctx, name: str) -> Optional[str]:
     """The Hugging Face arguments class that ``name`` (a called class, as the file resolves it) is
     or derives from: a project's ``@dataclass class TimeMoETrainingArguments(TrainingArguments)``
@@ -138,12 +171,14 @@ def _hf_arguments_class(ctx, name: str) -> Optional[str]:
     last = name.rsplit(".", 1)[-1]
     if name.startswith("transformers.") and last in TRAINING_ARGUMENTS:
         return last
-    if not name.endswith(("Arguments", "Args")):
-        return None
+    if "arg" not in last.lower():
+        return None  # (the index is asked only of a class named for arguments: TrainArgument, MyArgs)
     index = ctx.project_index  # built from every summary: asked only for a candidate class
     if index is None:
         return None
     own = index.resolve(name, ctx.imports.module_name)
+    if own is None and "." not in name and ctx.imports.module_name:
+        own = index.symbol(f"{ctx.imports.module_name}.{name}")  # a class of this file, called by its name
     if own is None or own.kind != "class":
         return None
     for cls in sorted(TRAINING_ARGUMENTS):
