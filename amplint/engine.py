@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional, Set, Tuple
 
@@ -64,7 +64,6 @@ def syntax_error_finding(path: str, exc: Exception, source: Optional[bytes] = No
 
 
 def _python_syntax_error(source: bytes) -> Optional[SyntaxError]:
-    import ast
     import warnings
 
     try:
