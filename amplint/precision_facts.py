@@ -487,6 +487,15 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             record["alternatives"] = {v: _plugin_record(node, v) for v in ("fp16", "bf16", "fp32")}
         facts["signals"].append(record)
     facts["literal_args"] = _literal_args(nodes, owner)
+    if any(w.endswith("runner.train") for e in facts["entry_points"] for w in e["why"]):
+        # mmengine's tools/train.py: `--amp` switches the config's optim_wrapper to AmpOptimWrapper, and the
+        # configs pick theirs: the run's precision is the launch's (fp32 or fp16 autocast), as accelerate's is
+        for r in facts["signals"]:
+            if r["kind"] == "flag" and r["role"] == TRAINING and (
+                    r["note"].startswith("command line --amp") or "AmpOptimWrapper" in r["note"] and r["one_of"]):
+                r.update(kind="launcher", dtype="", pure=False, master=False,
+                         note="mmengine: --amp / the config picks AmpOptimWrapper or not: the launch decides "
+                              "(fp32 or fp16 autocast)")
     return facts
 
 

@@ -1203,7 +1203,11 @@ def test_an_mmengine_runner_trains_and_amp_optim_wrapper_is_fp16_autocast(tmp_pa
     files = {"setup.py": "from setuptools import setup\nsetup(name='pkg')\n", "pkg/__init__.py": "",
              "pkg/losses.py": losses, "tools/train.py": _MMENGINE_TRAIN}
     (ep,) = project(tmp_path, files).entry_points()
-    assert ep.functions[0]["why"] == ["runner.train"] and Regime(ep.signals).mode == "fp16-mixed"
+    # --amp and the configs pick AmpOptimWrapper or not: the launch decides (fp32 or fp16 autocast), and what
+    # fails under any autocast is reported (mmpretrain's --amp: its BLIP / CLIP temperatures are not judged
+    # as under a known fp16 run)
+    regime = Regime(ep.signals)
+    assert ep.functions[0]["why"] == ["runner.train"] and regime.mode == "fp32" and regime.launcher is not None
     r = run(["check", "--no-cache", "--select", "AMP202", "."], tmp_path / "p")
     assert "pkg/losses.py:8:" in r.out
     # a config file's optim_wrapper = dict(type="AmpOptimWrapper", dtype="bfloat16") is bf16 autocast
@@ -1213,7 +1217,9 @@ def test_an_mmengine_runner_trains_and_amp_optim_wrapper_is_fp16_autocast(tmp_pa
     # near miss: without the AmpOptimWrapper switch the runner trains in float32
     files["tools/train.py"] = _MMENGINE_TRAIN.replace('cfg.optim_wrapper.type = "AmpOptimWrapper"', "pass")
     (ep,) = project(tmp_path / "fp32", files).entry_points()
-    assert Regime(ep.signals).mode == "fp32"
+    assert Regime(ep.signals).mode == "fp32" and Regime(ep.signals).launcher is None
+    r = run(["check", "--no-cache", "--select", "AMP202", "."], tmp_path / "fp32" / "p")
+    assert "AMP202" not in r.out
 
 
 def test_a_backward_given_the_gradients_with_no_step_is_no_training_loop():
