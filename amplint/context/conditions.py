@@ -147,3 +147,81 @@ def holds_at(ctx, node: cst.CSTNode, test: cst.BaseExpression) -> bool:
         if isinstance(parent, (cst.If, cst.While)) and ctx.is_ancestor(parent.body, node):
             known.update(_conjuncts(ctx, parent.test))
     return all(part in known for part in _conjuncts(ctx, test))
+
+
+def never_run_by_callers(ctx, node: cst.CSTNode) -> bool:
+    """Is ``node`` on a branch no caller takes: inside ``if mode == 'cube':`` (or its ``else``) of a
+    function whose parameter ``mode`` every call in sight passes a literal (or leaves at a literal
+    default) that sends it down another branch (stable-dreamfusion's ``near_far_from_bound(...,
+    type='sphere')``: the ``'cube'`` branch never runs). False when any call is not seen, passes a
+    non-literal, or the function has no callers in sight (a library's API: its users pick)."""
+    from .callers import argument_for, passed_values  # noqa: PLC0415 (callers imports the precision model)
+    from .precision import precision_model  # noqa: PLC0415
+    fn = ctx.enclosing_function(node)
+    if fn is None:
+        return False
+    needs = []  # (parameter, literal, equal, truth the path needs)
+    for a in ctx.ancestors(node):
+        if a is fn:
+            break
+        if not isinstance(a, cst.If):
+            continue
+        test = _literal_test(ctx, a.test)
+        if test is None:
+            continue
+        if ctx.is_ancestor(a.body, node):
+            needs.append((*test, True))
+        elif a.orelse is not None and ctx.is_ancestor(a.orelse, node):
+            needs.append((*test, False))
+    if not needs:
+        return False
+    params = {p.name.value: p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    if any(name not in params for name, _, _, _ in needs):
+        return False
+    pm = precision_model(ctx)
+    method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
+    calls = [p.call for p in passed_values(pm, fn, needs[0][0])]
+    if not calls:
+        return False
+    for call in calls:
+        taken = True
+        for name, literal, equal, truth in needs:
+            known, value = argument_for(call, fn, name, method)
+            if not known:
+                return False
+            if value is None:
+                value = params[name].default
+            passed = _literal(value)
+            if passed is None:
+                return False
+            if (passed == literal) == equal != truth:
+                taken = False
+        if taken:
+            return False
+    return True
+
+
+def _literal(expr) -> Optional[object]:
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value] if expr.value != "None" else "<None>"
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    return None
+
+
+def _literal_test(ctx, test: cst.BaseExpression) -> Optional[Tuple[str, object, bool]]:
+    """``name == 'lit'`` / ``name != 'lit'`` (either side): (name, literal, is equality)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    op = test.comparisons[0].operator
+    if not isinstance(op, (cst.Equal, cst.NotEqual)):
+        return None
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(right, cst.Name) and not isinstance(left, cst.Name):
+        left, right = right, left
+    literal = _literal(right)
+    if not isinstance(left, cst.Name) or literal is None or isinstance(literal, bool):
+        return None
+    return left.value, literal, isinstance(op, cst.Equal)

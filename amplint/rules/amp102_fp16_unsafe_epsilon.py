@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..context.imports import dotted_name
 from ..context.callers import argument_for, passed_values
-from ..context.conditions import known_positive
+from ..context.conditions import known_positive, never_run_by_callers
 from ..context.precision import F16, DTypeFact, precision_model
 from ..context.project_text import exported
 from ..context.sizes import sizes_only
@@ -318,6 +318,8 @@ class Fp16UnsafeEpsilon(Rule):
             return None  # ``.inverse()`` of what it computes: the function cannot run in float16 at all
         if uniform_draw(ctx, plain):
             return None  # Gumbel / exponential sampling noise: a 0 draw only keeps one candidate unsampled
+        if never_run_by_callers(ctx, guarded):
+            return None  # ``elif type == 'cube':`` of a helper every caller calls with type='sphere'
         if sizes_only(ctx, plain):
             return None  # ``(hw - 1).clamp(eps)`` of image sizes: 0 for a one-pixel image whatever the data
         relying = _default_used_in_half(ctx, const, base)

@@ -9,6 +9,7 @@ import libcst as cst
 from ..edits import attribute_chain, find_arg, is_simple_reference, module_alias
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, finfo, fmt
+from ..context.conditions import never_run_by_callers
 from ..context.precision import DTypeFact, precision_model
 from ..torch_api.fill_helpers import FILL_HELPERS
 from ..prefilter import words
@@ -161,6 +162,8 @@ class Fp16OverflowConstant(Rule):
             fact = self._tensor_dtype(ctx, what, tensor)
             if fact is None or not fact.is_half:
                 continue  # only a float16 tensor cannot hold the value
+            if never_run_by_callers(ctx, value):
+                continue  # a branch of a helper that no caller's literal argument takes
             bound = "min" if v < 0 else "max"
             message = (f"{what} with {fmt(v)} on a float16 tensor: beyond float16's largest value "
                        f"±{fmt(FLOAT16.max)}, it raises 'value cannot be converted to type c10::Half "
