@@ -130,6 +130,15 @@ class Regime:
         activations and parameters seen by the forward pass are float16."""
         if self.override:
             return self._configured() if self.override in ("fp16", "fp16-master") else None
+        if self.scope.startswith((UNREACHED, UNREACHED_PROGRAM)):
+            # In a file no entry point reaches, a pretrained model an entry point loads in float16 (no master
+            # copy) is that model, not this file's modules: their activations are judged as under mixed precision
+            # (seamless' finetune.py loads UnitY with dtype=torch.float16; the PRETSSEL models beside it never
+            # train there). Whether an optimizer module's parameters are half stays half_optimizer's question.
+            for i, (sig, ev) in enumerate(self.signals):
+                if self._pure_half(sig, i) and (sig.master or not _LOADED.search(ev.what)):
+                    return ev
+            return None
         return self._first_half(lambda s: True)
 
     def _first_half(self, pred) -> Optional[Evidence]:
@@ -261,6 +270,8 @@ class Regime:
             return self.override
         if self.half_params:
             return "fp16" if self.half_optimizer else "fp16-master"
+        if self.half_optimizer:
+            return "fp16"  # a file no entry point reaches, beside a pretrained model loaded in float16 (half_params)
         if self.fp16:
             return "fp16-mixed"
         if self.bf16:
@@ -277,6 +288,10 @@ _INFERENCE_PROGRAM = re.compile(r"(?i)(^|/)hubconf\.py$|(^|/)(apps?|demos?|gradi
                                 "|" + _INFERENCE_DIR.pattern[4:])
 _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
+
+
+# a pretrained model loaded with a dtype (``from_pretrained(..., torch_dtype=...)``, ``load_unity_model(..., dtype=...)``)
+_LOADED = re.compile(r"from_pretrained\(|\b(load|build|create|get|make)_\w*model\(")
 
 
 def _amp_switch(s: Signal) -> bool:

@@ -206,3 +206,37 @@ def test_a_directory_other_entry_points_import_from_is_shared_code_not_one_model
     p = Project(write_project(tmp_path / "p", files))
     assert "entry points under" not in p.regime_for(tmp_path / "p/pkg/modules/unused.py").scope
     assert p.regime_for(tmp_path / "p/pkg/modules/unused.py").mode == "fp16-master"
+
+
+def test_a_pretrained_model_loaded_in_float16_is_not_the_unreached_files_model(tmp_path):
+    # seamless_communication: finetune.py loads UnitY with dtype=torch.float16; pretssel/ecapa.py, which no entry
+    # point imports, is not that model: its normalize is judged as under mixed precision (AMP102 gone)
+    from amplint.project import Project
+    launcher = """
+import torch
+from fairseq2.models import load_unity_model
+from pkg.trainer import Finetune
+def main(name, loader):
+    model = load_unity_model(name, dtype=torch.float16)
+    Finetune(model, loader).run()
+"""
+    trainer = """
+import torch
+class Finetune:
+    def __init__(self, model, loader):
+        self.model, self.loader = model, loader
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-6, eps=1e-4)
+    def run(self):
+        for batch in self.loader:
+            self.model(batch).backward()
+            self.optimizer.step()
+"""
+    ecapa = "import torch.nn.functional as F\ndef embed(x):\n    return F.normalize(x, dim=-1)\n"
+    files = {"pkg/__init__.py": "", "pkg/trainer.py": trainer, "pkg/finetune.py": launcher, "pkg/pretssel/ecapa.py": ecapa}
+    p = Project(write_project(tmp_path / "p", files))
+    r = p.regime_for(tmp_path / "p/pkg/pretssel/ecapa.py")
+    assert r.half_params is None and r.fp16 is not None
+    # near miss: the project's own model made half with .half() keeps pure-half activations in unreached code
+    files["pkg/finetune.py"] = launcher.replace("load_unity_model(name, dtype=torch.float16)", "Net().half()")
+    p = Project(write_project(tmp_path / "q", files))
+    assert p.regime_for(tmp_path / "q/pkg/pretssel/ecapa.py").half_params is not None
