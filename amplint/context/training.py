@@ -1091,3 +1091,120 @@ def is_grad_scaler(ctx, scaler: str) -> bool:
         found = not any(re.search(own, line) for _, _, line in grep(ctx, own))
     cached[scaler] = found
     return found
+
+
+# ---- gradient hooks registered for a training in another file ----------------------------------
+
+_CLAMPS_RE = re.compile(r"(?i)clamp|clip")
+
+
+@dataclass(frozen=True)
+class ClampingHook:
+    """``p.register_hook(lambda grad: grad.clamp(-c, c))``: a hook that clamps (clips) each gradient
+    as backward computes it. Under ``scaler.scale(loss).backward()`` those are scaled gradients."""
+    call: cst.Call  # the register_hook call
+    function: Optional[cst.FunctionDef]  # the function registering it
+    # (path, line, what): a GradScaler-scaled backward run after the registration ("the scaled
+    # backward"), or the GradScaler the training builds ("the GradScaler")
+    backward: Tuple[str, int, str]
+
+
+def _clamps_argument(ctx, fn) -> bool:
+    """A hook (a lambda, or a def of this file) whose body clamps or clips its first argument:
+    ``grad.clamp(...)``, ``torch.clamp(grad, ...)``, ``util.clamp_tensor(grad, ...)``."""
+    params = fn.params.params
+    if not params:
+        return False
+    name = params[0].name.value
+    for node in _descendants(fn.body):
+        if not isinstance(node, cst.Call):
+            continue
+        callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else \
+            node.func.value if isinstance(node.func, cst.Name) else ""
+        if not _CLAMPS_RE.search(callee):
+            continue
+        operands = [a.value for a in node.args]
+        if isinstance(node.func, cst.Attribute):
+            operands.append(node.func.value)
+        if any(isinstance(o, cst.Name) and o.value == name for o in operands):
+            return True
+    return False
+
+
+def _descendants(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _descendants(child)
+
+
+def clamping_hooks_elsewhere(ctx) -> List[ClampingHook]:
+    """The file's gradient-clamping hooks registered by a module-level function that another file's
+    training calls: from a class whose other method runs the GradScaler-scaled backward, or that
+    builds a GradScaler for its training (allennlp's
+    ``training_util.enable_gradient_clipping(self.model, ...)`` in ``_try_train``, the scaled
+    backward in ``_train_epoch``)."""
+    found = ctx._cache.get("training_clamping_hooks_elsewhere")
+    if found is not None:
+        return found  # type: ignore[return-value]
+    found = []
+    for call in ctx.nodes(cst.Call):
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_hook" and len(call.args) == 1):
+            continue
+        hook = call.args[0].value
+        if isinstance(hook, cst.Name):
+            hook = next((f for f in ctx.nodes(cst.FunctionDef) if f.name.value == hook.value), hook)
+        if not isinstance(hook, (cst.Lambda, cst.FunctionDef)) or not _clamps_argument(ctx, hook):
+            continue
+        fn = ctx.enclosing_function(call)
+        backward = _scaled_backward_after(ctx, fn, call)
+        if backward is not None:
+            found.append(ClampingHook(call, fn, backward))
+    ctx._cache["training_clamping_hooks_elsewhere"] = found
+    return found
+
+
+def _scaled_backward_after(ctx, fn: Optional[cst.FunctionDef], call: cst.Call) -> Optional[Tuple[str, int, str]]:
+    """(path, line, what) of a GradScaler-scaled backward beside a call of ``fn`` in another file,
+    in another method of the calling class, or of the GradScaler that class builds; a call in the
+    step that runs the scaled backward itself is AMP302's ordinary case, reported at the call."""
+    # (a registration in the step's own file is clamping_gradient_hook's: reported at the call)
+    if fn is None or ctx.parent(fn) is not ctx.module or ctx.project is None or not hasattr(ctx.project, "callers"):
+        return None
+    here = Path(ctx.path).resolve()
+    for site in ctx.project.callers(f"{ctx.imports.module_name}.{fn.name.value}")[:8]:
+        other = None if site.path == here else ctx.other_file(site.path)
+        if other is None:
+            continue
+        for c in other.nodes(cst.Call):
+            if other.on_lines(c, {site.line}) and (other.call_name(c) or "").rsplit(".", 1)[-1] == fn.name.value:
+                step = training_steps(other).get(scope_of(other, c))
+                if step is not None and any(e.how == "scaled" for e in step.of_kind("backward")):
+                    continue  # a call in the step that runs the scaled backward: reported at the call
+                found = _scaled_backward_near(other, c)
+                if found is not None:
+                    return found
+    return None
+
+
+def _scaled_backward_near(ctx, node: cst.CSTNode) -> Optional[Tuple[str, int, str]]:
+    """A GradScaler-scaled backward in the function holding ``node`` or in a method of its class;
+    else the GradScaler such a class builds for its training (allennlp's trainer builds
+    ``self._scaler = amp.GradScaler()`` and runs the scaled backward in a callback)."""
+    scope = scope_of(ctx, node)
+    cls = ctx.enclosing_class(node)
+    here = str(Path(ctx.path).resolve())
+
+    def near(n: cst.CSTNode) -> bool:
+        return scope_of(ctx, n) is scope or (cls is not None and ctx.enclosing_class(n) is cls)
+
+    for other_scope, step in training_steps(ctx).items():
+        if not near(other_scope.body if isinstance(other_scope, cst.FunctionDef) else other_scope):
+            continue
+        for e in step.of_kind("backward"):
+            if e.how == "scaled" and e.scaler and is_grad_scaler(ctx, e.scaler):
+                return here, ctx.line_of(e.call), "the scaled backward"
+    if cls is not None:
+        for c in ctx.nodes(cst.Call):
+            if ctx.call_name(c) in GRAD_SCALER_NAMES and near(c) and isinstance(ctx.parent(c), (cst.Assign, cst.IfExp)):
+                return here, ctx.line_of(c), "the GradScaler"
+    return None

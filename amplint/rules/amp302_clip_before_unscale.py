@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from ..context.training import (GRAD_SCALER_INIT_SCALE, Event, Step, bf16_only, clamping_gradient_hook,
-                                insertion_anchor, scope_of, training_steps)
+                                clamping_hooks_elsewhere, insertion_anchor, scope_of, training_steps)
 from ..findings import Location, Applicability, Confidence, Fix, Violation
 from .base import Rule
 
@@ -64,6 +64,17 @@ class ClipBeforeUnscale(Rule):
     needs = r"clip|register_hook"  # the clip reported (``clip_grad_norm_``, a helper that clips, a clamping hook)
 
     def check(self, ctx) -> Iterable[Violation]:
+        for hook in clamping_hooks_elsewhere(ctx):
+            path, line, what = hook.backward
+            shown = ctx.project.display(Path(path)) if ctx.project is not None else path
+            message = (f"`{ctx.code(hook.call.func)}(...)` clamps each gradient as backward computes it, and the "
+                       f"training that registers it scales its loss with a GradScaler ({what} at {shown}:{line}): "
+                       f"the hook sees gradients multiplied by the loss scale ({GRAD_SCALER_INIT_SCALE:g} at the "
+                       f"start), so the clip value applies to scaled values and clamps almost every gradient")
+            yield Violation(hook.call, message, Confidence.LIKELY,
+                            help="clip once per step instead, after `scaler.unscale_(optimizer)` "
+                                 "(`torch.nn.utils.clip_grad_value_(params, c)`)",
+                            related=[Location(str(shown), line, what)])
         for scope, step in training_steps(ctx).items():
             if not bf16_only(ctx, scope):
                 yield from self._clamping_hooks(ctx, scope, step)
