@@ -526,23 +526,15 @@ def _other_file_clamping_hook(ctx, call: cst.Call) -> Optional[cst.Call]:
     return call if hook is not None else None
 
 
-_CLAMPS = {"clamp", "clamp_", "clip", "clip_"}
-
-
 def _clamping_hook(ctx, call: cst.Call) -> bool:
-    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_hook" and call.args):
+    """``p.register_hook(hook)`` where the hook (a lambda, or a def of this file) clamps or clips its
+    argument: ``grad.clamp(-c, c)``, ``torch.clamp(grad, ...)``, ``util.clamp_tensor(grad, ...)``."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_hook" and len(call.args) == 1):
         return False
     hook = call.args[0].value
-    if not (isinstance(hook, cst.Lambda) and len(hook.params.params) == 1):
-        return False
-    grad = hook.params.params[0].name.value
-    body = hook.body
-    if not isinstance(body, cst.Call):
-        return False
-    if (ctx.call_name(body) or "") in ("torch.clamp", "torch.clip"):
-        return bool(body.args) and isinstance(body.args[0].value, cst.Name) and body.args[0].value.value == grad
-    return isinstance(body.func, cst.Attribute) and body.func.attr.value in _CLAMPS \
-        and isinstance(body.func.value, cst.Name) and body.func.value.value == grad
+    if isinstance(hook, cst.Name):
+        hook = next((f for f in ctx.nodes(cst.FunctionDef) if f.name.value == hook.value), hook)
+    return isinstance(hook, (cst.Lambda, cst.FunctionDef)) and _clamps_argument(ctx, hook)
 
 
 # ---- the path-sensitive walk ------------------------------------------------------------------
@@ -1095,7 +1087,7 @@ def is_grad_scaler(ctx, scaler: str) -> bool:
 
 # ---- gradient hooks registered for a training in another file ----------------------------------
 
-_CLAMPS_RE = re.compile(r"(?i)clamp|clip")
+_CLAMPS = re.compile(r"(?i)clamp|clip")
 
 
 @dataclass(frozen=True)
@@ -1121,7 +1113,7 @@ def _clamps_argument(ctx, fn) -> bool:
             continue
         callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else \
             node.func.value if isinstance(node.func, cst.Name) else ""
-        if not _CLAMPS_RE.search(callee):
+        if not _CLAMPS.search(callee):
             continue
         operands = [a.value for a in node.args]
         if isinstance(node.func, cst.Attribute):
@@ -1148,12 +1140,7 @@ def clamping_hooks_elsewhere(ctx) -> List[ClampingHook]:
         return found  # type: ignore[return-value]
     found = []
     for call in ctx.nodes(cst.Call):
-        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_hook" and len(call.args) == 1):
-            continue
-        hook = call.args[0].value
-        if isinstance(hook, cst.Name):
-            hook = next((f for f in ctx.nodes(cst.FunctionDef) if f.name.value == hook.value), hook)
-        if not isinstance(hook, (cst.Lambda, cst.FunctionDef)) or not _clamps_argument(ctx, hook):
+        if not _clamping_hook(ctx, call):
             continue
         fn = ctx.enclosing_function(call)
         backward = _scaled_backward_after(ctx, fn, call)
