@@ -369,3 +369,12 @@ class Model:
 ])
 def test_an_autocast_dtype_held_in_an_attribute(dtype, reported):
     assert lines("AMP304", DTYPE_ATTRIBUTE.replace("{dtype}", dtype)) == ([16] if reported else [])
+
+
+def test_the_value_the_step_backpropagates_is_the_loss_whatever_its_name():
+    """traiNNer-redux: ``if not l_g_total.isfinite(): raise`` then ``self.scaler_g.scale(l_g_total).backward()``."""
+    source = DTYPE_ATTRIBUTE.replace("{dtype}", "torch.float16").replace("loss", "l_g_total")
+    assert lines("AMP304", source) == [16]
+    # a check of a value the step does not backpropagate (and not named as a loss) is about the data
+    data = source.replace("if not l_g_total.isfinite():", "if not x.isfinite().all():")
+    assert lines("AMP304", data) == []

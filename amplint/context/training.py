@@ -180,6 +180,20 @@ class Step:
                  if k[:2] == key and not _exclusive(ctx, by_index[k[2]].call, event.call)}
         return [by_index[i] for i in sorted(found)]
 
+    def backward_losses(self, ctx) -> Set[str]:
+        """The code of what this scope backpropagates: ``X`` of ``X.backward()`` and of
+        ``scaler.scale(X).backward()`` (traiNNer's generator loss is called ``l_g_total``)."""
+        out: Set[str] = set()
+        for e in self.of_kind("backward"):
+            func = e.call.func
+            target = func.value if isinstance(func, cst.Attribute) else None
+            if isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) \
+                    and target.func.attr.value == "scale" and target.args:
+                target = target.args[0].value
+            if target is not None:
+                out.add(ctx.code(target))
+        return out
+
     def following(self, event: Event, kind: str, scaler: Optional[str] = None) -> List[Event]:
         """Events of ``kind`` (of the same scaler) after ``event`` in source order."""
         return [e for e in self.events if e.index > event.index and e.kind == kind

@@ -289,8 +289,9 @@ class NanCheckRaises(Rule):
                        else "`break` out of the training loop" if isinstance(stop, cst.Break)
                        else "`return` from the training loop" if isinstance(stop, cst.Return) else "`raise`")
             for site_ctx, scope, at, checked, site in _where_checked(ctx, scope_of(ctx, holder), call, value):
-                if not CHECKED_VALUE.search(checked):
-                    continue
+                step = training_steps(site_ctx).get(scope)
+                if not CHECKED_VALUE.search(checked) and not (step is not None and checked in step.backward_losses(site_ctx)):
+                    continue  # not the loss, outputs or gradients (nor what the step backpropagates)
                 ok, confidence, evidence = fp16_training_scope(site_ctx, scope, at)
                 if not ok:
                     continue
