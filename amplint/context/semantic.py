@@ -411,6 +411,11 @@ class SemanticModel:
                     return True
         return False
 
+    def reads_new_each_iteration(self, expr: cst.CSTNode, at: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """Does ``expr`` read a name that holds a new value on each iteration of ``loop``
+        (``new_each_iteration``): ``opt``, ``optimizers[i]``, ``self.opts[group]``?"""
+        return any(self.new_each_iteration(n, at, loop) for n in _read_names(expr))
+
     def rebound_in(self, name: str, scope_node: cst.CSTNode) -> bool:
         """Is ``name`` bound in the scope of ``scope_node`` (a def...) by anything but a parameter?"""
         scope = self._scopes.get(id(scope_node))

@@ -1109,7 +1109,6 @@ class ClampingHook:
     """``p.register_hook(lambda grad: grad.clamp(-c, c))``: a hook that clamps (clips) each gradient
     as backward computes it. Under ``scaler.scale(loss).backward()`` those are scaled gradients."""
     call: cst.Call  # the register_hook call
-    function: Optional[cst.FunctionDef]  # the function registering it
     # (path, line, what): a GradScaler-scaled backward run after the registration ("the scaled
     # backward"), or the GradScaler the training builds ("the GradScaler")
     backward: Tuple[str, int, str]
@@ -1122,8 +1121,8 @@ def _clamps_argument(ctx, fn) -> bool:
     if not params:
         return False
     name = params[0].name.value
-    for node in _descendants(fn.body):
-        if not isinstance(node, cst.Call):
+    for node in ctx.nodes(cst.Call):
+        if not ctx.is_ancestor(fn, node):
             continue
         callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else \
             node.func.value if isinstance(node.func, cst.Name) else ""
@@ -1135,12 +1134,6 @@ def _clamps_argument(ctx, fn) -> bool:
         if any(isinstance(o, cst.Name) and o.value == name for o in operands):
             return True
     return False
-
-
-def _descendants(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _descendants(child)
 
 
 def clamping_hooks_elsewhere(ctx) -> List[ClampingHook]:
@@ -1159,7 +1152,7 @@ def clamping_hooks_elsewhere(ctx) -> List[ClampingHook]:
         fn = ctx.enclosing_function(call)
         backward = _scaled_backward_after(ctx, fn, call)
         if backward is not None:
-            found.append(ClampingHook(call, fn, backward))
+            found.append(ClampingHook(call, backward))
     ctx._cache["training_clamping_hooks_elsewhere"] = found
     return found
 

@@ -219,27 +219,13 @@ def _new_each_iteration(ctx, step: Step, unscale) -> bool:
     name in it holds a new value each time round (``for name, opt in optimizers.items()``,
     ``opt = self.optimizers[group]`` in its body, ``scaler.unscale_(optimizers[i])``), and the loop's
     body does not unscale it already before (twice in one iteration raises)."""
-    names = [n for n in _names_in(unscale.target)]
     text = ctx.code(unscale.target)
     for loop in (a for a in ctx.ancestors(unscale.call) if isinstance(a, (cst.For, cst.While))):
-        if any(ctx.semantic.new_each_iteration(n.value, unscale.call, loop) for n in names):
+        if ctx.semantic.reads_new_each_iteration(unscale.target, unscale.call, loop):
             return not any(o.kind == "unscale" and o.index < unscale.index and o.scaler == unscale.scaler
                            and o.target is not None and ctx.code(o.target) == text
                            and ctx.is_ancestor(loop.body, o.call) for o in step.events)
     return False
-
-
-def _names_in(expr: cst.BaseExpression):
-    """The names an expression reads (not attribute names after a dot)."""
-    if isinstance(expr, cst.Name):
-        yield expr
-    elif isinstance(expr, cst.Attribute):
-        yield from _names_in(expr.value)
-    elif isinstance(expr, cst.Subscript):
-        yield from _names_in(expr.value)
-        for element in expr.slice:
-            if isinstance(element.slice, cst.Index):
-                yield from _names_in(element.slice.value)
 
 
 # An if on the micro-batch counter: ``(idx + 1) % accum == 0``, ``step % grad_accum_steps``.
