@@ -246,6 +246,10 @@ def test_a_project_subclass_of_training_arguments_gives_the_trainer_its_adam_eps
     source = source.replace("TrainingArguments(output_dir", "TimeMoETrainingArguments(output_dir").replace("ARGS", "")
     out = found("AMP101", source, extra_files={"train.py": HALF_TRAINING, "hf_args.py": args_module})
     assert [line for line, _ in out] == [5] and "TimeMoETrainingArguments (a TrainingArguments)" in out[0][1]
+    # named in the singular and imported from its own file (LLM-Dojo's TrainArgument): the calling file
+    # holds no "TrainingArguments" text, so the rule's needs must admit the name itself
+    singular = {"train.py": HALF_TRAINING, "hf_args.py": args_module.replace("TimeMoETrainingArguments", "TrainArgument")}
+    assert lines("AMP101", source.replace("TimeMoETrainingArguments", "TrainArgument"), extra_files=singular) == [5]
     # a class of the same name that is no TrainingArguments says nothing about the Trainer's optimizer
     unrelated = args_module.replace("(TrainingArguments)", "")
     assert lines("AMP101", source, extra_files={"train.py": HALF_TRAINING, "hf_args.py": unrelated}) == []

@@ -1,6 +1,7 @@
 """AMP101 optimizer-eps-underflow."""
 from __future__ import annotations
 
+import re
 from typing import Dict, Iterable, Optional
 
 import libcst as cst
@@ -18,6 +19,9 @@ from .base import Rule, cited
 # is the eps of the AdamW the Trainer builds.
 TRAINING_ARGUMENTS = {"TrainingArguments", "Seq2SeqTrainingArguments"}
 HF_ADAM_EPSILON = 1e-8
+# How a project's subclass of them is named (TimeMoETrainingArguments, LLM-Dojo's TrainArgument, MyArgs):
+# only such a call is looked up in the class hierarchy, and the rule's ``needs`` says the same.
+_ARGUMENTS_CLASS = re.compile(r"(?:Arguments?|Args)\b")
 # ``optim=`` values whose optimizer takes no adam_epsilon (Adafactor, SGD, Lion, ...).
 _HF_ADAM = ("adamw", "adam")
 
@@ -38,7 +42,7 @@ class OptimizerEpsUnderflow(Rule):
     applies_under = "fp16 (pure half parameters)"
     # the optimizer's class, or the Hugging Face arguments class (or a project's subclass of it,
     # ``TimeMoETrainingArguments``), in the call or its import
-    needs = words(OPTIMIZERS) + r"|\w*(?:Arguments|Args)\b"
+    needs = words(OPTIMIZERS) + r"|\w*" + _ARGUMENTS_CLASS.pattern
 
     def check(self, ctx) -> Iterable[Violation]:
         regime = ctx.regime
@@ -171,7 +175,7 @@ def _hf_arguments_class(ctx, name: str) -> Optional[str]:
     last = name.rsplit(".", 1)[-1]
     if name.startswith("transformers.") and last in TRAINING_ARGUMENTS:
         return last
-    if "arg" not in last.lower():
+    if not _ARGUMENTS_CLASS.search(last):
         return None  # (the index is asked only of a class named for arguments: TrainArgument, MyArgs)
     index = ctx.project_index  # built from every summary: asked only for a candidate class
     if index is None:
