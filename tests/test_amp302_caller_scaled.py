@@ -146,3 +146,58 @@ def test_direct_optimizer_step_after_unscaling_the_received_scaler():
                              filename="updater.py", extra_files=engine())
     assert line == 13 and "inf/NaN" in message
     assert lines("AMP302", updater(body), filename="updater.py", extra_files=engine()) == []
+
+
+# ---- a module-level function: its calls are the ones that resolve to it ------------------------
+
+STEP_HELPER = """
+import torch
+
+
+def apply_step(model, optimizer, scaler):
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+SCALED_LOOP = """
+import torch
+{imports}
+
+
+def main(model, opt, loader):
+    scaler = torch.amp.GradScaler("cuda")
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).mean()
+        scaler.scale(loss).backward()
+        {call}
+"""
+
+
+def scaled_loop(call, imports=""):
+    return textwrap.dedent(SCALED_LOOP).replace("{imports}", imports).replace("{call}", call)
+
+
+def test_module_function_called_after_a_scaled_backward_in_another_file():
+    caller = scaled_loop("apply_step(model, opt, scaler)", "from snippet import apply_step")
+    (line, message), = found("AMP302", STEP_HELPER, extra_files={"train.py": caller})
+    assert line == 6 and "train.py" in message
+
+
+def test_module_function_called_through_its_module():
+    caller = scaled_loop("snippet.apply_step(model, opt, scaler)", "import snippet")
+    assert lines("AMP302", STEP_HELPER, extra_files={"train.py": caller}) == [6]
+
+
+@pytest.mark.parametrize("name, call, imports", [
+    # DeepLearningExamples: HiFiGAN's ``gen.train()`` after its scaled backward is a module's method,
+    # not Transformer-XL's ``def train(..., scaler, ...)``
+    ("a method of the same name on another object", "model.apply_step(model, opt, scaler)", ""),
+    ("another module's function of the same name", "other.apply_step(model, opt, scaler)", "import other"),
+    ("a call that passes nothing", "apply_step()", "from snippet import apply_step"),
+])
+def test_calls_that_are_not_the_module_function_stay_silent(name, call, imports):
+    extra = {"train.py": scaled_loop(call, imports),
+             "other.py": "def apply_step(model, opt, scaler):\n    pass\n"}
+    assert lines("AMP302", STEP_HELPER, extra_files=extra) == [], name

@@ -904,13 +904,33 @@ def _scaled_on_entry(ctx, step: Step) -> Dict[str, Tuple[str, int]]:
     if not wanted:
         return {}
     passes_scaler = any(s in params for s in wanted)
-    evidence = _caller_scaled_backward(ctx, fn.name.value, passes_scaler)
+    evidence = _caller_scaled_backward(ctx, fn.name.value, passes_scaler, _function_call_sites(ctx, fn))
     return {s: evidence for s in sorted(wanted)} if evidence is not None else {}
 
 
-def _caller_scaled_backward(ctx, name: str, passes_scaler: bool) -> Optional[Tuple[str, int]]:
+def _function_call_sites(ctx, fn: cst.FunctionDef) -> Optional[Set[Tuple[str, int]]]:
+    """The (resolved path, line) of every call of ``fn`` when it is a module-level function: the
+    bare calls of its own file and the calls the project index resolves to it in other files. None
+    for a method, whose calls through an attribute (``self._updater.step(...)``) the index does not
+    resolve. Without this a monorepo's ``gen.train()`` in another model's script was taken for a
+    call of a ``def train(..., scaler, ...)`` (DeepLearningExamples: Transformer-XL's clip judged by
+    HiFiGAN's scaled backward)."""
+    if ctx.parent(fn) is not ctx.module:
+        return None
+    here = str(Path(ctx.path).resolve())
+    sites = {(here, ctx.line_of(c)) for c in ctx.nodes(cst.Call)
+             if isinstance(c.func, cst.Name) and c.func.value == fn.name.value}
+    project, module = ctx.project, ctx.imports.module_name
+    if project is not None and module and hasattr(project, "callers"):
+        sites.update((str(Path(s.path).resolve()), s.line) for s in project.callers(f"{module}.{fn.name.value}"))
+    return sites
+
+
+def _caller_scaled_backward(ctx, name: str, passes_scaler: bool,
+                            sites: Optional[Set[Tuple[str, int]]] = None) -> Optional[Tuple[str, int]]:
     """(path, line) of a scaled backward followed, in the same function, by a call of ``name``
-    with no ``unscale_`` between; None if there is none."""
+    with no ``unscale_`` between; None if there is none. ``sites``: the lines that call the
+    function, when they are known (see ``_function_call_sites``)."""
     from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
     call = re.compile(rf"(?:([\w.]+)\s*\.\s*)?\b{re.escape(name)}\s*\((.*)")
     pattern = rf"^\s*(async\s+)?def\s|unscale|\.scale\s*\(|\b{re.escape(name)}\s*\("
@@ -923,12 +943,14 @@ def _caller_scaled_backward(ctx, name: str, passes_scaler: bool) -> Optional[Tup
             m = call.search(text)
             if m is None or re.match(r"\s*(async\s+)?def\s", text):
                 continue
+            if sites is not None and (path, line) not in sites:
+                continue  # the line calls another function of that name
             receiver, rest = m.group(1), m.group(2)
             if receiver and _NOT_A_STEP_RECEIVER.search(_last(receiver)):
                 continue  # ``scaler.step(opt)``, ``optimizer.step()``: not a call of this function
-            if passes_scaler and not (re.search(r"scal", rest, re.I) or not rest.strip(" )")
+            if passes_scaler and not (re.search(r"scal", rest, re.I) or not rest.strip()
                                       or rest.rstrip().endswith(",")):
-                continue  # the call passes no scaler (a call over several lines may)
+                continue  # the call passes no scaler (``f()`` passes nothing; a call over several lines may)
             indent = len(text) - len(text.lstrip())
             scaled = None
             for before, btext in reversed(rows[:i]):
