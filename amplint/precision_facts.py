@@ -487,6 +487,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             record["alternatives"] = {v: _plugin_record(node, v) for v in ("fp16", "bf16", "fp32")}
         facts["signals"].append(record)
     facts["literal_args"] = _literal_args(nodes, owner)
+    facts["config_runs"], facts["config_defaults"] = _config_runs(nodes, imports)
     if any(w.endswith("runner.train") for e in facts["entry_points"] for w in e["why"]):
         # mmengine's tools/train.py: `--amp` switches the config's optim_wrapper to AmpOptimWrapper, and the
         # configs pick theirs: the run's precision is the launch's (fp32 or fp16 autocast), as accelerate's is
@@ -929,6 +930,58 @@ def _plugin_record(node: ast.Call, value: str) -> Optional[Dict[str, Any]]:
 
 
 _LITERAL_KEYWORDS = {"dtype", "precision", "mixed_precision", "param_dtype"}
+
+
+# a config object's switch of fp16 autocast (coqui's ``VitsConfig(mixed_precision=True)``, nerfstudio's
+# ``TrainerConfig(mixed_precision=True, pipeline=...(model=NerfactoModelConfig()))``)
+_RUN_KEYS = ("mixed_precision", "use_amp", "fp16")
+_CONFIG_CLASS = re.compile(r"Argument|Config|Trainer")
+
+
+def _config_runs(nodes: List[ast.AST], imports: ImportTable) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[str, bool]]]:
+    """The config objects of a registry of runs, each naming the code it trains: a ``*Config`` /
+    ``*Arguments`` / ``*Trainer`` call with a literal ``mixed_precision=True|False`` (``use_amp``,
+    ``fp16``), or with none and other config objects inside (its class's default then), with the
+    classes named inside it (``model=NerfactoModelConfig(...)``, ``_target=NeRFModel``), as the file's
+    imports resolve them. And the
+    literal defaults of those keys in the file's classes (``mixed_precision: bool = False``)."""
+    runs, defaults = [], {}
+    inside = set()  # the config objects nested in a run's are its parts, not runs of their own
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                target = stmt.target if isinstance(stmt, ast.AnnAssign) else \
+                    stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+                if isinstance(target, ast.Name) and target.id in _RUN_KEYS and isinstance(stmt.value, ast.Constant) \
+                        and isinstance(stmt.value.value, bool):
+                    defaults.setdefault(node.name, {})[target.id] = stmt.value.value
+            continue
+        if not isinstance(node, ast.Call) or id(node) in inside:
+            continue
+        callee = _dotted(node.func) or ""
+        if not _CONFIG_CLASS.search(callee.rsplit(".", 1)[-1]):
+            continue
+        key = value = None
+        for k in node.keywords:
+            if k.arg in _RUN_KEYS and isinstance(k.value, ast.Constant) and isinstance(k.value.value, bool):
+                key, value = k.arg, k.value.value
+                break
+        names, nested = [], False
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            # a nested config object, and a class handed over by name (``VanillaModelConfig(_target=NeRFModel)``)
+            values = [arg]
+            for n in ast.walk(arg):
+                if isinstance(n, ast.Call):
+                    values += [n.func, *n.args, *(k.value for k in n.keywords)]
+                    nested = nested or bool(_CONFIG_CLASS.search((_dotted(n.func) or "").rsplit(".", 1)[-1]))
+            for v in values:
+                name = imports.resolve(_dotted(v) or "") if isinstance(v, (ast.Name, ast.Attribute)) else None
+                if name and name not in names:
+                    names.append(name)
+        if names and (key is not None or nested):
+            inside.update(id(n) for n in ast.walk(node))
+            runs.append({"line": node.lineno, "callee": imports.resolve(callee), "key": key, "value": value, "names": names})
+    return runs, defaults
 
 
 def _literal_args(nodes: List[ast.AST], owner) -> List[Dict[str, Any]]:

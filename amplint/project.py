@@ -498,6 +498,7 @@ class Project:
         self._anywhere: Optional[Regime] = None
         self._index: Optional[ProjectIndex] = None
         self._reached: Dict[Path, "_Reached"] = {}
+        self._runs_of: Dict[Path, list] = {}
         self.display_base = display_base
 
     # The facts rules read of the project, recorded while a file is analysed so that its cached
@@ -1112,14 +1113,20 @@ class Project:
         if reaching:
             signals: List[Tuple[Signal, Evidence]] = []
             origins = []
+            named = []
             for ep in reaching:
-                for sig, ev in ep.signals:
+                ep_signals, runs = self._signals_of_runs_naming(ep, key)
+                named += runs
+                for sig, ev in ep_signals:
                     if ev.path != ep.display:
                         ev = Evidence(f"{ev.what} (training entry point {ep.display})", ev.path, ev.line)
                     signals.append((sig, ev))
                     origins.append((ep.name(),))
             names = tuple(ep.name() for ep in reaching)
-            return Regime(signals, None, "entry point " + ", ".join(names), names, tuple(origins))
+            scope = "entry point " + ", ".join(names)
+            if named:
+                scope += f" (the run configs naming its code: {', '.join(named)})"
+            return Regime(signals, None, scope, names, tuple(origins))
         project = self.regime
         # With no entry point, evidence that says no float16 (only ``autocast(enabled=False)``
         # regions: x-transformers' and vector-quantize-pytorch's, written for callers that run them
@@ -1182,6 +1189,72 @@ class Project:
             scope = (UNREACHED_PROGRAM if program else UNREACHED) if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points, project.origins)
         return self._library("no training entry point reaches it, and the entry points disagree")
+
+    def _signals_of_runs_naming(self, ep: "EntryPoint", key: Path) -> Tuple[List[Tuple[Signal, Evidence]], List[str]]:
+        """``ep``'s evidence for the file ``key`` when ``ep`` picks one of a registry of run configs that
+        disagree on mixed precision (nerfstudio's ``method_configs``: ``TrainerConfig(method_name="nerfacto",
+        mixed_precision=True, pipeline=...(model=NerfactoModelConfig()))`` beside neus'
+        ``mixed_precision=False`` with ``NeuSModelConfig``): a file the code of some runs' named classes
+        imports (their defining files and their bases', and what those import) runs only in those runs,
+        so the other runs' switch is not its evidence, and with every run naming it off, neither is the
+        autocast / GradScaler that key switches. Also the runs that decided it (``file:line``)."""
+        runs = self._config_runs(ep)
+        naming = [r for r in runs if key in r[4]]
+        if not naming or len(naming) == len(runs):
+            return ep.signals, []
+        at = {(r[0], r[1]) for r in runs}
+        kept = {(r[0], r[1]) for r in naming if r[2]}
+        off = {r[3] for r in naming if not r[2]} - {r[3] for r in naming if r[2]}
+        out = [(sig, ev) for sig, ev in ep.signals
+               if ((ev.path, ev.line) not in at or (ev.path, ev.line) in kept)
+               and not (sig.conditional and off & set(re.findall(r"\w+", sig.condition)))]
+        shown = [f"{r[0]}:{r[1]}" for r in naming[:3]]
+        return out, shown + ([f"{len(naming) - 3} more"] if len(naming) > 3 else [])
+
+    def _config_runs(self, ep: "EntryPoint") -> List[Tuple[str, int, bool, str, frozenset]]:
+        """The run configs among the files ``ep`` reaches (``precision_facts._config_runs``), as (display path,
+        line, switch on, key, the files the code of its named classes reaches), when some are on and some off."""
+        found = self._runs_of.get(ep.path)
+        if found is not None:
+            return found
+        index, facts, graph = self.index, self.facts(), self._import_graph()
+        runs = []
+        for p in sorted({ep.path, *ep.reach}):
+            f = facts.get(p)
+            if not f or self.is_test(p) or not f.get("config_runs"):
+                continue
+            module = f["module"] or ""
+            for run in f["config_runs"]:
+                key, value = run["key"], run["value"]
+                if value is None:  # the class's default (``mixed_precision: bool = False``)
+                    cls = index.resolve(run["callee"], module) or index.symbol(f"{module}.{run['callee']}")
+                    todo, seen = [cls] if cls is not None and cls.kind == "class" else [], set()
+                    while todo and value is None:
+                        c = todo.pop(0)
+                        if c.name in seen:
+                            continue
+                        seen.add(c.name)
+                        for k, v in facts.get(c.path, {}).get("config_defaults", {}).get(c.qualname, {}).items():
+                            key, value = k, v
+                            break
+                        todo.extend(index.bases(c.name))
+                    if value is None:
+                        continue
+                files = set()
+                for name in run["names"]:
+                    sym = index.resolve(name, module) or index.symbol(f"{module}.{name}")
+                    todo = [sym] if sym is not None and sym.kind == "class" else []
+                    while todo:
+                        c = todo.pop()
+                        if c.path not in files:
+                            files |= _closure(c.path, graph)
+                        todo.extend(b for b in index.bases(c.name) if b.path not in files)
+                if files:
+                    runs.append((self.display(p), run["line"], value, key, frozenset(files)))
+        if len({r[2] for r in runs}) < 2:
+            runs = []
+        self._runs_of[ep.path] = runs
+        return runs
 
     def _nearest_entry_points(self, key: Path, eps: List["EntryPoint"]) -> Optional[Tuple[List["EntryPoint"], str]]:
         """The entry points in the nearest directory above ``key`` (below the root) that holds some, and

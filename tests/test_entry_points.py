@@ -1138,6 +1138,145 @@ def test_a_trainer_config_with_mixed_precision_true_is_fp16_autocast(tmp_path):
     assert Regime(ep.signals).mode == "fp32"
 
 
+# nerfstudio's method registry (triage T5-14): each `TrainerConfig(method_name=..., mixed_precision=True|False,
+# pipeline=...(model=XModelConfig()))` names the model it trains; scripts/train.py picks one of them
+_RUN_REGISTRY = {
+    "ns/__init__.py": "",
+    "ns/trainer.py": """
+        from dataclasses import dataclass
+        import torch
+
+        @dataclass
+        class TrainerConfig:
+            method_name: str = "base"
+            mixed_precision: bool = False
+            model: object = None
+
+        class Trainer:
+            def __init__(self, config):
+                self.config = config
+                self.model = config.model.setup()
+                self.optimizer = torch.optim.Adam(self.model.parameters())
+                self.grad_scaler = torch.cuda.amp.GradScaler(enabled=config.mixed_precision)
+
+            def train_iteration(self, batch):
+                with torch.autocast(device_type="cuda", enabled=self.config.mixed_precision):
+                    loss = sum(self.model.get_loss_dict(self.model(batch), batch).values())
+                self.grad_scaler.scale(loss).backward()
+                self.grad_scaler.step(self.optimizer)
+                self.grad_scaler.update()
+    """,
+    "ns/common.py": """
+        import torch
+        def clamp_weights(w):
+            return w.clip(1e-3, 1.0 - 1e-3)
+    """,
+    "ns/nerfacto.py": """
+        from dataclasses import dataclass
+        import torch.nn.functional as F
+        from torch import nn
+        from ns.common import clamp_weights
+
+        class NerfactoModel(nn.Module):
+            def get_loss_dict(self, outputs, batch):
+                return {"rgb": F.mse_loss(outputs["rgb"], batch["image"])}
+
+        @dataclass
+        class NerfactoModelConfig:
+            def setup(self):
+                return NerfactoModel()
+    """,
+    "ns/surface.py": """
+        from dataclasses import dataclass
+        import torch.nn.functional as F
+        from torch import nn
+        from ns.common import clamp_weights
+
+        class SurfaceModel(nn.Module):
+            def get_loss_dict(self, outputs, batch):
+                weights_sum = clamp_weights(outputs["weights"].sum(dim=1))
+                return {"fg_mask_loss": F.binary_cross_entropy(weights_sum, batch["fg_mask"].float())}
+
+        @dataclass
+        class SurfaceModelConfig:
+            def setup(self):
+                return SurfaceModel()
+    """,
+    "ns/neus.py": """
+        from dataclasses import dataclass
+        from ns.surface import SurfaceModel, SurfaceModelConfig
+
+        class NeuSModel(SurfaceModel):
+            pass
+
+        @dataclass
+        class NeuSModelConfig(SurfaceModelConfig):
+            def setup(self):
+                return NeuSModel()
+    """,
+    "ns/method_configs.py": """
+        from ns.nerfacto import NerfactoModelConfig
+        from ns.neus import NeuSModelConfig
+        from ns.trainer import TrainerConfig
+
+        method_configs = {}
+        method_configs["nerfacto"] = TrainerConfig(method_name="nerfacto", mixed_precision=True,
+                                                   model=NerfactoModelConfig())
+        method_configs["neus"] = TrainerConfig(method_name="neus", mixed_precision=False, model=NeuSModelConfig())
+    """,
+    "train.py": """
+        import sys
+        from ns.method_configs import method_configs
+        from ns.trainer import Trainer
+
+        def train_loop(config, loader):
+            trainer = Trainer(config)
+            for batch in loader:
+                trainer.train_iteration(batch)
+
+        if __name__ == "__main__":
+            train_loop(method_configs[sys.argv[1]], loader=[])
+    """,
+}
+
+
+def test_a_run_config_precision_applies_to_the_code_of_the_model_it_names(tmp_path):
+    p = project(tmp_path, _RUN_REGISTRY)
+    mode = {f: p.regime_for(p.root / f).mode for f in ("ns/surface.py", "ns/neus.py", "ns/nerfacto.py", "ns/common.py",
+                                                        "ns/trainer.py")}
+    # neus' config names NeuSModelConfig, whose base (and model) lives in surface.py: trained in float32 only
+    assert mode["ns/surface.py"] == mode["ns/neus.py"] == "fp32"
+    assert "the run configs naming its code: " in p.regime_for(p.root / "ns/surface.py").scope
+    # near misses: the nerfacto model's file, a helper both models import, the trainer every run uses
+    assert mode["ns/nerfacto.py"] == mode["ns/common.py"] == mode["ns/trainer.py"] == "fp16-mixed"
+    r = run(["check", "--select", "AMP202", "-q", "."], p.root)
+    assert "surface.py" not in r.out and r.rc == 0
+
+
+def test_a_run_config_that_turns_mixed_precision_on_for_the_model_keeps_its_findings(tmp_path):
+    # near miss: neus configured with mixed_precision=True too
+    files = dict(_RUN_REGISTRY)
+    files["ns/method_configs.py"] = files["ns/method_configs.py"].replace(
+        'method_name="neus", mixed_precision=False', 'method_name="neus", mixed_precision=True')
+    p = project(tmp_path, files)
+    assert p.regime_for(p.root / "ns/surface.py").mode == "fp16-mixed"
+    r = run(["check", "--select", "AMP202", "."], p.root)
+    assert "surface.py:10" in r.out and "AMP202" in r.out
+
+
+def test_a_run_config_without_the_keyword_is_read_at_its_class_default(tmp_path):
+    # a third run naming the neus model with no mixed_precision keyword: TrainerConfig's `mixed_precision: bool = False`
+    files = dict(_RUN_REGISTRY)
+    files["ns/method_configs.py"] = files["ns/method_configs.py"].rstrip() + \
+        '\n        method_configs["neus-b"] = TrainerConfig(method_name="neus-b", model=NeuSModelConfig())\n'
+    p = project(tmp_path / "off", files)
+    assert p.regime_for(p.root / "ns/surface.py").mode == "fp32"
+    # near miss: the class default True makes that run (and the surface model's code) one of fp16-mixed / fp32
+    files["ns/trainer.py"] = files["ns/trainer.py"].replace("mixed_precision: bool = False", "mixed_precision: bool = True")
+    p = project(tmp_path / "on", files)
+    assert p.regime_for(p.root / "ns/surface.py").mode == "fp16-mixed"
+
+
 def test_a_plugin_precision_from_a_helper_parameter_is_what_the_callers_pass(tmp_path):
     # Open-Sora: `create_colossalai_plugin(plugin, dtype, ...)` builds `LowLevelZeroPlugin(precision=dtype)`;
     # scripts/train.py passes `dtype=cfg_dtype`, `cfg_dtype = cfg.get("dtype", "bf16")` (all configs keep bf16)
