@@ -1290,6 +1290,9 @@ class PrecisionModel:
         elif isinstance(func, cst.Name):
             b = self._binding(func)
             value = b if isinstance(b, cst.BaseExpression) else None
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in _SAME_MODULE_METHODS:
+            value = value.func.value  # ``Aligner(dim).cuda()``: the module built
         if isinstance(value, cst.Call):
             return self.ctx.call_name(value)
         return None
@@ -1441,19 +1444,101 @@ class PrecisionModel:
                 or any(isinstance(e, cst.StarredElement) for e in unpacked.elements):
             return None
         index = next(i for i, e in enumerate(unpacked.elements) if e is element)
-        fn = self._callee(value)
+        model, fn = self, self._callee(value)
         returns = self.returned_values(value) if fn is not None else []
+        if fn is None:
+            forward = self._called_forward(value)
+            if forward is None:
+                return None
+            model, fn = forward
+            returns = model.return_values(fn)
         if not returns or not all(isinstance(r, cst.Tuple) and len(r.elements) == len(unpacked.elements)
                                   and not any(isinstance(e, cst.StarredElement) for e in r.elements) for r in returns):
             return None
-        facts = [self.dtype_of(r.elements[index].value) for r in returns]
+        elements = [r.elements[index].value for r in returns]
+        facts = [model.dtype_of(e) for e in elements]
         if not all(f.dtype is not None for f in facts):
             return None
         widest = _widest(facts)
-        if widest.dtype == F16:
+        if widest.dtype == F16 or not self._holds_at(value, model, elements):
             return None
         return DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype} as element {index + 1} "
                                                f"of its tuple", widest.evidence)
+
+    def _holds_at(self, call: cst.Call, model: "PrecisionModel", values) -> bool:
+        """Do the dtypes the callee's returns have in its own body hold for ``call``? Under autocast at
+        the call, only where the callee's body is read under autocast too: a matmul of float32
+        inputs read with autocast off is float16 under the caller's autocast."""
+        if not self.autocast_at(call).active:
+            return True
+        return all(model.autocast_at(v).active for v in values)
+
+    def return_values(self, fn: cst.FunctionDef) -> List[cst.BaseExpression]:
+        """The values the ``return`` statements of this file's function ``fn`` give back."""
+        return [r.value for r in self.ctx.nodes(cst.Return)
+                if r.value is not None and self.ctx.enclosing_function(r) is fn]
+
+    def _called_forward(self, call: cst.Call) -> Optional[Tuple["PrecisionModel", cst.FunctionDef]]:
+        """The ``forward`` a call of a project module object runs (``soft = aligner(mel, text)`` after
+        ``aligner = Aligner(dim).cuda()``, ``self.attention(...)`` after ``self.attention =
+        ConvAttention(...)``), with the precision model of its file; None for other calls."""
+        cls = self._module_class(call.func)
+        if cls is None or cls.startswith("torch."):
+            return None
+        return self._module_forward(cls)
+
+    def _module_forward(self, cls: str) -> Optional[Tuple["PrecisionModel", cst.FunctionDef]]:
+        """The ``forward`` of the project class named ``cls`` here (its own or an inherited one): a
+        class of this file, or one the project index resolves in another file."""
+        key = ("module_forward", cls)
+        cache = self.ctx._cache
+        if key in cache:
+            return cache[key]  # type: ignore[return-value]
+        cache[key] = None  # recursion ends here
+        ctx = self.ctx
+        found = None
+        local = None if "." in cls else next(
+            (s for s in ctx.module.body if isinstance(s, cst.ClassDef) and s.name.value == cls), None)
+        if local is not None:
+            found = self._forward_in(ctx, local.name.value)
+            if found is not None:
+                found = (self, found)
+        index = ctx.project_index
+        if found is None and index is not None and ctx.imports.module_name:
+            dotted = f"{ctx.imports.module_name}.{cls}" if local is not None else cls
+            sym = index.resolve(f"{dotted}.forward", ctx.imports.module_name)
+            if sym is not None and sym.kind == "function" and sym.qualname.count(".") == 1:
+                here = Path(ctx.path).resolve()
+                other = ctx if Path(sym.path) == here else ctx.other_file(sym.path)
+                fn = self._forward_in(other, sym.qualname.split(".")[0]) if other is not None else None
+                if fn is not None:
+                    found = (self.model_for(other), fn)
+        cache[key] = found
+        return found
+
+    @staticmethod
+    def _forward_in(ctx: FileContext, cls: str) -> Optional[cst.FunctionDef]:
+        owner = next((s for s in ctx.module.body if isinstance(s, cst.ClassDef) and s.name.value == cls), None)
+        if owner is None or not isinstance(owner.body, cst.IndentedBlock):
+            return None
+        return next((s for s in owner.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"), None)
+
+    def _forward_returned(self, call: cst.Call) -> Optional[DTypeFact]:
+        """What a project module's ``forward`` returns, when every ``return`` says and none is
+        float16 (``return self.softmax(attn)``: float32 under autocast), for a call of the module
+        under autocast. None when it does not say."""
+        forward = self._called_forward(call)
+        if forward is None:
+            return None
+        model, fn = forward
+        values = model.return_values(fn)
+        facts = [model.dtype_of(v) for v in values]
+        if not values or any(f.dtype in (None, F16) for f in facts) or not self._holds_at(call, model, values):
+            return None
+        widest = _widest(facts)
+        owner = model.ctx.enclosing_class(fn)
+        return DTypeFact(widest.dtype, LIKELY, f"`{owner.name.value if owner else ''}.forward` returns {widest.dtype}"
+                                               f" ({widest.why})".replace(" ()", ""), widest.evidence)
 
     def _returned(self, fn: Optional[cst.FunctionDef]) -> DTypeFact:
         """What a project function returns, when every ``return`` says and none is float16: a
@@ -1500,9 +1585,13 @@ class PrecisionModel:
             if half is not None and not self.autocast_at(call).active:
                 return half
             return self._apply_policy(op, f"`nn.{short}`", call, inputs)
-        # A user nn.Module: under autocast its output is (likely) the autocast dtype.
+        # A user nn.Module: under autocast its output is (likely) the autocast dtype, unless its
+        # forward says otherwise (a Softmax / log_softmax / ``.float()`` output is float32).
         state = self.autocast_at(call)
         if state.active:
+            returned = self._forward_returned(call)
+            if returned is not None:
+                return returned
             return DTypeFact(state.dtype, LIKELY, f"`{short}` module output under autocast", state.evidence)
         return inputs[0] if inputs and inputs[0].dtype else UNKNOWN
 
