@@ -786,6 +786,9 @@ class PrecisionModel:
             return UNKNOWN  # a default like 1e-6 or True: not a tensor
         if name in self.required_complex(fn):
             return DTypeFact(COMPLEX, CERTAIN, f"`{fn.name.value}` raises unless `{name}` is complex")
+        parametrized = self._parametrized_tensor(fn, name)
+        if parametrized is not None:
+            return parametrized
         from_callers = self._from_callers(fn, name)
         if from_callers is not None:
             return from_callers
@@ -810,6 +813,36 @@ class PrecisionModel:
             return DTypeFact(BF16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under bf16 autocast",
                              state.evidence, assumed=True)
         return UNKNOWN
+
+    def _parametrized_tensor(self, fn: cst.FunctionDef, name: str) -> Optional[DTypeFact]:
+        """The tensor argument of a parametrization's ``forward``: ``register_parametrization(m,
+        "weight", WeightStandardizer())`` makes ``m.weight`` the forward's output and passes it the
+        original parameter (composer's weight standardization). Float32 under mixed precision (autocast
+        casts op inputs, not parameters), float16 in a half model. None for any other parameter."""
+        if fn.name.value != "forward":
+            return None
+        params = [p.name.value for p in fn.params.params]
+        cls = self.ctx.enclosing_class(fn)
+        if cls is None or params[:2] != ["self", name]:
+            return None
+        key = ("parametrizations",)
+        cache = self.ctx._cache
+        if key not in cache:
+            built = set()
+            for call in self.ctx.nodes(cst.Call):
+                if (self.ctx.call_name(call) or "").endswith("register_parametrization") and len(call.args) >= 3:
+                    arg = call.args[2].value
+                    if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name):
+                        built.add(arg.func.value)
+            cache[key] = built
+        if cls.name.value not in cache[key]:  # type: ignore[operator]
+            return None
+        regime = self.ctx.regime
+        if regime is not None and regime.half_params is not None:
+            return DTypeFact(F16, LIKELY, f"`{name}` is the parameter `{cls.name.value}` parametrizes, in a half model",
+                             regime.half_params)
+        return DTypeFact(F32, LIKELY, f"`{name}` is the parameter `{cls.name.value}` parametrizes (float32: autocast "
+                                      "casts the inputs of ops, not parameters)")
 
     def required_complex(self, fn: cst.FunctionDef) -> frozenset:
         """The parameters ``fn`` raises on unless they are complex: a statement of its body, before
