@@ -504,7 +504,7 @@ class Project:
     # The facts rules read of the project, recorded while a file is analysed so that its cached
     # result is reused only while they are the same (amplint.results): name -> kinds of the arguments.
     RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",),
-                "callers": ("str",), "subclasses": ("str",), "looked_into": ("path",)}
+                "callers": ("str",), "calls_named": ("str",), "subclasses": ("str",), "looked_into": ("path",)}
 
     def start_recording(self) -> None:
         self._recording = []
@@ -1493,6 +1493,22 @@ class Project:
         self.cache.put_answer(fingerprint, name, [[str(c.path), c.caller, c.callee, c.line, c.col,
                                                    [[a.how, a.text, a.kind] for a in c.args], c.on_self]
                                                   for c in sites])
+        return sites
+
+    def calls_named(self, last: str) -> List[CallSite]:
+        """Every call of the project written with the last name ``last``, whatever its receiver
+        (``ProjectIndex.calls_named``); cached like ``callers``."""
+        if self.cache is None or self._overlay:
+            return self.index.calls_named(last)
+        fingerprint, key = self.facts_fingerprint(), f"calls named {last}"
+        if self._index is None:
+            sites = self._sites_from(self.cache.answer(fingerprint, key))
+            if sites is not None:
+                return sites
+        sites = self.index.calls_named(last)
+        self.cache.put_answer(fingerprint, key, [[str(c.path), c.caller, c.callee, c.line, c.col,
+                                                  [[a.how, a.text, a.kind] for a in c.args], c.on_self]
+                                                 for c in sites])
         return sites
 
     def _sites_from(self, data) -> Optional[List[CallSite]]:

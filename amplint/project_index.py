@@ -256,6 +256,13 @@ class ProjectIndex:
                 out.extend(self.callers(cls.name))
         return sorted(out, key=lambda s: (str(s.path), s.line, s.col))
 
+    def calls_named(self, last: str) -> List[CallSite]:
+        """Every call in the project written with the last name ``last`` (``f(...)``, ``x.f(...)``,
+        ``pipeline.model.f(...)``), resolved or not, in file and source order: the calls that may
+        run a method whose receiver the index does not follow."""
+        return sorted((self._site(path, raw) for path, raw in self._sites_by_last().get(last, ())),
+                      key=lambda s: (str(s.path), s.line, s.col))
+
     def calls_from(self, name: str) -> List[CallSite]:
         """The calls written in the body of the function ``name`` (lambdas and comprehensions in
         it included, nested defs not), resolved to the project or not (``torch.optim.AdamW``).

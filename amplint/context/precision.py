@@ -170,6 +170,10 @@ _ASKING: set = set()
 # How many answers were cut short so far (a cycle of helpers or of a file's own values, the depth
 # limit): an answer computed while none was is the same whoever asks, and is kept for the run.
 _CUTS = [0]
+# The functions whose calls are being asked whether they run outside autocast (a depth bound).
+_OUTSIDE_ASKING: List[cst.FunctionDef] = []
+# Modules whose functions are no project function's calls, whatever their last name.
+_EXTERNAL_MODULES = {"torch", "numpy", "np", "math", "einops", "scipy", "F", "nn", "jax", "tf", "os", "cv2", "PIL"}
 _PENDING = DTypeFact(None)  # a value whose dtype is being worked out (a cycle ends there, unknown)
 
 
@@ -270,10 +274,93 @@ class PrecisionModel:
         if regime is None or not self.model_code(fn):
             return NOT_AUTOCAST
         if regime.fp16_autocast is not None and regime.half_params is None:
-            return AutocastState(True, F16, LIKELY, regime.fp16_autocast)
-        if regime.bf16 is not None and regime.fp16 is None:
-            return AutocastState(True, BF16, LIKELY, regime.bf16)
-        return NOT_AUTOCAST
+            state = AutocastState(True, F16, LIKELY, regime.fp16_autocast)
+        elif regime.bf16 is not None and regime.fp16 is None:
+            state = AutocastState(True, BF16, LIKELY, regime.bf16)
+        else:
+            return NOT_AUTOCAST
+        # (not where a launcher or a configured precision decides: its autocast is out of sight, and
+        # the code is judged as under any float16 use of it)
+        if fn is not None and regime.override is None and regime.launcher is None \
+                and self.called_only_outside_autocast(fn):
+            return NOT_AUTOCAST
+        return state
+
+    def called_only_outside_autocast(self, fn: cst.FunctionDef) -> bool:
+        """Is every call of ``fn`` seen, in this file and (by its name, whatever the receiver:
+        ``pipeline.model.get_rgba_image(...)``) in the project's other files, made where autocast is
+        off? Then ``fn`` runs without autocast, whatever the regime: autocast is a property of the
+        calls made inside its region and of what they reach (nerfstudio's render / export helpers,
+        called from scripts). False when no call is seen, when ``fn`` is referenced other than by a
+        call (a callback, a hook), for ``forward`` (``module(x)`` runs it) and dunder methods."""
+        name = fn.name.value
+        if name == "forward" or name.startswith("__"):
+            return False
+        key = ("called_outside", fn)
+        cache = self.ctx._cache
+        if key in cache:
+            found = cache[key]
+            if found is None:  # a cycle of callers: nothing said
+                _CUTS[0] += 1
+                return False
+            return found  # type: ignore[return-value]
+        if len(_OUTSIDE_ASKING) >= 4:
+            _CUTS[0] += 1
+            return False
+        cache[key] = None
+        cuts = _CUTS[0]
+        _OUTSIDE_ASKING.append(fn)
+        try:
+            found = self._calls_outside_autocast(fn)
+        finally:
+            _OUTSIDE_ASKING.pop()
+            del cache[key]
+        if _CUTS[0] == cuts:
+            cache[key] = found  # kept only when no cycle cut the answer short
+        return found
+
+    def _calls_outside_autocast(self, fn: cst.FunctionDef) -> bool:
+        from .callers import MAX_FILES
+        ctx = self.ctx
+        name = fn.name.value
+        here: List[cst.Call] = []
+        for node in [*ctx.nodes(cst.Name), *ctx.nodes(cst.Attribute)]:
+            if (node.value if isinstance(node, cst.Name) else node.attr.value) != name:
+                continue
+            parent = ctx.parent(node)
+            if isinstance(node, cst.Name) and isinstance(parent, (cst.FunctionDef, cst.Attribute)):
+                continue  # the def itself; ``x.name`` is read as the Attribute
+            if not (isinstance(parent, cst.Call) and parent.func is node):
+                return False  # referenced, not called: called where this file cannot see
+            root = node
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            if isinstance(root, cst.Name) and ctx.imports.binds(root.value) and root is not node:
+                continue  # ``F.normalize(x)``: another module's function of that name
+            if ctx.enclosing_function(parent) is not fn:
+                here.append(parent)
+        elsewhere: Dict[Path, set] = {}
+        project = ctx.project
+        if project is not None and hasattr(project, "calls_named") and ctx.imports.module_name:
+            mine = Path(ctx.path).resolve()
+            for site in project.calls_named(name):
+                if site.path != mine and site.callee.split(".", 1)[0] not in _EXTERNAL_MODULES:
+                    elsewhere.setdefault(site.path, set()).add(site.line)
+        if not here and not elsewhere or len(elsewhere) > MAX_FILES:
+            return False
+        if any(self.autocast_at(call).active for call in here):
+            return False
+        for path, lines in elsewhere.items():
+            other = ctx.other_file(path)
+            if other is None:
+                return False
+            model = self.model_for(other)
+            calls = [c for c in other.nodes(cst.Call) if (c.func.attr.value if isinstance(c.func, cst.Attribute) else
+                                                          getattr(c.func, "value", None)) == name
+                     and other.on_lines(c, lines)]
+            if not calls or any(model.autocast_at(c).active for c in calls):
+                return False
+        return True
 
     def gradient_flows(self, node: cst.CSTNode) -> bool:
         """Can a backward pass run through ``node``? Not inside ``with torch.no_grad()`` /
