@@ -324,12 +324,21 @@ class PrecisionModel:
         ctx = self.ctx
         name = fn.name.value
         here: List[cst.Call] = []
-        for node in [*ctx.nodes(cst.Name), *ctx.nodes(cst.Attribute)]:
-            if (node.value if isinstance(node, cst.Name) else node.attr.value) != name:
-                continue
+        spelled = ctx._cache.get("spelled")
+        if spelled is None:  # identifier -> the Names and Attributes (by their last name) spelling it
+            spelled = {}
+            for node in ctx.nodes(cst.Name):
+                spelled.setdefault(node.value, []).append(node)
+            for node in ctx.nodes(cst.Attribute):
+                spelled.setdefault(node.attr.value, []).append(node)
+            ctx._cache["spelled"] = spelled
+        for node in spelled.get(name, ()):  # type: ignore[union-attr]
+            if isinstance(node, cst.Name) and isinstance(ctx.parent(node), cst.Attribute) \
+                    and ctx.parent(node).attr is node:
+                continue  # the ``attr`` Name of an Attribute: read as the Attribute
             parent = ctx.parent(node)
-            if isinstance(node, cst.Name) and isinstance(parent, (cst.FunctionDef, cst.Attribute)):
-                continue  # the def itself; ``x.name`` is read as the Attribute
+            if isinstance(node, cst.Name) and isinstance(parent, cst.FunctionDef) and parent.name is node:
+                continue  # the def itself
             if not (isinstance(parent, cst.Call) and parent.func is node):
                 return False  # referenced, not called: called where this file cannot see
             root = node
