@@ -131,14 +131,14 @@ class Regime:
         if self.override:
             return self._configured() if self.override in ("fp16", "fp16-master") else None
         if self.scope.startswith((UNREACHED, UNREACHED_PROGRAM)):
-            # In a file no entry point reaches, a pretrained model an entry point loads in float16 (no master
-            # copy) is that model, not this file's modules: their activations are judged as under mixed precision
-            # (seamless' finetune.py loads UnitY with dtype=torch.float16; the PRETSSEL models beside it never
-            # train there). Whether an optimizer module's parameters are half stays half_optimizer's question.
-            for i, (sig, ev) in enumerate(self.signals):
-                if self._pure_half(sig, i) and (sig.master or not _LOADED.search(ev.what)):
-                    return ev
-            return None
+            # In a file no entry point reaches, a half model without a master copy (a `.half()` of the model an
+            # entry point builds, a pretrained model it loads in float16) is that model, whose code the entry
+            # point's imports reach, not this file's modules: their activations are judged as under mixed
+            # precision (seamless' finetune.py loads UnitY with dtype=torch.float16; the PRETSSEL models beside it
+            # never train there). A half model with float32 master weights is the project's way of training
+            # what it builds at run time (fairseq's registry models under its FP16Optimizer): it stays. Whether
+            # an optimizer module's parameters are half stays half_optimizer's question.
+            return self._first_half(lambda s: s.master)
         return self._first_half(lambda s: True)
 
     def _first_half(self, pred) -> Optional[Evidence]:
@@ -234,7 +234,15 @@ class Regime:
         # it stands for the autocast when that is out of sight (timm builds its scaler in utils/).
         if found or vestigial:
             return found
-        return self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
+        found = self._first(lambda s: s.kind == "grad_scaler" and s.enabled)
+        if found is None and self.scope.startswith((UNREACHED, UNREACHED_PROGRAM)) and self.half_params is None:
+            # a file no entry point reaches, beside a half model without master weights: judged as under fp16
+            # mixed precision (``half_params``), float16 where autocast would make values float16
+            half = self._first_half(lambda s: not s.master)
+            if half is not None:
+                return Evidence(f"{half.what} (another file's half model: code its imports do not reach is judged as "
+                                f"under fp16 autocast)", half.path, half.line)
+        return found
 
     def _scaler_beside_bf16_autocast(self) -> bool:
         """The autocast in sight is bfloat16 and none is float16: a GradScaler beside it is left over
@@ -271,7 +279,7 @@ class Regime:
         if self.half_params:
             return "fp16" if self.half_optimizer else "fp16-master"
         if self.half_optimizer:
-            return "fp16"  # a file no entry point reaches, beside a pretrained model loaded in float16 (half_params)
+            return "fp16"  # a file no entry point reaches, beside a half model without master weights (half_params)
         if self.fp16:
             return "fp16-mixed"
         if self.bf16:
@@ -288,10 +296,6 @@ _INFERENCE_PROGRAM = re.compile(r"(?i)(^|/)hubconf\.py$|(^|/)(apps?|demos?|gradi
                                 "|" + _INFERENCE_DIR.pattern[4:])
 _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
-
-
-# a pretrained model loaded with a dtype (``from_pretrained(..., torch_dtype=...)``, ``load_unity_model(..., dtype=...)``)
-_LOADED = re.compile(r"from_pretrained\(|\b(load|build|create|get|make)_\w*model\(")
 
 
 def _amp_switch(s: Signal) -> bool:

@@ -27,6 +27,7 @@ import torch
 model = Net().cuda().half()
 loss = model(x).sum()
 loss.backward()
+from snippet import *  # the code under test is this training's (reached by its imports)
 """
 MIXED_TRAINING = """
 import torch

@@ -27,6 +27,7 @@ HALF = textwrap.dedent("""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     loss = model(x).sum()
     loss.backward()
+    from snippet import *  # the code under test is this training's (reached by its imports)
 """)
 BF16 = textwrap.dedent("""
     import torch

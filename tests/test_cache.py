@@ -50,7 +50,8 @@ def examples(tmp_path):
 
 @pytest.fixture
 def small(tmp_path):
-    root = write_project(tmp_path / "small", {"train.py": TRAIN, "opt.py": OPT, "consts.py": "NEG = -2 ** 30\n",
+    # (mask.py is the half training's code: train.py imports it)
+    root = write_project(tmp_path / "small", {"train.py": TRAIN + "import mask\n", "opt.py": OPT, "consts.py": "NEG = -2 ** 30\n",
                                                "mask.py": "from consts import NEG\nimport torch\n"
                                                           "def f(s, m):\n    return s.masked_fill(m, NEG)\n"})
     age(root)

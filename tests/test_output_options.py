@@ -124,7 +124,7 @@ def test_sarif_uris_help_links_related_locations_and_levels(tmp_path):
 
 
 def test_github_warns_for_likely_findings(tmp_path):
-    root = write_project(tmp_path / "g", {"train.py": HALF, "f.py": "import torch\ndef f(x):\n    return 1 / (x + 1e-6)\n"})
+    root = write_project(tmp_path / "g", {"train.py": HALF + "import f\n", "f.py": "import torch\ndef f(x):\n    return 1 / (x + 1e-6)\n"})
     rows = run(["check", "--output-format", "github"], root).out.splitlines()
     assert any(row.startswith("::warning file=f.py,line=3,") and "AMP102" in row for row in rows), rows
 

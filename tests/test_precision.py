@@ -186,7 +186,8 @@ def test_arithmetic_of_python_numbers_is_not_a_float32_tensor(tmp_path):
 
 
 def test_mask_and_index_parameters_are_not_assumed_half(tmp_path):
-    (tmp_path / "train.py").write_text("import torch\nmodel = Net().cuda().half()\nloss = model(x).sum()\nloss.backward()\n")
+    (tmp_path / "train.py").write_text("import torch\nmodel = Net().cuda().half()\nloss = model(x).sum()\nloss.backward()\n"
+                                       "import m\n")
     ctx = context(tmp_path, """
         import torch
         def f(x, mask, attention_mask, input_ids, labels, lengths):

@@ -109,7 +109,7 @@ def test_pure_half_regime(tmp_path):
         def forward(x, w):
             y = x.sum(-1)
             z = torch.log(y)
-    """, extra={"train.py": "model = Net().half()\nloss.backward()\n"})
+    """, extra={"train.py": "model = Net().half()\nloss.backward()\nimport m\n"})
     # no autocast: fp32-list ops stay in their input's dtype
     assert d["y"] == ("float16", "likely")
     assert d["z"] == ("float16", "likely")

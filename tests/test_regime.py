@@ -266,7 +266,7 @@ def test_lexical_regions(tmp_path, name):
 def test_outside_regions_the_project_regime_decides(tmp_path):
     ctx = context(tmp_path, 'import torch\nwith torch.autocast("cuda"):\n    pass\ny = x.probe()\n')
     assert ctx.region_of(call_named(ctx, "probe")) is None
-    ctx = context(tmp_path, "y = x.probe()\n", **{"train.py": "import torch\nmodel = Net().half()\n" + TRAINS})
+    ctx = context(tmp_path, "y = x.probe()\n", **{"train.py": "import torch\nmodel = Net().half()\n" + TRAINS + "import m\n"})
     status = precision_model(ctx).fp16_status(call_named(ctx, "probe"))
     assert (status.fp16, status.confidence) == (True, "likely")
     assert status.evidence.path.endswith("train.py") and status.evidence.line == 2

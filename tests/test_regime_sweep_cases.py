@@ -50,7 +50,7 @@ def test_regime_does_not_reach_numpy_data_code_or_tests():
             smoothed = probs ** alpha
             return smoothed / smoothed.sum()
     """)
-    half = {"train.py": "model = Net().half()\nloss.backward()\n"}
+    half = {"train.py": "model = Net().half()\nloss.backward()\nimport snippet, losses\n"}  # the training's code
     assert codes(data, extra_files=half) == []
     reference = "import torch\ndef reference(x, y):\n    return torch.log(x / (y.sum() + 1e-8))\n"
     assert codes(reference, filename="tests/test_ref.py", extra_files=half) == []

@@ -23,6 +23,7 @@ import torch
 model = torch.nn.Linear(8, 8).cuda().half()
 loss = model(x).sum()
 loss.backward()
+import opt  # the edited module is this training's code
 """
 # AMP101 (safe fix) on line 2; AMP102 (unsafe fix) on line 6.
 OPT = """\

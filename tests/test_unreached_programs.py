@@ -236,7 +236,34 @@ class Finetune:
     p = Project(write_project(tmp_path / "p", files))
     r = p.regime_for(tmp_path / "p/pkg/pretssel/ecapa.py")
     assert r.half_params is None and r.fp16 is not None
-    # near miss: the project's own model made half with .half() keeps pure-half activations in unreached code
+    # nor does the project's own model made half with .half(): it is the model the launcher builds and trains
+    # (code its imports reach), not the unreached file's
     files["pkg/finetune.py"] = launcher.replace("load_unity_model(name, dtype=torch.float16)", "Net().half()")
     p = Project(write_project(tmp_path / "q", files))
-    assert p.regime_for(tmp_path / "q/pkg/pretssel/ecapa.py").half_params is not None
+    assert p.regime_for(tmp_path / "q/pkg/pretssel/ecapa.py").half_params is None
+    # near miss: a half model with float32 master weights (DeepSpeed fp16: fairseq's registry models, built at run
+    # time, train this way) keeps half activations in unreached code
+    files["pkg/ds_config.json"] = '{"train_batch_size": 8, "fp16": {"enabled": true}}'
+    p = Project(write_project(tmp_path / "r", files))
+    assert p.regime_for(tmp_path / "r/pkg/pretssel/ecapa.py").half_params is not None
+
+
+def test_code_no_entry_point_reaches_beside_a_half_model_is_judged_as_under_fp16_autocast():
+    # ParlAI: its agents are built at run time (a registry); TorchAgent's `self.model.half()` (--fp16) trains them.
+    # A file no import of the entry point reaches is judged as under fp16 autocast: a bmm output is float16 (the
+    # -1e20 fill of the real bug is found), what only a half model makes float16 is not (a sum, on autocast's
+    # float32 list: a 1e-8 guard on it is silent)
+    from amplint.api import lint_source
+    train = ("import torch\ndef main(loader):\n    model = Net().half()\n"
+             "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+             "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n")
+    layer = ("import torch\nclass Attention(torch.nn.Module):\n    def forward(self, q, k, mask):\n"
+             "        s = torch.bmm(q, k)\n        return s.masked_fill(mask, -1e20), torch.log(s.sum(-1) + 1e-8)\n")
+    found = [(f.code, f.line) for f in lint_source(layer, filename="agents/attn.py", extra_files={"train.py": train})
+             if f.code in ("AMP102", "AMP103")]
+    assert found == [("AMP103", 5)]
+    # near miss: the same file imported by the half training is that model's code: its sum is float16 too
+    found = [(f.code, f.line) for f in lint_source(layer, filename="agents/attn.py",
+                                                  extra_files={"train.py": train + "import agents.attn\n"})
+             if f.code in ("AMP102", "AMP103")]
+    assert sorted(found) == [("AMP102", 5), ("AMP103", 5)]
