@@ -115,6 +115,11 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) ->
                 callees.setdefault(site.path, set())
                 lines.setdefault(site.path, set())
     out: List[Passed] = []
+    from .training import is_test_file
+    test = getattr(project, "is_test", None)
+    if test is not None and not is_test_file(ctx):
+        # a test's ``.half()`` input exercises the code: it is no run's precision (issue 8)
+        callees = {p: c for p, c in callees.items() if not test(p)}
     for path in list(callees)[:MAX_FILES]:
         other = ctx.other_file(path)
         if other is None:
