@@ -102,8 +102,10 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) ->
     here = Path(ctx.path).resolve()
     callees: Dict[Path, set] = {}
     lines: Dict[Path, set] = {}
+    building = method and fn.name.value == "__init__"
     for site in project.callers(qualified):
-        if site.path != here and (site.on_self or not method):  # ``Class.method(obj, x)`` passes self itself
+        # ``Class.method(obj, x)`` passes self itself; ``Class(...)`` runs ``__init__`` on a new one
+        if site.path != here and (site.on_self or not method or (building and not site.callee.endswith(".__init__"))):
             callees.setdefault(site.path, set()).add(site.callee)
             lines.setdefault(site.path, set()).add(site.line)
     instances: Dict[Path, set] = {}
@@ -130,6 +132,8 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) ->
         for call in other.nodes(cst.Call):
             if id(call) in instance_calls:
                 pass  # ``loss_fn(x, y)`` of an instance the file built: forward
+            elif building and other.call_name(call) in callees[path]:
+                pass  # ``Trainer(model=model, args=args)``: the class built, its ``__init__`` run
             elif method:
                 # ``self.coder.encode(...)``: the index resolved the instance; the call is the one
                 # on that line calling a method of that name

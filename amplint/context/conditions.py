@@ -180,25 +180,49 @@ def never_run_by_callers(ctx, node: cst.CSTNode) -> bool:
         return False
     pm = precision_model(ctx)
     method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
-    calls = [p.call for p in passed_values(pm, fn, needs[0][0])]
-    if not calls:
+    passed_all = passed_values(pm, fn, needs[0][0])
+    if not passed_all:
         return False
-    for call in calls:
+    for p in passed_all:
         taken = True
         for name, literal, equal, truth in needs:
-            known, value = argument_for(call, fn, name, method)
+            known, value = argument_for(p.call, fn, name, method)
             if not known:
                 return False
             if value is None:
                 value = params[name].default
             passed = _literal(value)
+            if passed is None and literal == _NONE and _not_none(p.model, value):
+                passed = _OBJECT  # ``args=training_args``: some object, not None
             if passed is None:
                 return False
-            if (passed == literal) == equal != truth:
+            if ((passed == literal) == equal) != truth:  # the test, as this call runs it, is not what the path needs
                 taken = False
         if taken:
             return False
     return True
+
+
+_NONE, _OBJECT = "<None>", "<object>"
+
+
+def _not_none(pm, value) -> bool:
+    """Is the passed ``value`` (an expression of the caller's file) surely not None: a call, an
+    attribute, a literal, or a name the caller binds to one of those (not a parameter, which its own
+    callers may leave at None)?"""
+    for _ in range(3):
+        if isinstance(value, (cst.Call, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString, cst.List,
+                              cst.Dict, cst.Tuple)):
+            return True
+        if not isinstance(value, cst.Name) or value.value == "None":
+            return False
+        bound = pm.binding_at(value.value, value)
+        if isinstance(bound, tuple) and bound[0] == "part" and isinstance(bound[1], cst.Call):
+            return True  # ``(training_args,) = parser.parse_args_into_dataclasses()``
+        if not isinstance(bound, cst.BaseExpression):
+            return False
+        value = bound
+    return False
 
 
 def _literal(expr) -> Optional[object]:
@@ -212,10 +236,16 @@ def _literal(expr) -> Optional[object]:
 
 
 def _literal_test(ctx, test: cst.BaseExpression) -> Optional[Tuple[str, object, bool]]:
-    """``name == 'lit'`` / ``name != 'lit'`` (either side): (name, literal, is equality)."""
+    """``name == 'lit'`` / ``name != 'lit'`` (either side), ``name is None`` / ``name is not None``:
+    (name, literal, is equality)."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     op = test.comparisons[0].operator
+    if isinstance(op, (cst.Is, cst.IsNot)):
+        left, right = test.left, test.comparisons[0].comparator
+        if isinstance(left, cst.Name) and isinstance(right, cst.Name) and right.value == "None":
+            return left.value, _NONE, isinstance(op, cst.Is)
+        return None
     if not isinstance(op, (cst.Equal, cst.NotEqual)):
         return None
     left, right = test.left, test.comparisons[0].comparator

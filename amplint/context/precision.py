@@ -714,6 +714,10 @@ class PrecisionModel:
                 # ``miner = Miner()`` ... ``miner(emb, idx)``: nn.Module.__call__ runs forward
                 own += self.module_calls(lambda built: isinstance(built.func, cst.Name)
                                          and built.func.value == owner.name.value)
+            elif fn.name.value == "__init__" and self.ctx.parent(owner) is self.ctx.module:
+                # ``Trainer(model=model, args=args)`` runs ``__init__``
+                own += [c for c in self._calls_by_callee().get(("function", owner.name.value), ())
+                        if not self.ctx.imports.binds(owner.name.value)]
             return [*own, *self._instance_calls(owner.name.value, fn.name.value)]
         calls = list(self._calls_by_callee().get(("function", fn.name.value), ()))
         # ``self.sample = gumbel_sample`` in ``__init__``, then ``self.sample(logits)``: a call of

@@ -6,6 +6,7 @@ from typing import Dict, Iterable, Optional
 
 import libcst as cst
 
+from ..context.conditions import never_run_by_callers
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
@@ -85,7 +86,10 @@ class OptimizerEpsUnderflow(Rule):
 
     def _hf_arguments(self, ctx, call: cst.Call, cls: str, evidence):
         """``TrainingArguments(...)`` on half parameters: the Trainer's AdamW gets ``adam_epsilon``,
-        1e-8 unless given."""
+        1e-8 unless given. Not on a branch no caller takes (``if args is None: args =
+        TrainingArguments(...)`` in a trainer every caller hands its arguments)."""
+        if never_run_by_callers(ctx, call):
+            return None
         for a in call.args:
             if a.star == "*":
                 return None
