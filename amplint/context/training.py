@@ -603,6 +603,13 @@ def _assume(states: Iterable[_State], facts: List[Tuple[str, bool]]) -> Set[_Sta
     return out
 
 
+def _parts(atom: object) -> List[object]:
+    """The conditions an atom of a path's facts names: itself, or those of a conjunction known false."""
+    if isinstance(atom, frozenset):
+        return [p for inner, _ in atom for p in _parts(inner)]
+    return [atom]
+
+
 def _exclusive(ctx, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     """``a`` and ``b`` lie on different branches of one ``if`` (its body and its else / elif)."""
     for node in ctx.ancestors(a):
@@ -692,6 +699,7 @@ class _Walk:
         # state goes back to "ready" at update() only, not at step() or zero_grad()). For the
         # others, a step / zero_grad ends what this function can say.
         self.updated_here = frozenset(e.scaler for e in step.events if e.kind == "update" and e.scaler)
+        self._relevant_atoms: Optional[Set[object]] = None
 
     # events ----------------------------------------------------------------------------------
     def events(self, owner: cst.CSTNode, states: Set[_State]) -> Set[_State]:
@@ -780,10 +788,33 @@ class _Walk:
             return out
         return self.events(stmt, states)
 
+    def _relevant(self) -> Set[object]:
+        """The conditions a path's facts about can matter: those tested more than once in the scope
+        (``if self.do_grad_scaling:`` ... ``elif self.do_grad_scaling:``) and those a scaled backward
+        depends on. A condition tested once (``if args.log_a: print(...)``) tells paths apart that
+        meet again right after: kept, k of them make 2**k paths that say nothing more, and past
+        MAX_STATES the walk forgets the conditions that did matter (ChatGLM's Trainer copy, T6-1)."""
+        if self._relevant_atoms is None:
+            counts: Dict[object, int] = {}
+            for node in self.ctx.nodes(cst.If) + self.ctx.nodes(cst.While):
+                if not self.ctx.is_ancestor(self.step.scope, node):
+                    continue
+                for part in {p for a, _ in _facts(self.ctx, node.test, True) for p in _parts(a)}:
+                    counts[part] = counts.get(part, 0) + 1
+            keep = {a for a, n in counts.items() if n > 1}
+            keep |= {a for e in self.step.events for a, _ in e.scaled_when}
+            keep.add("<amp>")
+            self._relevant_atoms = keep
+        return self._relevant_atoms
+
+    def _kept(self, facts: List[Tuple[object, bool]]) -> List[Tuple[object, bool]]:
+        relevant = self._relevant()
+        return [(atom, v) for atom, v in facts if any(part in relevant for part in _parts(atom))]
+
     def if_(self, stmt: cst.If, states: Set[_State]) -> Set[_State]:
         states = self.events(stmt, states)
-        out = self.block(stmt.body, _assume(states, _facts(self.ctx, stmt.test, True)))
-        other = _assume(states, _facts(self.ctx, stmt.test, False))
+        out = self.block(stmt.body, _assume(states, self._kept(_facts(self.ctx, stmt.test, True))))
+        other = _assume(states, self._kept(_facts(self.ctx, stmt.test, False)))
         if isinstance(stmt.orelse, cst.If):
             out |= self.if_(stmt.orelse, other)
         elif isinstance(stmt.orelse, cst.Else):
