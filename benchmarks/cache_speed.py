@@ -22,12 +22,17 @@ Measured per corpus, each a fresh process, wall time and peak RSS (``/usr/bin/ti
 - ``torchfix``: TorchFix 0.7 (``torchfix .``), ``ruff``: ``ruff check --select ALL .`` (both as
   installed in the running environment; skipped when missing).
 
-Scaling (``--scaling``, on by default): nested subsets of transformers' files (in a fixed order: the
-sha256 of each file's path) of about 100k, 250k and 500k lines, and the whole package (1M), each a
-project of its own; ``parse`` and ``cold`` of each, one repetition. Time should be linear in lines.
+Scaling (on by default, ``--no-scaling``): nested subsets of transformers' files (in a fixed order:
+the sha256 of each file's path) of about 100k, 250k and 500k lines, and the whole package (1M), each a
+project of its own; ``parse`` and ``cold`` of each in turn, ``--scaling-repetitions`` times. The
+subsets hold different files (their cost per line differs with them: the parse floor's too) and, being
+samples of one package, fewer of the calls between its files the smaller they are; ``--copies 10``
+adds k copies of the 100k subset under renamed packages (the same files, k times the lines). Time
+should be linear in lines: the table gives amplint's and the parse floor's µs per line side by side.
 
-Medians over the repetitions (cold: the cache is removed before each; edit/one-edit: a new edit
-each time). Results go to ``benchmarks/results/cache_speed.md`` with the machine described.
+Medians over the repetitions (cold: the cache is removed before each, and the parse floor measured
+just before it; edit/one-edit: a new edit each time); the 1-minute load average at the start of each
+run is recorded beside it. Results go to ``benchmarks/results/cache_speed.md`` with the machine described.
 """
 from __future__ import annotations
 
@@ -114,36 +119,77 @@ def subset(lines_wanted: int) -> Path:
     return root
 
 
-def scaling(full_result: Optional[Dict[str, object]]) -> List[Tuple[str, int, int, float, float]]:
-    """(name, files, lines, parse s, cold s) per subset; the whole package's row from its own
-    measurement when it was made in this run."""
+def copies(k: int, lines_wanted: int = SCALING[0]) -> Path:
+    """A project of ``k`` copies of the ``lines_wanted`` subset, copy i under the top-level package
+    ``transformers_c{i}`` (copy 0 keeps the name ``transformers``), every ``transformers`` word of
+    its files renamed alike so that its absolute imports stay inside the copy: k times the lines,
+    the same files in the same proportions (the nested subsets differ in which files they hold)."""
+    import re
+    base = subset(lines_wanted)
+    root = CORPORA / f"transformers-{lines_wanted // 1000}k-x{k}"
+    if (root / ".git").exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    word = re.compile(rb"\btransformers\b")
+    for i in range(k):
+        package = "transformers" if i == 0 else f"transformers_c{i}"
+        for p in sorted((base / "transformers").rglob("*.py")):
+            target = root / package / p.relative_to(base / "transformers")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = p.read_bytes()
+            target.write_bytes(data if i == 0 else word.sub(package.encode(), data))
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def scaling(full_result: Optional[Dict[str, object]], reps: int = 1, copies_of: Tuple[int, ...] = ()) -> List[tuple]:
+    """(name, files, lines, runs) per project, ``runs`` a list of (parse, cold) pairs of ``timed``
+    results, measured one after the other (so that a pair sees the same load); the whole package's
+    row from its own measurement when it was made in this run, then the projects of ``copies_of``
+    copies of the 100k subset (``copies``)."""
     env = amplint_env()
     check = [sys.executable, "-m", "amplint", "check", "--exit-zero", "-q", "--output-format", "concise", "."]
     rows = []
+
+    def pairs(root: Path) -> list:
+        runs = []
+        for _ in range(reps):
+            parse = timed([sys.executable, "-c", PARSE, "."], root, env)
+            shutil.rmtree(root / ".amplint_cache", ignore_errors=True)
+            cold = timed(check, root, env)
+            runs.append((parse, cold))
+            print(f"  scaling {root.name}: parse CPU {parse[2]:.2f} (load {parse[3]:.1f}) cold CPU {cold[2]:.2f} "
+                  f"(load {cold[3]:.1f})", flush=True)
+        return runs
+
     for wanted in SCALING:
         root = subset(wanted)
-        files, lines = lines_of(root)
-        parse, _, parse_cpu = timed([sys.executable, "-c", PARSE, "."], root, env)
-        shutil.rmtree(root / ".amplint_cache", ignore_errors=True)
-        cold, _, cold_cpu = timed(check, root, env)
-        print(f"  scaling {root.name}: {lines} lines parse {parse} cold {cold} (CPU {parse_cpu} / {cold_cpu})", flush=True)
-        rows.append((root.name, files, lines, parse, cold, parse_cpu, cold_cpu))
+        rows.append((root.name, *lines_of(root), pairs(root)))
     if full_result is not None and "parse" in full_result["rows"] and "cold" in full_result["rows"]:
         r = full_result["rows"]
-        rows.append(("transformers", full_result["files"], full_result["lines"],
-                     statistics.median(x[0] for x in r["parse"]), statistics.median(x[0] for x in r["cold"]),
-                     statistics.median(x[2] for x in r["parse"]), statistics.median(x[2] for x in r["cold"])))
+        rows.append(("transformers", full_result["files"], full_result["lines"], list(zip(r["parse"], r["cold"]))))
+    for k in copies_of:
+        root = copies(k)
+        rows.append((root.name, *lines_of(root), pairs(root)))
     return rows
 
 
 def render_scaling(rows) -> str:
-    out = ["## Scaling: cold run against lines (nested subsets of transformers, one repetition each)", "",
-           "| Project | Files | Lines | Parse wall (s) | Cold wall (s) | Parse CPU (s) | Cold CPU (s) | Cold CPU × parse CPU "
-           "| Cold CPU µs/line |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for name, files, lines, parse, cold, parse_cpu, cold_cpu in rows:
-        out.append(f"| {name} | {files} | {lines:,} | {parse:.2f} | {cold:.2f} | {parse_cpu:.2f} | {cold_cpu:.2f} | "
-                   f"{cold_cpu / parse_cpu:.2f} | {cold_cpu / lines * 1e6:.0f} |")
+    out = ["## Scaling: cold run against lines", "",
+           "Nested subsets of transformers (its files in a fixed order), the whole package, and k copies of the 100k "
+           "subset (the same files k times: lines grow, composition does not). Each repetition runs the parse "
+           "floor and then the cold run, one after the other; CPU seconds (user + system), medians over the "
+           "repetitions; the ratio is the median of each repetition's cold / parse.", "",
+           "| Project | Files | Lines | Parse CPU (s) | Cold CPU (s) | Parse µs/line | amplint µs/line | amplint / parse "
+           "| Load (1-min avg) at the runs | All cold CPU (s) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, files, lines, runs in rows:
+        parse = statistics.median(p[2] for p, _ in runs)
+        cold = statistics.median(c[2] for _, c in runs)
+        ratio = statistics.median(c[2] / p[2] for p, c in runs)
+        loads = ", ".join(f"{p[3]:.1f} / {c[3]:.1f}" for p, c in runs)
+        out.append(f"| {name} | {files} | {lines:,} | {parse:.2f} | {cold:.2f} | {parse / lines * 1e6:.0f} | "
+                   f"{cold / lines * 1e6:.0f} | {ratio:.2f} | {loads} | {', '.join(f'{c[2]:.2f}' for _, c in runs)} |")
     return "\n".join(out) + "\n"
 
 
@@ -155,15 +201,16 @@ def lines_of(root: Path) -> Tuple[int, int]:
 CPU = "0"  # the CPU every command is pinned to (--cpu)
 
 
-def timed(cmd: List[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> Tuple[float, int, float]:
-    """(wall seconds, peak RSS in MiB, CPU seconds: user + system) of ``cmd`` pinned to one CPU.
-    On a shared machine the CPU time is the steadier figure: the wall time grows with the others'
-    load on that CPU."""
+def timed(cmd: List[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> Tuple[float, int, float, float]:
+    """(wall seconds, peak RSS in MiB, CPU seconds: user + system, the machine's 1-minute load
+    average when it started) of ``cmd`` pinned to one CPU. On a shared machine the CPU time is the
+    steadier figure: the wall time grows with the others' load on that CPU."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
         full = ["taskset", "-c", CPU, "/usr/bin/time", "-f", "%e %M %U %S", "-o", out.name, *cmd]
         subprocess.run(full, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wall, rss, user, system = out.read().split()[-4:]
-    return float(wall), int(rss) // 1024, float(user) + float(system)
+    return float(wall), int(rss) // 1024, float(user) + float(system), load
 
 
 def amplint_env() -> Dict[str, str]:
@@ -195,18 +242,22 @@ def measure(name: str, reps: int, skip: set, heavy_reps: int = 1) -> Dict[str, o
     check = [*amplint, "check", "--exit-zero", "-q", "--output-format", "concise"]
     rows: Dict[str, List[Tuple[float, int]]] = {}
 
-    def run(label, cmd, before=None):
+    def run(label, cmd, before=None, times=None):
         if label.split("-")[0] in skip or label in skip:
             return
-        for i in range(heavy_reps if label in HEAVY else reps):
+        for i in range(times if times is not None else heavy_reps if label in HEAVY else reps):
             if before is not None:
                 before(i)
             rows.setdefault(label, []).append(timed(cmd, root, env))
-        print(f"  {name} {label}: {[x[0] for x in rows[label]]} (CPU {[x[2] for x in rows[label]]})", flush=True)
+        print(f"  {name} {label}: {[x[0] for x in rows[label]]} (CPU {[x[2] for x in rows[label]]}, "
+              f"load {[x[3] for x in rows[label]]})", flush=True)
 
     try:
-        run("parse", [sys.executable, "-c", PARSE, "."])
-        run("cold", [*check, "."], before=lambda i: shutil.rmtree(root / ".amplint_cache", ignore_errors=True))
+        # parse and cold in turn, so that each cold run has a parse measured at the same load beside it
+        for _ in range(heavy_reps):
+            run("parse", [sys.executable, "-c", PARSE, "."], times=1)
+            run("cold", [*check, "."], before=lambda i: shutil.rmtree(root / ".amplint_cache", ignore_errors=True),
+                times=1)
         run("warm", [*check, "."])
         run("edit", [*check, "."], before=lambda i: edit(root / target, i))
         run("one", [*check, target])
@@ -259,8 +310,9 @@ def render(results: List[Dict[str, object]], reps: int, rev: str = "", scaling_r
     for r in results:
         rows = r["rows"]
         out += [f"## {r['name']} ({r['files']} files, {r['lines']:,} lines; wheel sha256 `{r['sha'][:16]}…`)", "",
-                "| Run | Median wall (s) | × parse | Median CPU (s) | CPU × parse | lines/s (CPU) | Peak RSS (MiB) | All runs wall (s) |",
-                "|---|---|---|---|---|---|---|---|"]
+                "| Run | Median wall (s) | × parse | Median CPU (s) | CPU × parse | lines/s (CPU) | Peak RSS (MiB) "
+                "| All runs wall (s) | All runs CPU (s) | Load (1-min avg) at the runs |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         parse = statistics.median(x[0] for x in rows["parse"]) if "parse" in rows else None
         parse_cpu = statistics.median(x[2] for x in rows["parse"]) if "parse" in rows else None
         for label, runs in rows.items():
@@ -272,7 +324,8 @@ def render(results: List[Dict[str, object]], reps: int, rev: str = "", scaling_r
             whole = label in ("parse", "cold", "warm", "edit", "torchfix", "ruff")
             lps = f"{r['lines'] / cpu:,.0f}" if whole and cpu > 0 else ""
             out.append(f"| {label} | {med:.2f} | {ratio} | {cpu:.2f} | {cpu_ratio} | {lps} | {rss} | "
-                       f"{', '.join(f'{x[0]:.2f}' for x in runs)} |")
+                       f"{', '.join(f'{x[0]:.2f}' for x in runs)} | {', '.join(f'{x[2]:.2f}' for x in runs)} | "
+                       f"{', '.join(f'{x[3]:.1f}' for x in runs)} |")
         out.append("")
     if scaling_rows:
         out.append(render_scaling(scaling_rows))
@@ -290,11 +343,16 @@ def main(argv=None) -> int:
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling table")
     ap.add_argument("--cpu", default="0", help="the CPU to pin every command to (taskset -c)")
     ap.add_argument("--scaling-only", action="store_true", help="only the scaling table")
+    ap.add_argument("--scaling-repetitions", type=int, default=None,
+                    help="repetitions of each scaling project (default: --heavy-repetitions)")
+    ap.add_argument("--copies", default="", help="comma-separated k: also k copies of the 100k subset (e.g. 10)")
     args = ap.parse_args(argv)
     global CPU
     CPU = args.cpu
+    scaling_reps = args.scaling_repetitions or args.heavy_repetitions
+    copies_of = tuple(int(k) for k in args.copies.split(",") if k)
     if args.scaling_only:
-        rows = scaling(None)
+        rows = scaling(None, scaling_reps, copies_of)
         text = render_scaling(rows)
         print(text)
         args.output.write_text(f"Machine: {machine()}.\n\n" + text)
@@ -307,7 +365,7 @@ def main(argv=None) -> int:
         args.output.write_text(render(results, args.repetitions, args.rev))  # what is measured so far
     rows = None
     if not args.no_scaling:
-        rows = scaling(next((r for r in results if r["name"] == "transformers"), None))
+        rows = scaling(next((r for r in results if r["name"] == "transformers"), None), scaling_reps, copies_of)
     args.output.write_text(render(results, args.repetitions, args.rev, rows))
     print(f"wrote {args.output}")
     return 0
