@@ -74,6 +74,12 @@ class _FieldOrder(cst.CSTVisitor):
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 _IMPORTS = (cst.Import, cst.ImportFrom)
 _SENTINEL = cst.MaybeSentinel.DEFAULT
+# Layout: the whitespace, newlines, blank lines and comments around the code, more than half of a
+# libcst tree's nodes. No question is asked of them through the walk's tables (parents, order, nodes
+# of a type): rules and fixes read them as attributes of the code nodes holding them. So the walk
+# leaves them out (a sequence of them is a node's leading / empty lines, header or footer).
+_LAYOUT = frozenset({cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline,
+                     cst.EmptyLine, cst.Comment})
 
 
 def _child_fields(node_type: type, node: cst.CSTNode) -> Tuple[str, ...]:
@@ -108,10 +114,11 @@ def _fields_in_source(node_type: type) -> Tuple[str, ...]:
 
 
 def _walk(ctx: "FileContext", module: cst.Module) -> None:
-    """The single walk: every node in the order of libcst's ``visit`` (preorder, source order),
-    without the node copies libcst's traversal makes (it rebuilds every node it visits; that
-    doubled the cost of a parse). Records each node's parent, its type and its preorder index
-    (by ``id``: node hashing is a Python-level call), and the imports."""
+    """The single walk: every node but layout (``_LAYOUT``) in the order of libcst's ``visit``
+    (preorder, source order), without the node copies libcst's traversal makes (it rebuilds every
+    node it visits; that doubled the cost of a parse). Records each node's parent, its type and its
+    preorder index (by ``id``: node hashing is a Python-level call), and the imports."""
+    layout = _LAYOUT
     parents = ctx._parents
     by_type = ctx._by_type
     order = ctx._order
@@ -149,8 +156,11 @@ def _walk(ctx: "FileContext", module: cst.Module) -> None:
             if value is None or value is _SENTINEL:
                 continue
             if type(value) is tuple or type(value) is list:
-                children.extend(value)
-            else:
+                if value and type(value[0]) in layout:
+                    children.extend(v for v in value if type(v) not in layout)
+                else:
+                    children.extend(value)
+            elif type(value) not in layout:
                 children.append(value)
         if t in scope_changes:  # a def's body runs in its scope, its defaults around it, ...
             for child in reversed(children):
