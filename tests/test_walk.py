@@ -1,5 +1,6 @@
 """FileContext's single walk visits exactly what libcst's own traversal visits, in the same order,
-with the same parents (it skips libcst's node copies, not nodes)."""
+with the same parents (it skips libcst's node copies, not nodes), less layout: whitespace, newlines,
+blank lines and comments, and what they hold."""
 from pathlib import Path
 
 import libcst as cst
@@ -31,12 +32,18 @@ class C(Base, metaclass=M):
 '''
 
 
+LAYOUT = {cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline, cst.EmptyLine,
+          cst.Comment}
+
+
 class _Record(cst.CSTVisitor):
     def __init__(self) -> None:
         super().__init__()
         self.seen, self.stack, self.parents = [], [], {}
 
     def on_visit(self, node) -> bool:
+        if type(node) in LAYOUT:
+            return False
         if self.stack:
             self.parents[id(node)] = self.stack[-1]
         self.seen.append(node)
@@ -44,7 +51,8 @@ class _Record(cst.CSTVisitor):
         return True
 
     def on_leave(self, node) -> None:
-        self.stack.pop()
+        if type(node) not in LAYOUT:
+            self.stack.pop()
 
 
 def _sources():
@@ -67,3 +75,4 @@ def test_walk_is_libcsts_traversal(monkeypatch):
         for node in expected.seen:
             assert ctx.parent(node) is expected.parents.get(id(node)), name
         assert ctx.nodes(cst.FormattedStringExpression) or name != "tricky"
+        assert not any(ctx.nodes(t) for t in LAYOUT), name
