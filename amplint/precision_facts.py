@@ -214,6 +214,24 @@ def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, L
     return out
 
 
+def _half_conditions(nodes: List[ast.AST], parents: "_Parents", lines: List[str], imports: ImportTable) -> Dict[str, str]:
+    """Names assigned float16 under one test (``elif precision == 'fp16': torch_dtype = torch.float16``,
+    ``dtype = torch.float16 if args.fp16 else torch.float32``): name -> that test's text, when it is the only one."""
+    found: Dict[str, set] = {}
+    for node in nodes:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = _dotted(node.targets[0])
+        value, test = node.value, None
+        if isinstance(value, ast.IfExp):
+            value, test = value.body, value.test
+        elif isinstance(parents.parent.get(id(node)), ast.If) and node in parents.parent[id(node)].body:
+            test = parents.parent[id(node)].test
+        if target and test is not None and imports.resolve(_dotted(value) or "") in ("torch.float16", "torch.half"):
+            found.setdefault(target, set()).add(_text(lines, test))
+    return {name: next(iter(tests)) for name, tests in found.items() if len(tests) == 1}
+
+
 def _dtype_alternatives(node: ast.AST, imports: ImportTable) -> List[str]:
     if isinstance(node, ast.IfExp):
         return _dtype_alternatives(node.body, imports) + _dtype_alternatives(node.orelse, imports)
@@ -354,6 +372,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     adapted = _adapter_wrapped(nodes)
     trained = _parameter_owners(nodes)
     lines = source.decode("utf-8", "replace").splitlines()
+    half_when = _half_conditions(nodes, parents, lines, imports)
     saved = _saved_names(nodes, parents.parent)
     targets: Dict[int, Optional[str]] = {}
     standalone = set()
@@ -423,6 +442,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                     call_facts.args = tuple(args)
                 if len(alts) > 1:
                     one_of = f"`{v.name}` is one of {', '.join(alts)}"
+                    if v.name in half_when:  # Time-MoE: ``elif precision == 'fp16': torch_dtype = torch.float16``
+                        one_of += f" (float16 if {half_when[v.name]})"
         wrapper = _half_wrapper(node, parents)
         sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) \
             or _cli_signal(node, deepspeed_options) or _trained_half_cast(node, call_facts, trained)
@@ -1110,6 +1131,13 @@ def _enabled_switch(node: ast.AST, sig: Signal, lines: List[str]) -> Optional[st
     """``autocast(enabled=cfg.use_fp16)`` / ``GradScaler(enabled=args.amp)``: the run's flag that switches
     the mixed precision on, as the condition of that option (``if cfg.use_fp16``); flags anded together
     (``enabled=cfg.use_fp16 and not cfg.enable_fsdp``, llama-recipes) are that condition too."""
+    if sig.kind == "flag" and isinstance(node, ast.Call):
+        # ``TrainingArguments(fp16=True if precision == 'fp16' else False)``: that test switches the option
+        keys = ("fp16", "mixed_precision") if sig.dtype == "float16" else ("bf16",)
+        for k in node.keywords:
+            if k.arg in keys and isinstance(k.value, ast.IfExp) \
+                    and isinstance(k.value.body, ast.Constant) and k.value.body.value is True:
+                return f"if {_text(lines, k.value.test)}"
     if sig.kind not in ("autocast", "grad_scaler") or not isinstance(node, ast.Call):
         return None
     for k in node.keywords:

@@ -320,16 +320,19 @@ def _same_option(half: Signal, flag: Signal) -> bool:
 
 _CONDITION = re.compile(r"\b(?:if|elif)\s+(.+?)\s*(?:\)|$)")
 _FLAG = re.compile(r"[A-Za-z_][\w.]*")
+# a variable compared with a string (``precision == 'fp16'``): a switch as a flag is
+_CHOICE = re.compile(r"([A-Za-z_][\w.]*)\s*==\s*(['\"])(\w+)\2")
 
 
 def _conjuncts(condition: str) -> Tuple[set, bool]:
-    """The flags a condition's text (``if a and b.c``) ands together, and whether that is all of it
-    (no call, negation, comparison or cut-off text among its parts)."""
+    """The flags a condition's text (``if a and b.c``, ``if precision == 'fp16'``) ands together, and
+    whether that is all of it (no call, negation, other comparison or cut-off text among its parts)."""
     m = _CONDITION.search(condition or "")
     if not m:
         return set(), False
     parts = [p.strip() for p in m.group(1).split(" and ")]
     flags = {p for p in parts if _FLAG.fullmatch(p)}
+    flags |= {f"{c.group(1)}=={c.group(3)}" for c in map(_CHOICE.fullmatch, parts) if c}
     return flags, len(flags) == len(parts)
 
 

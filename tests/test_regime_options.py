@@ -93,6 +93,45 @@ def test_the_half_cast_s_own_command_line_flag_is_not_a_mixed_alternative(tmp_pa
     assert p.regime_for(p.root / "train.py").mode == "fp16-mixed"
 
 
+# Time-MoE (held-out bug B18): `--precision fp16` loads float16 weights AND passes fp16=True to the HF Trainer
+_TIME_MOE = """
+    import torch
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+    def train_model(cfg, data):
+        precision = cfg.get("precision", "bf16")
+        if precision == "bf16":
+            torch_dtype = torch.bfloat16
+        elif precision == "fp16":
+            torch_dtype = torch.float16
+        else:
+            torch_dtype = torch.float32
+        args = TrainingArguments(output_dir="out", bf16=True if precision == "bf16" else False,
+                                 fp16=True if precision == "fp16" else False,
+                                 adam_epsilon=float(cfg.get("adam_epsilon", 1e-8)), optim=cfg.get("optim", "adamw_torch"))
+        model = AutoModelForCausalLM.from_pretrained("m", torch_dtype=torch_dtype)
+        Trainer(model=model, args=args, train_dataset=data).train()
+"""
+
+
+def test_a_trainer_fp16_flag_switched_by_the_half_load_s_own_test_is_the_same_run(tmp_path):
+    # the float16 load and `fp16=True` are both taken when precision == "fp16": float16 parameters under the
+    # Trainer's AdamW (it fails with "Attempting to unscale FP16 gradients"), not an fp16-mixed alternative
+    p = project(tmp_path, {"train.py": _TIME_MOE})
+    assert p.regime_for(p.root / "train.py").mode == "fp16"
+    out = run(["check", "--select", "AMP101", "--output-format", "concise", "."], p.root).out
+    assert "train.py:14:" in out and "adam_epsilon=1e-8" in out  # `cfg.get("optim", "adamw_torch")`: AdamW by default
+    # near misses: float16 loaded under two tests (`"fp16"`, `"half"`) says no one switch: the flag is taken as the
+    # mixed-precision alternative, as before ...
+    two = _TIME_MOE.replace("        else:\n            torch_dtype = torch.float32",
+                            '        elif precision == "half":\n            torch_dtype = torch.float16')
+    assert two != _TIME_MOE
+    p = project(tmp_path / "two", {"train.py": two})
+    assert p.regime_for(p.root / "train.py").mode == "fp16-mixed"
+    # ... and an optimizer whose default the config read names is no AdamW (no eps on float16 parameters)
+    p = project(tmp_path / "ada", {"train.py": _TIME_MOE.replace('"adamw_torch"', '"adafactor"')})
+    assert "AMP101" not in run(["check", "--select", "AMP101", "."], p.root).out
+
+
 def test_a_cached_regime_keeps_which_casts_are_conditional():
     sig = Signal("half_params", "float16", pure=True, conditional=True, condition="if args.fp16")
     r = Regime([(sig, Evidence("`model.half()`", "train.py", 3))])

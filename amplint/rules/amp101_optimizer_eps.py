@@ -102,8 +102,8 @@ class OptimizerEpsUnderflow(Rule):
             return None  # a subclass whose own defaults are not literals: not known here
         optim = find_arg(call, "optim", None) or fields.get("optim")
         if optim is not None:
-            if not isinstance(optim.value, cst.SimpleString) or not \
-                    str(optim.value.evaluated_value).lower().startswith(_HF_ADAM):
+            name = _string_or_default(optim.value)
+            if name is None or not name.lower().startswith(_HF_ADAM):
                 return None  # adafactor, sgd, or not known here
         arg = find_arg(call, "adam_epsilon", None)
         own_eps = fields.get("adam_epsilon") if arg is None else None
@@ -170,6 +170,18 @@ def _own_defaults(ctx, call: cst.Call) -> Optional[Dict[str, cst.Arg]]:
                 return None
             out[target.value] = cst.Arg(value=value)
     return out
+
+
+def _string_or_default(value: cst.BaseExpression) -> Optional[str]:
+    """A string literal, or the literal default of a config read (Time-MoE's ``optim=train_config.get('optim',
+    'adamw_torch')``, ``getattr(args, 'optim', 'adamw_torch')``): what runs unless the config says otherwise."""
+    if isinstance(value, cst.Call) and len(value.args) in (2, 3) and (
+            isinstance(value.func, cst.Attribute) and value.func.attr.value == "get" and len(value.args) == 2
+            or isinstance(value.func, cst.Name) and value.func.value == "getattr" and len(value.args) == 3):
+        value = value.args[-1].value
+    if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+        return value.evaluated_value
+    return None
 
 
 def _hf_arguments_class(ctx, name: str) -> Optional[str]:
