@@ -378,3 +378,98 @@ def test_the_value_the_step_backpropagates_is_the_loss_whatever_its_name():
     # a check of a value the step does not backpropagate (and not named as a loss) is about the data
     data = source.replace("if not l_g_total.isfinite():", "if not x.isfinite().all():")
     assert lines("AMP304", data) == []
+
+
+# ---- detectron2's shape: the check in a helper two calls away, on the summed loss components ------
+
+TRAINERS = """
+import numpy as np
+import torch
+
+
+class SimpleTrainer:
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+
+    def run_step(self, data):
+        loss_dict = self.model(data)
+        losses = sum(loss_dict.values())
+        losses.backward()
+        self._write_metrics(loss_dict)
+        self.optimizer.step()
+
+    def _write_metrics(self, loss_dict):
+        SimpleTrainer.write_metrics(loss_dict)
+
+    @staticmethod
+    def write_metrics(loss_dict):
+        metrics_dict = {k: v.detach().cpu().item() for k, v in loss_dict.items()}
+        total = sum(metrics_dict.values())
+        if not np.isfinite(total):
+            {stop}
+
+
+class AMPTrainer(SimpleTrainer):
+    def __init__(self, model, optimizer, precision=torch.float16):
+        super().__init__(model, optimizer)
+        self.precision = precision
+        self.grad_scaler = torch.amp.GradScaler("cuda")
+
+    def run_step(self, data):
+        with torch.autocast("cuda", dtype=self.precision):
+            loss_dict = self.model(data)
+            losses = sum(loss_dict.values())
+        self.grad_scaler.scale(losses).backward()
+        self._write_metrics(loss_dict)
+        self.grad_scaler.step(self.optimizer)
+        self.grad_scaler.update()
+"""
+
+
+def trainers(stop="raise FloatingPointError('Loss became infinite or NaN')"):
+    return textwrap.dedent(TRAINERS).replace("{stop}", stop)
+
+
+def test_a_raise_in_a_helper_of_a_helper_of_the_scaled_step():
+    source = trainers()
+    (line, message), = found("AMP304", source)
+    assert line == 25
+    # the step that runs it in float16 is named, not the plain base class's
+    calls = [n for n, text in enumerate(source.splitlines(), 1) if "self._write_metrics(loss_dict)" in text]
+    assert f"called from the training step at line {calls[1]}" in message and "`total`" in message
+
+
+def test_the_upstream_fix_logs_instead_under_the_amp_trainer():
+    fixed = trainers("if raise_nan:\n                raise FloatingPointError('NaN')")
+    assert lines("AMP304", fixed) == []
+
+
+@pytest.mark.parametrize("name, edit", [
+    ("a sum of the batch's values, not of the losses",
+     ("v.detach().cpu().item() for k, v in loss_dict.items()", "v for k, v in data_stats.items()")),
+    ("no GradScaler: the autocast's dtype is a variable and nothing says float16",
+     ("self.grad_scaler.scale(losses).backward()", "losses.backward()")),
+])
+def test_near_misses_of_the_helper_chain_stay_silent(name, edit):
+    source = trainers().replace(*edit)
+    assert lines("AMP304", source) == [], name
+
+
+def test_a_sum_of_the_loss_items_checked_in_the_step():
+    source = SCALER + textwrap.dedent("""
+        import numpy as np
+
+        def train(model, opt, loader):
+            for x in loader:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss_dict = model(x)
+                    losses = sum(loss_dict.values())
+                scaler.scale(losses).backward()
+                metrics = {k: v.item() for k, v in loss_dict.items()}
+                total = sum(metrics.values())
+                if not np.isfinite(total):
+                    raise FloatingPointError(metrics)
+                scaler.step(opt)
+                scaler.update()
+        """)
+    assert lines("AMP304", source) == [15]

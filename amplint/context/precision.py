@@ -765,6 +765,12 @@ class PrecisionModel:
         out = []
         for call in index.get(method, ()):  # type: ignore[union-attr]
             receiver = call.func.value
+            if isinstance(receiver, cst.Name) and receiver.value == cls:
+                # ``SimpleTrainer.write_metrics(loss_dict)``: a static or class method called
+                # through its class (a plain method called so passes ``self`` itself: not taken)
+                if self._static_or_class_method(cls, method):
+                    out.append(call)
+                continue
             built = None
             if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
                 built = self.init_attribute(call, receiver.attr.value)
@@ -776,6 +782,17 @@ class PrecisionModel:
             if isinstance(built, cst.Call) and isinstance(built.func, cst.Name) and built.func.value == cls:
                 out.append(call)
         return out
+
+    def _static_or_class_method(self, cls: str, method: str) -> bool:
+        for c in self.ctx.nodes(cst.ClassDef):
+            if c.name.value != cls:
+                continue
+            for stmt in c.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == method and any(
+                        isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
+                        for d in stmt.decorators):
+                    return True
+        return False
 
     def module_calls(self, built_by) -> List[cst.Call]:
         """Calls of this file of a module object (``miner(emb)`` after ``miner = Miner()``,

@@ -416,6 +416,23 @@ class SemanticModel:
         (``new_each_iteration``): ``opt``, ``optimizers[i]``, ``self.opts[group]``?"""
         return any(self.new_each_iteration(n, at, loop) for n in _read_names(expr))
 
+    def computed_from(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 3) -> Set[str]:
+        """The names ``expr`` (seen at ``at``) is computed from: those it reads and, through their
+        assignments, those their values read, ``depth`` assignments back (``total = sum(m.values())``
+        after ``m = {k: v.item() for k, v in loss_dict.items()}``: ``m``, ``loss_dict``...)."""
+        out: Set[str] = set()
+        todo = [(n, at, 0) for n in _read_names(expr)]
+        while todo:
+            name, seen_at, level = todo.pop()
+            if name in out:
+                continue
+            out.add(name)
+            b = self.lookup(name, seen_at)
+            if level < depth and b is not None and b.kind in ("assign", "walrus", "augassign") \
+                    and isinstance(b.value, cst.CSTNode):
+                todo.extend((n, b.anchor, level + 1) for n in _read_names(b.value))
+        return out
+
     def rebound_in(self, name: str, scope_node: cst.CSTNode) -> bool:
         """Is ``name`` bound in the scope of ``scope_node`` (a def...) by anything but a parameter?"""
         scope = self._scopes.get(id(scope_node))

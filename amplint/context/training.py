@@ -1049,16 +1049,24 @@ def scope_regions(ctx, scope: cst.CSTNode) -> List[ScopeRegion]:
     return table.get(scope, [])
 
 
-def _resolved_to_float16(ctx, call: cst.Call) -> bool:
+def _resolved_to_float16(ctx, call: cst.Call, assumed: bool = False) -> bool:
     """The project's precision facts resolved this autocast's dtype variable to values that include
     float16 (traiNNer's ``self.amp_dtype = torch.bfloat16 if opt.amp_bf16 else torch.float16``): the
-    float16 option is one the project runs, as if written."""
+    float16 option is one the project runs, as if written. ``assumed``: also when they could not
+    resolve it and assumed float16 (not when they resolved it to bfloat16)."""
     regime = ctx.regime
-    if regime is None:
+    if regime is None or call is None:
         return False
     line, here = ctx.line_of(call), Path(ctx.path).resolve()
-    return any(sig.kind == "autocast" and sig.dtype == "float16" and "dtype not a literal" not in sig.note
+    return any(sig.kind == "autocast" and sig.dtype == "float16" and (assumed or "dtype not a literal" not in sig.note)
                and ev.line == line and Path(ev.path).resolve() == here for sig, ev in regime.signals)
+
+
+def may_be_float16(ctx, region: ScopeRegion) -> bool:
+    """An enabled autocast region whose dtype may be float16: written so, or a variable the
+    project's facts resolve to float16 or could not resolve (never one they resolve to bfloat16)."""
+    reg = region.region
+    return bool(reg.enabled and reg.dtype == "float16" and (region.dtype_literal or _resolved_to_float16(ctx, region.call, True)))
 
 
 def bf16_only(ctx, scope) -> bool:

@@ -8,8 +8,8 @@ from typing import Dict, Iterable, Optional, Set, Tuple
 import libcst as cst
 
 from ..context.precision import precision_model
-from ..context.training import (fp16_region_before, in_training_loop, is_test_file, scope_of, scope_regions,
-                                training_steps)
+from ..context.training import (fp16_region_before, in_training_loop, is_test_file, may_be_float16, scope_of,
+                                scope_regions, training_steps)
 from ..findings import Confidence, Location, Violation
 from ..torch_api.trainers import LIGHTNING_FP16_SCALED, LIGHTNING_TRAINERS, TERMINATE_ON_NAN
 from ..prefilter import words
@@ -25,9 +25,12 @@ EXITS = {"sys.exit", "os._exit", "exit", "quit"}
 # What a training step checks that fp16 can make non-finite for a step: the loss, the outputs,
 # the gradients (and their norm). Checks of the input data are a different matter.
 CHECKED_VALUE = re.compile(r"loss|out|logit|pred|grad|norm|score", re.I)
+LOSS_NAME = re.compile(r"loss", re.I)
 TRAINING_NAME = re.compile(r"(^|_)(train|training|fit)(_|$)", re.I)
 # Files of the project read for the calls of a helper that checks (each is parsed once per run).
 MAX_OTHER_FILES = 8
+# Helpers followed from the check to the training step that calls them (in the check's own file).
+MAX_HELPER_DEPTH = 3
 # Expressions a check may sit in on its way to the ``if`` / ``assert`` test.
 _WRAPPERS = (cst.Call, cst.Arg, cst.Attribute, cst.UnaryOperation, cst.BooleanOperation,
              cst.Comparison, cst.ComparisonTarget)
@@ -103,9 +106,15 @@ def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, Opt
             if r.region.enabled and r.region.dtype == "float16" and r.dtype_literal:
                 region = r
                 break
+    confidence = Confidence.CERTAIN
+    if region is None and step is not None and any(e.kind == "backward" and e.how == "scaled" for e in step.events):
+        # An autocast whose dtype is a variable (detectron2's ``autocast(dtype=self.precision)``)
+        # around a step that scales its loss with a GradScaler: the scaler is there for float16.
+        region = next((r for r in scope_regions(ctx, scope) if may_be_float16(ctx, r)), None)
+        confidence = Confidence.LIKELY
     if region is not None:
         ev = region.region.evidence
-        return True, Confidence.CERTAIN, Location(ev.path, ev.line, f"float16 autocast: `{ev.what}`")
+        return True, confidence, Location(ev.path, ev.line, f"float16 autocast: `{ev.what}`")
     if scope_regions(ctx, scope):
         return False, Confidence.LIKELY, None  # its own regions are bf16 / disabled / not literal
     # No autocast of its own: only a trainer's fp16 flag (Lightning precision=16, Trainer
@@ -121,14 +130,13 @@ def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, Opt
     return False, Confidence.LIKELY, None
 
 
-def _argument_text(ctx, site: cst.Call, params, value: cst.CSTNode) -> str:
-    """The text of what ``site`` passes for the checked parameter (the checked text itself when it
-    is not a parameter or the call does not pass it)."""
-    text = ctx.code(value)
-    if isinstance(value, cst.Name) and value.value in params:
-        i = params.index(value.value)
+def _argument_text(ctx, site: cst.Call, params, text: str) -> str:
+    """The text of what ``site`` passes for the checked parameter named ``text`` (``text`` itself
+    when it is not a parameter or the call does not pass it)."""
+    if text in params:
+        i = params.index(text)
         args = [a for a in site.args if a.keyword is None and not a.star]
-        named = [a for a in site.args if a.keyword is not None and a.keyword.value == value.value]
+        named = [a for a in site.args if a.keyword is not None and a.keyword.value == text]
         arg = named[0] if named else (args[i] if i < len(args) else None)
         text = _code(arg) if arg is not None else text
     return text
@@ -138,26 +146,40 @@ def _code(arg: cst.Arg) -> str:
     return cst.Module(body=[]).code_for_node(arg.value)
 
 
+def _params(fn: cst.FunctionDef):
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    return params[1:] if params and params[0] in ("self", "cls") else params
+
+
 def _where_checked(ctx, scope, call: cst.Call, value: cst.CSTNode):
     """(context, training scope, node there, text of the checked value, the helper call or None):
-    the check's own scope, and, for a check in a helper function, each call of the helper in this
-    file (a NaN check that raises in ``check_loss(loss)`` called from ``fit``) and, for a
-    module-level helper, in the project's other files (``from utils import check_loss``)."""
+    the check's own scope, and, for a check in a helper function, the calls of the helper in this
+    file, followed up to ``MAX_HELPER_DEPTH`` helpers (a NaN check that raises in ``check_loss(loss)``
+    called from ``fit``; detectron2's ``write_metrics`` reached from ``run_step`` through
+    ``self._write_metrics(loss_dict)``) and, for a module-level helper, its calls in the project's
+    other files (``from utils import check_loss``)."""
     yield ctx, scope, call, ctx.code(value), None
     if not isinstance(scope, cst.FunctionDef):
         return
-    params = [p.name.value for p in (*scope.params.posonly_params, *scope.params.params)]
-    if params and params[0] in ("self", "cls"):
-        params = params[1:]
-    for site in precision_model(ctx).calls_of(scope):
-        caller = scope_of(ctx, site)
-        if caller is scope:
-            continue
-        yield ctx, caller, site, _argument_text(ctx, site, params, value), site
-    yield from _other_files_calling(ctx, scope, params, value)
+    seen = {scope}
+    helpers = [(scope, ctx.code(value))]
+    for _ in range(MAX_HELPER_DEPTH):
+        callers = []
+        for helper, text in helpers:
+            for site in precision_model(ctx).calls_of(helper):
+                caller = scope_of(ctx, site)
+                if caller in seen:
+                    continue
+                passed = _argument_text(ctx, site, _params(helper), text)
+                yield ctx, caller, site, passed, site
+                if isinstance(caller, cst.FunctionDef):
+                    seen.add(caller)
+                    callers.append((caller, passed))
+        helpers = callers
+    yield from _other_files_calling(ctx, scope, _params(scope), ctx.code(value))
 
 
-def _other_files_calling(ctx, fn: cst.FunctionDef, params, value: cst.CSTNode):
+def _other_files_calling(ctx, fn: cst.FunctionDef, params, text: str):
     project = ctx.project
     if project is None or not hasattr(project, "callers") or ctx.parent(fn) is not ctx.module:
         return
@@ -172,7 +194,7 @@ def _other_files_calling(ctx, fn: cst.FunctionDef, params, value: cst.CSTNode):
             continue
         for call in other.nodes(cst.Call):
             if (other.call_name(call) or "").rsplit(".", 1)[-1] == fn.name.value and other.on_lines(call, lines[path]):
-                yield other, scope_of(other, call), call, _argument_text(other, call, params, value), call
+                yield other, scope_of(other, call), call, _argument_text(other, call, params, text), call
 
 
 def _guard_receivers(ctx) -> Tuple[set, bool]:
@@ -288,27 +310,42 @@ class NanCheckRaises(Rule):
                 how = (f"`{ctx.code(stop.func)}`" if isinstance(stop, cst.Call)  # type: ignore[union-attr]
                        else "`break` out of the training loop" if isinstance(stop, cst.Break)
                        else "`return` from the training loop" if isinstance(stop, cst.Return) else "`raise`")
+            # the names the checked value is computed from (``total = sum(m.values())`` after
+            # ``m = {k: v.item() for k, v in loss_dict.items()}``: a sum of the losses)
+            computed_from = ctx.semantic.computed_from(value, value)
+            # the training step that runs it in float16: its own autocast with a float16 dtype
+            # (certain) before one whose dtype is a variable, before a trainer flag (likely)
+            best = None
             for site_ctx, scope, at, checked, site in _where_checked(ctx, scope_of(ctx, holder), call, value):
                 step = training_steps(site_ctx).get(scope)
-                if not CHECKED_VALUE.search(checked) and not (step is not None and checked in step.backward_losses(site_ctx)):
+                losses = step.backward_losses(site_ctx) if step is not None else set()
+                if not (CHECKED_VALUE.search(checked) or checked in losses or any(
+                        LOSS_NAME.search(n) or (site is None and n in losses) for n in computed_from)):
                     continue  # not the loss, outputs or gradients (nor what the step backpropagates)
                 ok, confidence, evidence = fp16_training_scope(site_ctx, scope, at)
                 if not ok:
                     continue
-                reported.add(holder)
-                where = "" if site is None else (
-                    f"line {site_ctx.line_of(site)}" if site_ctx is ctx else f"{site_ctx.path}:{site_ctx.line_of(site)}")
-                via = "" if site is None else f" (in `{site_ctx.code(site.func)}`, called from the training step at {where})"
-                related = [] if site is None else [Location(site_ctx.path, site_ctx.line_of(site),
-                                                            "called from the training step here")]
-                message = (f"{how}{via} stops the run at the first non-finite `{checked}`, which float16 "
-                           f"training with loss scaling expects now and then (GradScaler skips such a step and "
-                           f"lowers the scale)")
-                yield Violation(stop, message, confidence,
-                                help=("count non-finite steps, fail only past a threshold, and save the batch and "
-                                      "state for analysis; amplint.runtime.AmpGuard does this and names the layers "
-                                      "whose gradients overflow (see `amplint rule AMP304`)"), evidence=[evidence], related=related)
-                break
+                rank = 2 if confidence is Confidence.CERTAIN else 1 if "autocast" in evidence.what else 0
+                if best is None or rank > best[0]:
+                    best = (rank, site_ctx, confidence, evidence, checked, site)
+                if rank == 2:
+                    break
+            if best is None:
+                continue
+            _, site_ctx, confidence, evidence, checked, site = best
+            reported.add(holder)
+            where = "" if site is None else (
+                f"line {site_ctx.line_of(site)}" if site_ctx is ctx else f"{site_ctx.path}:{site_ctx.line_of(site)}")
+            via = "" if site is None else f" (in `{site_ctx.code(site.func)}`, called from the training step at {where})"
+            related = [] if site is None else [Location(site_ctx.path, site_ctx.line_of(site),
+                                                        "called from the training step here")]
+            message = (f"{how}{via} stops the run at the first non-finite `{checked}`, which float16 "
+                       f"training with loss scaling expects now and then (GradScaler skips such a step and "
+                       f"lowers the scale)")
+            yield Violation(stop, message, confidence,
+                            help=("count non-finite steps, fail only past a threshold, and save the batch and "
+                                  "state for analysis; amplint.runtime.AmpGuard does this and names the layers "
+                                  "whose gradients overflow (see `amplint rule AMP304`)"), evidence=[evidence], related=related)
 
     def _trainer_flag(self, ctx) -> Iterable[Violation]:
         """Lightning ``Trainer(precision=16, terminate_on_nan=True)``: the trainer raises at the
