@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -103,6 +103,9 @@ class _State:
     # (scaler, optimizer, index of the unscale_ event) for the pairs unscale_'d since that scaler's
     # last step / update: a second unscale_ of the same optimizer raises
     unscaled: FrozenSet[Tuple[str, str, int]] = frozenset()
+    # (scaler, index of the unscale_ event) for gradients unscaled and not yet stepped or zeroed:
+    # a scaled backward of that scaler now adds scaled gradients to unscaled ones
+    unstepped: FrozenSet[Tuple[str, int]] = frozenset()
 
 
 @dataclass
@@ -178,6 +181,18 @@ class Step:
         by_index = {e.index: e for e in self.events}
         found = {k[2] for s in self.reaching(event) for k in s.unscaled
                  if k[:2] == key and not _exclusive(ctx, by_index[k[2]].call, event.call)}
+        return [by_index[i] for i in sorted(found)]
+
+    def unscaled_into(self, backward: Event, ctx) -> List[Event]:
+        """The unscale_ events of the scaler of this scaled ``backward`` whose gradients may not
+        have been stepped or zeroed when it runs: it adds scaled gradients to unscaled ones
+        (gradient accumulation that unscales every micro-batch and steps only on some)."""
+        if backward.kind != "backward" or backward.how != "scaled" or not backward.scaler:
+            return []
+        by_index = {e.index: e for e in self.events}
+        found = {i for s in self.reaching(backward) for scaler, i in s.unstepped
+                 if scaler == backward.scaler and not _exclusive(ctx, by_index[i].call, backward.call)
+                 and not any((atom, not v) in s.assume for atom, v in backward.scaled_when)}
         return [by_index[i] for i in sorted(found)]
 
     def backward_losses(self, ctx) -> Set[str]:
@@ -599,7 +614,7 @@ def _assume(states: Iterable[_State], facts: List[Tuple[str, bool]]) -> Set[_Sta
         if any(isinstance(atom, frozenset) and atom <= assume for atom, _ in facts) or \
                 (facts and any(isinstance(atom, frozenset) and atom <= assume for atom, _ in s.assume)):
             continue  # every part of a conjunction known false holds on this path
-        out.add(_State(s.scaled, s.unscale_due, s.plain_backward, assume, s.unscaled))
+        out.add(replace(s, assume=assume))
     return out
 
 
@@ -674,8 +689,7 @@ def unscale_key(e: Event) -> Optional[Tuple[str, str]]:
 
 def _forget(states: Iterable[_State], keep_amp: bool = True) -> Set[_State]:
     """Drop the conditions a loop iteration may change (all but the AMP switch)."""
-    return {_State(s.scaled, s.unscale_due, s.plain_backward,
-                   frozenset(a for a in s.assume if keep_amp and a[0] == "<amp>"), s.unscaled) for s in states}
+    return {replace(s, assume=frozenset(a for a in s.assume if keep_amp and a[0] == "<amp>")) for s in states}
 
 
 def _bound(states: Set[_State]) -> Set[_State]:
@@ -712,23 +726,25 @@ class _Walk:
         if e.kind == "backward":
             if e.how == "scaled" and e.scaler and any((atom, not v) in s.assume for atom, v in e.scaled_when):
                 # this path skipped the branch that scaled the loss: a plain backward
-                return _State(s.scaled, s.unscale_due, s.plain_backward | {e.index}, s.assume, s.unscaled)
+                return replace(s, plain_backward=s.plain_backward | {e.index})
             if e.how == "scaled" and e.scaler:
-                return _State(s.scaled | {e.scaler}, s.unscale_due | {e.scaler}, s.plain_backward, s.assume, s.unscaled)
+                return replace(s, scaled=s.scaled | {e.scaler}, unscale_due=s.unscale_due | {e.scaler})
             if e.how == "plain":
-                return _State(s.scaled, s.unscale_due, s.plain_backward | {e.index}, s.assume, s.unscaled)
+                return replace(s, plain_backward=s.plain_backward | {e.index})
             return s
         if e.kind == "unscale":
             due = s.unscale_due - {e.scaler} if e.scaler else frozenset()
             key = unscale_key(e)
-            return _State(s.scaled, due, s.plain_backward, s.assume,
-                          s.unscaled | {(*key, e.index)} if key is not None else s.unscaled)
+            return replace(s, unscale_due=due,
+                           unscaled=s.unscaled | {(*key, e.index)} if key is not None else s.unscaled,
+                           unstepped=s.unstepped | {(e.scaler, e.index)} if e.scaler else s.unstepped)
         if e.kind == "scaler_step" and e.scaler:
-            return _State(s.scaled - {e.scaler}, s.unscale_due - {e.scaler}, frozenset(), s.assume,
-                          frozenset(k for k in s.unscaled if k[0] != e.scaler or e.scaler in self.updated_here))
+            return replace(s, scaled=s.scaled - {e.scaler}, unscale_due=s.unscale_due - {e.scaler},
+                           plain_backward=frozenset(),
+                           unscaled=frozenset(k for k in s.unscaled if k[0] != e.scaler or e.scaler in self.updated_here),
+                           unstepped=frozenset(k for k in s.unstepped if k[0] != e.scaler))
         if e.kind == "update" and e.scaler:
-            return _State(s.scaled, s.unscale_due, s.plain_backward, s.assume,
-                          frozenset(k for k in s.unscaled if k[0] != e.scaler))
+            return replace(s, unscaled=frozenset(k for k in s.unscaled if k[0] != e.scaler))
         if e.kind in ("opt_step", "zero_grad"):
             return _State(frozenset(), frozenset(), frozenset(), s.assume,
                           frozenset(k for k in s.unscaled if k[0] in self.updated_here))

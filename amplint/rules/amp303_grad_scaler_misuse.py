@@ -64,6 +64,7 @@ class GradScalerMisuse(Rule):
             yield from self._missing_update(ctx, step)
             yield from self._unscaled_backward(ctx, step)
             yield from self._double_unscale(ctx, step)
+            yield from self._unscale_without_step(ctx, step)
             yield from self._update_twice(ctx, step)
 
     # optimizer.step() while the loss was scaled -------------------------------------------------
@@ -157,7 +158,7 @@ class GradScalerMisuse(Rule):
                 # whenever it does (``if amp: if apex: ... else: unscale_`` then ``if amp and not apex:
                 # update()``): the paths that skip the update are paths that skipped the unscale_
                 continue
-            if skipped is not None and _ACCUMULATION.search(skipped[1]):
+            if skipped is not None and _accumulation_boundary(ctx, skipped[2]):
                 # the if is a gradient-accumulation boundary: the unscale_ belongs under it
                 message = (f"`{e.scaler}.unscale_({target})` runs on every micro-batch but `{e.scaler}.step` / "
                            f"`update()` only under `if {skipped[1]}:`: the second micro-batch's unscale_ raises "
@@ -169,7 +170,7 @@ class GradScalerMisuse(Rule):
                 continue
             if skipped is not None:
                 # the update, not the unscale_, is what to move: report it there
-                update, condition = skipped
+                update, condition, _ = skipped
                 message = (f"`{e.scaler}.update()` runs only under `if {condition}:`, but "
                            f"`{e.scaler}.unscale_({target})` is not: the next iteration's unscale_ raises "
                            f"{ALREADY_UNSCALED}")
@@ -184,6 +185,29 @@ class GradScalerMisuse(Rule):
             yield Violation(e.call, message, Confidence.CERTAIN,
                             help=f"unscale once per optimizer step, right before clipping and `{e.scaler}.step({target})`")
 
+
+    # scaler.unscale_(opt) on micro-batches that do not step ------------------------------------------
+    def _unscale_without_step(self, ctx, step: Step) -> Iterable[Violation]:
+        """OneTrainer's accumulation (fixed upstream): ``scaler.scale(loss).backward()``,
+        ``scaler.unscale_(opt)``, clip, ``if update_step: scaler.step(opt)``, ``scaler.update()``.
+        Nothing raises (update() every iteration resets the unscale_ state), but the next micro-batch's
+        scaled gradients are added to unscaled ones, and its unscale_ divides the earlier ones by
+        the scale again: the accumulated gradient is mostly the last micro-batch's."""
+        reported = set()
+        for bw in step.of_kind("backward"):
+            for e in step.unscaled_into(bw, ctx):
+                if e.index in reported or step.unscaled_again(e, ctx) or not is_grad_scaler(ctx, e.scaler):
+                    continue  # a second unscale_ that raises is reported as such
+                reported.add(e.index)
+                target = ctx.code(e.target) if e.target is not None else "optimizer"
+                message = (f"`{e.scaler}.unscale_({target})` runs on iterations that do not step: the next "
+                           f"`{e.scaler}.scale(loss).backward()` adds scaled gradients to these unscaled ones, and "
+                           f"the next unscale_ divides them by the loss scale again (65536 at the start), so "
+                           f"the accumulated gradient is mostly the last micro-batch's")
+                yield Violation(e.call, message, Confidence.CERTAIN,
+                                help=f"unscale (and clip) only on the iterations that call `{e.scaler}.step({target})`, "
+                                     f"right before it; call `{e.scaler}.update()` on those iterations only",
+                                related=[Location(ctx.path, ctx.line_of(bw.call), "the next scaled backward")])
 
     # scaler.update() after each of two optimizers' steps ------------------------------------------
     def _update_twice(self, ctx, step: Step) -> Iterable[Violation]:
@@ -232,7 +256,7 @@ def _new_each_iteration(ctx, step: Step, unscale) -> bool:
 _ACCUMULATION = re.compile(r"%|accum", re.I)
 
 
-def _conditional_update(ctx, step: Step, unscale) -> Optional[Tuple[object, str]]:
+def _conditional_update(ctx, step: Step, unscale) -> Optional[Tuple[object, str, cst.BaseExpression]]:
     """The ``scaler.update()`` after ``unscale`` that an ``if`` around it (not around the unscale_)
     may skip, with that ``if``'s condition. An ``if`` whose test holds wherever the unscale_ runs
     (``if amp: unscale_`` ... ``if amp: update()``) skips nothing the unscale_ did."""
@@ -240,5 +264,12 @@ def _conditional_update(ctx, step: Step, unscale) -> Optional[Tuple[object, str]
         for a in ctx.ancestors(update.call):
             if isinstance(a, cst.If) and not ctx.is_ancestor(a, unscale.call) \
                     and not (ctx.is_ancestor(a.body, update.call) and holds_at(ctx, unscale.call, a.test)):
-                return update, ctx.code(a.test)
+                return update, ctx.code(a.test), a.test
     return None
+
+
+def _accumulation_boundary(ctx, test: cst.BaseExpression) -> bool:
+    """The ``if`` test is a gradient-accumulation boundary: ``step % accum == 0``, or a name computed
+    from one (``is_update_step = (step + 1) % accumulation_steps == 0``)."""
+    return bool(_ACCUMULATION.search(ctx.code(test))) or any(
+        _ACCUMULATION.search(n) for n in ctx.semantic.computed_from(test, test))
