@@ -473,3 +473,63 @@ def test_a_sum_of_the_loss_items_checked_in_the_step():
                 scaler.update()
         """)
     assert lines("AMP304", source) == [15]
+
+
+# ---- coqui TTS: the check in a loss module's forward, the module built elsewhere -----------------
+
+LOSS_MODULE = """
+import torch
+from torch import nn
+
+
+class TacotronLoss(nn.Module):
+    def forward(self, decoder_output, target):
+        losses = {"loss": (decoder_output - target).abs().mean()}
+        for key, loss in losses.items():
+            if torch.isnan(loss):
+                raise RuntimeError(f"NaN loss with {key}")
+        return losses
+
+
+class PlainLoss(nn.Module):
+    def forward(self, out, target):
+        return {"loss": (out - target).abs().mean()}
+"""
+
+TRAIN_WITH_CRITERION = """
+import torch
+from snippet import TacotronLoss, PlainLoss
+
+
+def train(model, loader, criterion, optimizer, scaler):
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss_dict = criterion(model(x), y)
+        scaler.scale(loss_dict["loss"]).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+
+def main(model, loader):
+    criterion = {built}
+    optimizer = torch.optim.Adam(model.parameters())
+    train(model, loader, criterion, optimizer, torch.amp.GradScaler("cuda"))
+"""
+
+
+def test_a_loss_module_built_in_another_file_and_passed_to_the_step():
+    extra = {"train.py": textwrap.dedent(TRAIN_WITH_CRITERION).replace("{built}", "TacotronLoss()")}
+    (line, message), = found("AMP304", LOSS_MODULE, extra_files=extra)
+    assert line == 11 and "train.py:9" in message
+
+
+def test_another_loss_module_passed_to_the_step_is_silent():
+    extra = {"train.py": textwrap.dedent(TRAIN_WITH_CRITERION).replace("{built}", "PlainLoss()")}
+    assert lines("AMP304", LOSS_MODULE, extra_files=extra) == []
+
+
+def test_a_loss_module_passed_as_an_argument_in_its_own_file():
+    source = textwrap.dedent(LOSS_MODULE) + textwrap.dedent(TRAIN_WITH_CRITERION).replace(
+        "from snippet import TacotronLoss, PlainLoss\n", "").replace("{built}", "TacotronLoss().cuda()")
+    assert lines("AMP304", source) == [11]
+    assert lines("AMP304", source.replace("criterion = TacotronLoss().cuda()", "criterion = PlainLoss()")) == []

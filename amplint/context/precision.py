@@ -804,6 +804,12 @@ class PrecisionModel:
             built = None
             if isinstance(func, cst.Name) and not self.ctx.imports.binds(func.value):
                 b = self._binding(func)
+                if isinstance(b, tuple) and b[0] == "param":
+                    # ``def train(model, loader, criterion)``: the module a call of ``train`` in this
+                    # file passes (``train(m, dl, TacotronLoss())``, or a name bound to it)
+                    if any(built_by(passed) for passed in self._modules_passed(b[1], func.value)):
+                        out.append(call)
+                    continue
                 built = b if isinstance(b, cst.Call) else None
             elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
                 built = self.init_attribute(call, func.attr.value)
@@ -812,6 +818,22 @@ class PrecisionModel:
                 built = built.func.value
             if isinstance(built, cst.Call) and built_by(built):
                 out.append(call)
+        return out
+
+    def _modules_passed(self, fn: cst.FunctionDef, param: str) -> List[cst.Call]:
+        """The building calls of the objects the calls of ``fn`` in this file pass for ``param``."""
+        from .callers import argument_for
+        method = isinstance(self.ctx.parent(self.ctx.parent(fn)), cst.ClassDef)
+        out = []
+        for site in self.calls_of(fn):
+            _, value = argument_for(site, fn, param, method)
+            if isinstance(value, cst.Name):
+                value = self.value_of(value)
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value in _SAME_MODULE_METHODS:
+                value = value.func.value
+            if isinstance(value, cst.Call):
+                out.append(value)
         return out
 
     def _function_attributes(self) -> Dict[str, List[str]]:

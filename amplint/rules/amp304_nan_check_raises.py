@@ -181,7 +181,10 @@ def _where_checked(ctx, scope, call: cst.Call, value: cst.CSTNode):
 
 def _other_files_calling(ctx, fn: cst.FunctionDef, params, text: str):
     project = ctx.project
-    if project is None or not hasattr(project, "callers") or ctx.parent(fn) is not ctx.module:
+    if project is None or not hasattr(project, "callers"):
+        return
+    if ctx.parent(fn) is not ctx.module:
+        yield from _other_files_building(ctx, fn, params, text)
         return
     here = Path(ctx.path).resolve()
     lines: Dict[Path, Set[int]] = {}
@@ -195,6 +198,27 @@ def _other_files_calling(ctx, fn: cst.FunctionDef, params, text: str):
         for call in other.nodes(cst.Call):
             if (other.call_name(call) or "").rsplit(".", 1)[-1] == fn.name.value and other.on_lines(call, lines[path]):
                 yield other, scope_of(other, call), call, _argument_text(other, call, params, text), call
+
+
+def _other_files_building(ctx, forward: cst.FunctionDef, params, text: str):
+    """The calls of a loss module's ``forward`` in the project's other files that build the class
+    (``criterion = TacotronLoss()`` ... ``criterion(out, mel)``, or the instance handed to the
+    training function as an argument)."""
+    owner = ctx.parent(ctx.parent(forward))
+    if forward.name.value != "forward" or not isinstance(owner, cst.ClassDef) or ctx.parent(owner) is not ctx.module:
+        return
+    here = Path(ctx.path).resolve()
+    built_in: Dict[Path, Set[str]] = {}
+    for site in ctx.project.callers(f"{ctx.imports.module_name}.{owner.name.value}"):
+        if site.path != here:
+            built_in.setdefault(site.path, set()).add(site.callee)
+    for path in list(built_in)[:MAX_OTHER_FILES]:
+        other = ctx.other_file(path)
+        if other is None:
+            continue
+        names = built_in[path]
+        for call in precision_model(other).module_calls(lambda built: other.call_name(built) in names):
+            yield other, scope_of(other, call), call, _argument_text(other, call, params, text), call
 
 
 def _guard_receivers(ctx) -> Tuple[set, bool]:
