@@ -405,6 +405,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 value = value.func.value if isinstance(value.func, ast.Attribute) else None
 
     skipped |= _recast_to_float32(nodes, parents)
+    part_float32 = _parts_recast_to_float32(nodes, parents)
     deepspeed_options = _deepspeed_only_options(nodes, parents)
     for node in nodes:
         if isinstance(node, ast.Dict):
@@ -485,6 +486,13 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # then ``get_peft_model``, trained by an HF Trainer with the default adam_epsilon=1e-8).
             record["note"] = (f"`{record['model']}` is wrapped by PEFT, whose trainable copy of the task head "
                               f"(modules_to_save) keeps its float16 dtype")
+        elif sig.kind == "half_params" and sig.dtype == "float16" and not record.get("master") and any(
+                line > node.lineno and where is fn for _, line, where in part_float32.get(record["model"], ())):
+            # ChatGLM's P-tuning: ``model = model.half()`` then ``model.transformer.prefix_encoder.float()``:
+            # a named part cast back to float32 is what trains (the rest is the frozen half base), so
+            # activations are float16 but the optimizer's parameters are not
+            part = next(p for p, line, where in part_float32[record["model"]] if line > node.lineno and where is fn)
+            record.update(master=True, note=f"`{part}` is cast back to float32 after the half cast: the part that trains")
         elif sig.kind == "half_params" and sig.dtype == "float16" and record["model"] and (
                 record["model"] in frozen or _NOT_TRAINED.search(record["model"])):
             # diffusers' training scripts: ``vae.requires_grad_(False)`` ... ``vae.to(dtype=weight_dtype)``
@@ -570,6 +578,31 @@ def _recast_to_float32(nodes: List[ast.AST], parents: "_Parents") -> set:
                 out.add(id(node))
                 break
             cur = call
+    return out
+
+
+def _parts_recast_to_float32(nodes: List[ast.AST], parents: "_Parents") -> Dict[str, list]:
+    """Models one named part of which a statement casts to float32 (``model.transformer.prefix_encoder
+    .float()``, not in a loop): model name -> [(the part, line, enclosing function)]. A loop over the modules casting some back
+    (apex's BatchNorm in float32) leaves most parameters half: not taken."""
+    out: Dict[str, str] = {}
+    for node in nodes:
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+            continue
+        call = node.value
+        f = call.func
+        if not isinstance(f, ast.Attribute) or not isinstance(f.value, ast.Attribute):
+            continue
+        if not ((f.attr == "float" and not call.args and not call.keywords) or (
+                f.attr == "to" and any(_dotted(a) in _FLOAT32 for a in
+                                       (*call.args, *(k.value for k in call.keywords if k.arg == "dtype"))))):
+            continue
+        part = _dotted(f.value)
+        chain = list(parents.chain(node))
+        if not part or any(isinstance(p, (ast.For, ast.AsyncFor, ast.While)) for p in chain):
+            continue
+        fn = next((p for p in chain if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        out.setdefault(part.split(".", 1)[0], []).append((part, node.lineno, fn))
     return out
 
 

@@ -52,6 +52,12 @@ FP16_PURE = {
     ".to(torch.float16)": "import torch\nmodel = Net().to(torch.float16)\n" + TRAINS,
     ".to(dtype=torch.float16)": "import torch\nmodel = Net()\nmodel = model.to(device, dtype=torch.float16)\n" + TRAINS,
     ".to(torch.half)": "import torch\nnet = Net().to(torch.half)\n" + TRAINS,
+    # near misses of a part cast back to float32: before the half cast (undone by it), in a loop
+    # over the modules (apex's BatchNorm in float32: most parameters stay half)
+    "a part cast to float32 before the half cast":
+        "import torch\nmodel = Net()\nmodel.head.float()\nmodel = model.half()\n" + TRAINS,
+    "parts cast to float32 in a loop":
+        "import torch\nmodel = Net().half()\nfor m in model.modules():\n    m.norm.float()\n" + TRAINS,
     # near miss of the round trip below: the last cast of the chain is the half one
     ".float().half()": "import torch\nmodel = Net().float().half()\n" + TRAINS,
     "torch_dtype=torch.float16": ("import torch\nfrom transformers import AutoModel\n"
@@ -68,6 +74,9 @@ FP16_MASTER = {
     "ColossalAI plugin, default precision": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(stage=2)\n",
     "ColossalAI GeminiPlugin fp16": "from colossalai.booster.plugin import GeminiPlugin\nplugin = GeminiPlugin(precision='fp16')\n",
     "ColossalAI plugin, precision from the command line": "from colossalai.booster.plugin import LowLevelZeroPlugin\nplugin = LowLevelZeroPlugin(precision=args.precision)\n",
+    # ChatGLM's P-tuning v2: the frozen base runs in half, the prefix encoder that trains is float32
+    "a named part cast back to float32 after the half cast":
+        "import torch\nmodel = Net()\nmodel = model.half()\nmodel.transformer.prefix_encoder.float()\n" + TRAINS,
 }
 
 BF16 = {
