@@ -1489,30 +1489,24 @@ class Project:
         its arguments (``ProjectIndex.callers``). Kept in the cache under the summaries'
         fingerprint (``ProjectCache.answer``): a run whose edits changed no summary gets them
         without building the index (the sites' content keys are the files' current ones)."""
-        if self.cache is None or self._overlay:
-            return self.index.callers(name)
-        fingerprint = self.facts_fingerprint()
-        if self._index is None:
-            sites = self._sites_from(self.cache.answer(fingerprint, name))
-            if sites is not None:
-                return sites
-        sites = self.index.callers(name)
-        self.cache.put_answer(fingerprint, name, [[str(c.path), c.caller, c.callee, c.line, c.col,
-                                                   [[a.how, a.text, a.kind] for a in c.args], c.on_self]
-                                                  for c in sites])
-        return sites
+        return self._cached_sites(name, lambda: self.index.callers(name))
 
     def calls_named(self, last: str) -> List[CallSite]:
         """Every call of the project written with the last name ``last``, whatever its receiver
         (``ProjectIndex.calls_named``); cached like ``callers``."""
+        return self._cached_sites(f"calls named {last}", lambda: self.index.calls_named(last))
+
+    def _cached_sites(self, key: str, compute) -> List[CallSite]:
+        """Call sites kept in the cache under the summaries' fingerprint and ``key``: ``compute()``
+        (which builds the index) only when the cache does not hold them."""
         if self.cache is None or self._overlay:
-            return self.index.calls_named(last)
-        fingerprint, key = self.facts_fingerprint(), f"calls named {last}"
+            return compute()
+        fingerprint = self.facts_fingerprint()
         if self._index is None:
             sites = self._sites_from(self.cache.answer(fingerprint, key))
             if sites is not None:
                 return sites
-        sites = self.index.calls_named(last)
+        sites = compute()
         self.cache.put_answer(fingerprint, key, [[str(c.path), c.caller, c.callee, c.line, c.col,
                                                   [[a.how, a.text, a.kind] for a in c.args], c.on_self]
                                                  for c in sites])
