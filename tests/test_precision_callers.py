@@ -215,34 +215,6 @@ def test_a_method_that_returns_a_float16_value_keeps_the_regime():
     assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == [4]
 
 
-def test_files_asked_for_a_helpers_calls_are_those_whose_calls_resolve_to_it(tmp_path):
-    """Other files are parsed with libcst only when a call there resolves to the helper; the
-    stdlib-ast check agrees with the libcst context on every call name (imports in source order,
-    relative and aliased imports, a same-named helper of another module, a star import)."""
-    import libcst as cst
-
-    from amplint.context.callers import _called_names
-    from amplint.engine import build_context
-    from amplint.project import Project
-
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("from .ops import scale\n")
-    (tmp_path / "pkg" / "ops.py").write_text("def scale(x):\n    return x * 2\n")
-    (tmp_path / "pkg" / "own.py").write_text("def scale(x):\n    return x\ny = scale(1)\n")
-    (tmp_path / "pkg" / "rel.py").write_text(
-        "from . import ops as o\nfrom .ops import scale as s\nimport torch.nn.functional as F\n"
-        "def f(x):\n    from .own import scale\n    return o.scale(x) + s(x) + scale(x) + F.relu(x)\n")
-    (tmp_path / "pkg" / "star.py").write_text("from .ops import *\nz = scale(3)\nw = pkg.ops.scale(4)\n")
-    project = Project(tmp_path)
-    for f in project.files():
-        ctx = build_context(f, str(f), f.read_bytes(), project)
-        expected = {ctx.call_name(c) for c in ctx.nodes(cst.Call)} - {None}
-        assert _called_names(project, f) == expected, f.name
-    assert "pkg.ops.scale" in _called_names(project, tmp_path / "pkg" / "rel.py")
-    assert "pkg.ops.scale" not in _called_names(project, tmp_path / "pkg" / "own.py")
-    assert "pkg.ops.scale" in _called_names(project, tmp_path / "pkg" / "star.py")  # unbound head as written
-
-
 def test_a_module_function_that_returns_float32_gives_float32():
     # denoising-diffusion's discretized likelihood: cdf = approx_cdf(exp(-log_scales) * x) is float32
     source = textwrap.dedent("""
