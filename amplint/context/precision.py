@@ -821,8 +821,14 @@ class PrecisionModel:
         return out
 
     def _modules_passed(self, fn: cst.FunctionDef, param: str) -> List[cst.Call]:
-        """The building calls of the objects the calls of ``fn`` in this file pass for ``param``."""
+        """The building calls of the objects the calls of ``fn`` in this file pass for ``param``
+        (none while that is being asked already: ``calls_of`` a forward asks ``module_calls``)."""
         from .callers import argument_for
+        key = ("modules_passed", fn, param)
+        cache = self.ctx._cache
+        if key in cache:
+            return cache[key] or []  # type: ignore[return-value]
+        cache[key] = None  # asking
         method = isinstance(self.ctx.parent(self.ctx.parent(fn)), cst.ClassDef)
         out = []
         for site in self.calls_of(fn):
@@ -834,6 +840,7 @@ class PrecisionModel:
                 value = value.func.value
             if isinstance(value, cst.Call):
                 out.append(value)
+        cache[key] = out
         return out
 
     def _function_attributes(self) -> Dict[str, List[str]]:
