@@ -533,3 +533,32 @@ def test_a_loss_module_passed_as_an_argument_in_its_own_file():
         "from snippet import TacotronLoss, PlainLoss\n", "").replace("{built}", "TacotronLoss().cuda()")
     assert lines("AMP304", source) == [11]
     assert lines("AMP304", source.replace("criterion = TacotronLoss().cuda()", "criterion = PlainLoss()")) == []
+
+
+def test_a_forward_calling_the_module_it_is_given_ends():
+    """``calls_of`` a forward asks the module calls of the file, which ask the calls of the function
+    whose parameter holds the module: that forward again (peft's dora.py recursed without end)."""
+    from pathlib import Path
+
+    import libcst as cst
+
+    from amplint.context.precision import precision_model
+    from amplint.engine import build_context
+
+    source = textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Apply(nn.Module):
+            def forward(self, x, module):
+                return module(x)
+
+        def run(x):
+            apply = Apply()
+            return apply(x, apply)
+        """).encode()
+    ctx = build_context(Path("snippet.py"), "snippet.py", source, None)
+    model = precision_model(ctx)
+    forward = next(f for f in ctx.nodes(cst.FunctionDef) if f.name.value == "forward")
+    # ``apply(x, apply)``, and ``module(x)`` in the forward, which the call hands ``apply``
+    assert sorted(ctx.code(c) for c in model.calls_of(forward)) == ["apply(x, apply)", "module(x)"]
