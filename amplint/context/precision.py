@@ -1392,6 +1392,20 @@ class PrecisionModel:
             return [self.dtype_of(e.value) for e in seq.elements if isinstance(e, cst.Element)]
         if isinstance(seq, (cst.ListComp, cst.GeneratorExp)):
             return [self.dtype_of(seq.elt)]
+        if isinstance(seq, cst.Name):
+            # ``parts = [qkv]``, ``parts.append(op(qkv))``, then ``torch.cat(parts, dim=1)``
+            # (efficientvit's multi-scale qkv): the list's elements and what the function appends
+            value = self.value_of(seq)
+            if not isinstance(value, cst.List):
+                return []
+            out = self._sequence_dtypes(value)
+            fn = self.ctx.enclosing_function(seq)
+            for call in self.ctx.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "append" and isinstance(func.value, cst.Name) \
+                        and func.value.value == seq.value and call.args and self.ctx.enclosing_function(call) is fn:
+                    out.append(self.dtype_of(call.args[0].value))
+            return out
         return []
 
     def _dtype_argument(self, call: cst.Call) -> Optional[DTypeFact]:

@@ -106,6 +106,42 @@ class ScaledProducts:
             # whatever its scale, AMP204's.
             yield Candidate(node, product, named, scale_side, scale, fact, fix,
                             upcast is None and textbook_attention(ctx, pm, product, scale, scale_side), upcast)
+        yield from self._self_normalised(ctx, pm)
+
+    def _self_normalised(self, ctx, pm) -> Iterator[Candidate]:
+        """``out[..., :-1] / (out[..., -1:] + eps)`` with ``out`` a float16 product: linear attention,
+        whose values carry a row of ones, so the product's last row is the sum over the tokens that
+        normalises the others (efficientvit's LiteMLA: ``vk = v @ kᵀ``, ``out = vk @ q``, both
+        contracting over H*W tokens; held-out bug B31). The normaliser is known only after the sums
+        were taken in float16, and a ``.float()`` of ``out`` in between comes too late."""
+        for node in ctx.nodes(cst.BinaryOperation):
+            if not isinstance(node.operator, cst.Divide):
+                continue
+            divisor = node.right
+            if isinstance(divisor, cst.BinaryOperation) and isinstance(divisor.operator, cst.Add) \
+                    and _is_number_like(ctx, divisor.right):
+                divisor = divisor.left  # ``out[..., -1:] + self.eps``
+            if not (isinstance(node.left, cst.Subscript) and isinstance(divisor, cst.Subscript)):
+                continue
+            base, norm = node.left.value, divisor.value
+            if not (isinstance(base, cst.Name) and isinstance(norm, cst.Name) and base.value == norm.value):
+                continue
+            for value, _ in P.reaching_bindings(ctx, pm, base)[:1]:
+                upcast = None
+                expr = value
+                if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                        and expr.func.attr.value in ("float", "double", "to") and isinstance(expr.func.value, cst.Name):
+                    upcast = expr  # ``out = out.float()``: the product is the binding before it
+                    earlier = [v for v, _ in P.reaching_bindings(ctx, pm, expr.func.value)]
+                    expr = earlier[0] if earlier else None
+                if expr is None or P.op_of(ctx, pm, expr) not in P.PRODUCTS:
+                    continue
+                fact = pm.dtype_of(expr)
+                if not fact.is_half:
+                    continue
+                scale = Scale(None, f"`{P.short_code(ctx, node.right)}` (a slice of the same product: the sum "
+                                    "over what it contracted)", "count")
+                yield Candidate(node, expr, base, node.right, scale, fact, None, False, upcast)
 
     # ---- where products are scaled ------------------------------------------------------------
     @staticmethod
@@ -506,6 +542,11 @@ def _feature_length_of(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode, 
         return False
     operands = {ctx.code(P.through_views(ctx, pm, o)) for o in P.tensor_operands(ctx, pm, product)}
     return ctx.code(receiver) in operands
+
+
+def _is_number_like(ctx, expr: cst.BaseExpression) -> bool:
+    """An eps added to a normaliser: a number, or a name / ``self.eps`` (not a tensor slice)."""
+    return ctx.number(expr) is not None or isinstance(expr, (cst.Name, cst.Attribute))
 
 
 def scaled_products(ctx) -> list:
