@@ -116,3 +116,11 @@ def test_inherited_forward_in_another_file():
     base_layer = base.replace("return self.softmax(attn)", "return self.key_proj(attn)")
     findings = lint_source(near, filename="train.py", extra_files={"aligner.py": base_layer})
     assert len([f for f in findings if f.code == "AMP102"]) == 1
+
+
+def test_tuple_element_of_a_forward_through_a_name():
+    """``y_pred = aligner(mel, text)`` then ``soft, logprob = y_pred`` (FastPitch's training step):
+    the element as if unpacked from the call."""
+    call = "y_pred = aligner(mel, text)\n            soft, logprob = y_pred"
+    assert amp102("self.softmax(attn), attn", call=call) == []
+    assert len(amp102("self.key_proj(attn), attn", call=call)) == 1

@@ -1627,7 +1627,10 @@ class PrecisionModel:
     def _unpacked_return(self, value: cst.CSTNode, target: cst.CSTNode) -> Optional[DTypeFact]:
         """``rays_o, rays_d = get_rays(poses)`` with every ``return`` of the project function a tuple
         literal of that length: the dtype of the element ``target`` unpacks, when every return says
-        and none is float16 (as ``_returned``: read once for all callers). None otherwise."""
+        and none is float16 (as ``_returned``: read once for all callers). None otherwise. The call may
+        be bound to a name first (``y_pred = model(x)``, then ``mel, ..., attn_soft, _ = y_pred``)."""
+        if isinstance(value, cst.Name):
+            value = self.value_of(value)
         if not isinstance(value, cst.Call):
             return None
         element, unpacked = self.ctx.parent(target), None
