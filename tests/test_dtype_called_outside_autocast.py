@@ -87,3 +87,36 @@ def test_near_miss_the_caller_runs_under_autocast():
     training step's autocast: the helper runs under it."""
     assert amp103_lines(render_name="compute_attention", inside="t = compute_attention(model(x), y)",
                         train_imports="from render import compute_attention\n") == [7]
+
+
+def test_near_miss_a_method():
+    """A method's calls through a local or a parameter (``model.rgba(x, x)`` in the training step)
+    are not in the project's call graph: a method's calls are never all seen, so the one seen
+    outside autocast (a renderer's ``self.net.rgba(...)``) does not decide; the regime does."""
+    model = textwrap.dedent("""
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return x
+
+            def rgba(self, rgb, acc):
+                return rgb / acc.clamp(min=1e-10)
+        """)
+    train = textwrap.dedent(TRAIN.replace("{inside}", "t = model.rgba(x, x)").replace(
+        "class Net(nn.Module):", "class Other(nn.Module):"))
+    render = textwrap.dedent("""
+        from net import Net
+
+
+        class Renderer:
+            def __init__(self):
+                self.net = Net()
+
+            def render(self, rgb, acc):
+                return self.net.rgba(rgb, acc)
+        """)
+    findings = lint_source(model, filename="net.py", extra_files={"train.py": train, "render.py": render})
+    assert [f.line for f in findings if f.code == "AMP102"] == [11]

@@ -287,14 +287,16 @@ class PrecisionModel:
         return state
 
     def called_only_outside_autocast(self, fn: cst.FunctionDef) -> bool:
-        """Is every call of ``fn`` seen, in this file and (by its name, whatever the receiver:
-        ``pipeline.model.get_rgba_image(...)``) in the project's other files, made where autocast is
-        off? Then ``fn`` runs without autocast, whatever the regime: autocast is a property of the
-        calls made inside its region and of what they reach (nerfstudio's render / export helpers,
-        called from scripts). False when no call is seen, when ``fn`` is referenced other than by a
-        call (a callback, a hook), for ``forward`` (``module(x)`` runs it) and dunder methods."""
+        """Is every call of the module-level function ``fn`` seen, in this file and in the project's
+        other files (by its name: ``math_utils.intersect_aabb(...)``, ``intersect_aabb(...)`` after
+        an import), made where autocast is off? Then ``fn`` runs without autocast, whatever the
+        regime: autocast is a property of the calls made inside its region and of what they reach
+        (nerfstudio's ``intersect_aabb``, called from camera code). False when no call is seen, when ``fn`` is referenced other than by a
+        call (a callback, a hook), and for methods: ``model.compute_loss(x)`` on a local or a
+        parameter is a call the project's call graph does not hold, so a method's calls are never
+        all seen (``module(x)`` runs ``forward`` without naming it)."""
         name = fn.name.value
-        if name == "forward" or name.startswith("__"):
+        if self.ctx.parent(fn) is not self.ctx.module:
             return False
         key = ("called_outside", fn)
         cache = self.ctx._cache
