@@ -163,6 +163,10 @@ _ATTENTION_MASK = re.compile(r"(?i)attn|attention|key_padding|causal|bias")
 # never an autocast output, so it is not assumed float16 (mmdet's GLIP fusion fills its text mask).
 # (a suffix of one or two letters only: ``mask_logits`` / ``mask_pred`` are a mask head's activations)
 _MASK_ARGUMENT = re.compile(r"(?i)(^|_)masks?(_[a-z0-9]{1,2})?$")
+# An argument named as a recording (``audio``, ``wavs``, ``waveform``): the input a feature extractor
+# frames and transforms, data from the loader, which autocast never casts (speechbrain's
+# VocalFeatures.forward(audio) -> compute_periodic_features(frames)); float32 under fp16 autocast.
+_WAVEFORM_ARGUMENT = re.compile(r"(?i)^(raw_)?(audio|audios|wav|wavs|waveform|waveforms|speech)$")
 
 
 # (file, function, parameter) whose callers are being asked: a cycle of helpers ends there.
@@ -953,6 +957,8 @@ class PrecisionModel:
             return DTypeFact(F16, LIKELY, f"`{name}` is a tensor argument of `{fn.name.value}` in a pure-half project",
                              regime.half_params)
         state = self.autocast_at(fn.body)
+        if state.active and _WAVEFORM_ARGUMENT.match(name):
+            return DTypeFact(F32, LIKELY, f"`{name}` is a recording: input data, which autocast does not cast")
         if state.active and state.dtype == F16 and not _MASK_ARGUMENT.search(name):
             return DTypeFact(F16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under fp16 autocast",
                              state.evidence, assumed=True)
