@@ -458,6 +458,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             if call is not None:  # ``Fabric(precision=precision)`` with ``precision = p or default_precision()``
                 role, why = _role(node, Signal("flag", "float16"), parents, owner, path, trains, training_lines, imports,
                                   script, training_helpers)
+                if any(call["kwargs"].get(k) is False for k in ("training", "train", "is_training")):
+                    # litgpt's ``LLM.load``: ``L.Fabric(precision=get_default_supported_precision(training=False))`` casts
+                    # a loaded model for generation: an inference precision, whatever trains the model afterwards
+                    role, why = "inference", "a precision asked for inference (`training=False`)"
                 fn = owner(node)
                 facts["precision_calls"].append({**call, "role": role, "why": why, "text": _text(lines, node),
                                                  "line": node.lineno, "function": getattr(fn, "name", None)})

@@ -267,6 +267,42 @@ def test_a_precision_function_with_no_float16_return_is_no_float16_evidence(tmp_
     assert p.regime_for(p.root / "pkg/finetune.py").mode == "bf16"
 
 
+def test_a_precision_asked_for_inference_is_not_the_trainers(tmp_path):
+    # litgpt's tutorials (triage T6-2): `L.Trainer(precision="bf16-true")` trains a model from `LLM.load(...)`,
+    # whose `L.Fabric(precision=get_default_supported_precision(training=False))` casts a model for generation
+    # ("16-true" or "bf16-true"): that Fabric's precision is inference evidence, the Trainer's bf16 is the run's
+    files = dict(_LITGPT)
+    files["pkg/api.py"] = """
+        import lightning as L
+        from pkg.utils import get_default_supported_precision
+        class LLM:
+            @classmethod
+            def load(cls, distribute="auto"):
+                fabric = L.Fabric(precision=get_default_supported_precision(training=False))
+                return cls()
+    """
+    files["train.py"] = """
+        import lightning as L
+        import torch
+        from pkg.api import LLM
+        class Lit(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.llm = LLM.load()
+            def configure_optimizers(self):
+                return torch.optim.AdamW(self.llm.model.parameters(), lr=2e-4)
+        def main():
+            L.Trainer(precision="bf16-true").fit(Lit(), None)
+    """
+    p = project(tmp_path, files)
+    assert p.regime_for(p.root / "train.py").mode == "bf16"
+    assert "AMP101" not in run(["check", "--select", "AMP101", "."], p.root).out
+    # near miss: the same helper asked for training precision (`training=True`: "16-mixed" first) is evidence
+    files["pkg/api.py"] = files["pkg/api.py"].replace("training=False", "training=True")
+    p = project(tmp_path / "t", files)
+    assert p.regime_for(p.root / "train.py").mode == "fp16-mixed"
+
+
 # torchtune: recipe YAML `dtype: bf16` (195 configs), read through training.get_dtype(cfg.dtype)
 def test_a_training_config_s_dtype_is_the_model_s_dtype(tmp_path):
     p = project(tmp_path, {
