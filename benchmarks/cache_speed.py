@@ -142,7 +142,8 @@ def copies(k: int, lines_wanted: int = SCALING[0]) -> Path:
     return root
 
 
-def scaling(full_result: Optional[Dict[str, object]], reps: int = 1, copies_of: Tuple[int, ...] = ()) -> List[tuple]:
+def scaling(full_result: Optional[Dict[str, object]], reps: int = 1, copies_of: Tuple[int, ...] = (),
+            copies_reps: int = 1) -> List[tuple]:
     """(name, files, lines, runs) per project, ``runs`` a list of (parse, cold) pairs of ``timed``
     results, measured one after the other (so that a pair sees the same load); the whole package's
     row from its own measurement when it was made in this run, then the projects of ``copies_of``
@@ -151,9 +152,9 @@ def scaling(full_result: Optional[Dict[str, object]], reps: int = 1, copies_of: 
     check = [sys.executable, "-m", "amplint", "check", "--exit-zero", "-q", "--output-format", "concise", "."]
     rows = []
 
-    def pairs(root: Path) -> list:
+    def pairs(root: Path, times: int = reps) -> list:
         runs = []
-        for _ in range(reps):
+        for _ in range(times):
             parse = timed([sys.executable, "-c", PARSE, "."], root, env)
             shutil.rmtree(root / ".amplint_cache", ignore_errors=True)
             cold = timed(check, root, env)
@@ -170,7 +171,7 @@ def scaling(full_result: Optional[Dict[str, object]], reps: int = 1, copies_of: 
         rows.append(("transformers", full_result["files"], full_result["lines"], list(zip(r["parse"], r["cold"]))))
     for k in copies_of:
         root = copies(k)
-        rows.append((root.name, *lines_of(root), pairs(root)))
+        rows.append((root.name, *lines_of(root), pairs(root, copies_reps)))
     return rows
 
 
@@ -346,13 +347,14 @@ def main(argv=None) -> int:
     ap.add_argument("--scaling-repetitions", type=int, default=None,
                     help="repetitions of each scaling project (default: --heavy-repetitions)")
     ap.add_argument("--copies", default="", help="comma-separated k: also k copies of the 100k subset (e.g. 10)")
+    ap.add_argument("--copies-repetitions", type=int, default=1)
     args = ap.parse_args(argv)
     global CPU
     CPU = args.cpu
     scaling_reps = args.scaling_repetitions or args.heavy_repetitions
     copies_of = tuple(int(k) for k in args.copies.split(",") if k)
     if args.scaling_only:
-        rows = scaling(None, scaling_reps, copies_of)
+        rows = scaling(None, scaling_reps, copies_of, args.copies_repetitions)
         text = render_scaling(rows)
         print(text)
         args.output.write_text(f"Machine: {machine()}.\n\n" + text)
@@ -365,7 +367,8 @@ def main(argv=None) -> int:
         args.output.write_text(render(results, args.repetitions, args.rev))  # what is measured so far
     rows = None
     if not args.no_scaling:
-        rows = scaling(next((r for r in results if r["name"] == "transformers"), None), scaling_reps, copies_of)
+        rows = scaling(next((r for r in results if r["name"] == "transformers"), None), scaling_reps, copies_of,
+                       args.copies_repetitions)
     args.output.write_text(render(results, args.repetitions, args.rev, rows))
     print(f"wrote {args.output}")
     return 0
