@@ -79,22 +79,28 @@ def passed_values(pm, fn: cst.FunctionDef, param: str, elsewhere: bool = True) -
 
 def project_passed(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
     """What the calls of ``fn`` in other files of the project pass for ``param`` (see
-    ``_project_calls``; none for a file outside the project's modules)."""
-    ctx = pm.ctx
-    if not (ctx.imports.module_name and ctx.project is not None):
-        return []
-    return _project_calls(pm, fn, param, isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef))
+    ``project_call_sites``)."""
+    method = isinstance(pm.ctx.parent(pm.ctx.parent(fn)), cst.ClassDef)
+    out: List[Passed] = []
+    for other, other_pm, call in project_call_sites(pm, fn):
+        known, value = argument_for(call, fn, param, method)
+        if known:
+            out.append(Passed(call, value, other_pm, other.path))
+    return out
 
 
-def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) -> List[Passed]:
-    """The calls of ``fn`` in other project files: of a module-level function, and of a method of
-    a module-level class through an instance the calling file holds (``self.coder.encode(h, ha)``
-    after ``self.coder = BoxCoder()``). The project index names the files and the calls' lines;
-    only those files are parsed, for the dtype of what they pass."""
+def project_call_sites(pm, fn: cst.FunctionDef) -> List[Tuple[object, object, cst.Call]]:
+    """(context, precision model, call) for each call of ``fn`` in other project files: of a
+    module-level function, and of a method of a module-level class through an instance the calling
+    file holds (``self.coder.encode(h, ha)`` after ``self.coder = BoxCoder()``; ``loss_fn(x, y)`` for
+    ``forward``, the instance built there or handed to a function as an argument). The project index
+    names the files and the calls' lines; only those files are parsed (at most ``MAX_FILES``). None
+    for a file outside the project's modules; test files only when ``fn``'s own file is a test."""
     ctx = pm.ctx
     project = ctx.project
-    if not hasattr(project, "callers"):
+    if not (ctx.imports.module_name and project is not None and hasattr(project, "callers")):
         return []
+    method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
     owner = ctx.parent(ctx.parent(fn)) if method else None
     if method and not (isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module):
         return []
@@ -116,7 +122,7 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) ->
                 instances.setdefault(site.path, set()).add(site.callee)
                 callees.setdefault(site.path, set())
                 lines.setdefault(site.path, set())
-    out: List[Passed] = []
+    out: List[Tuple[object, object, cst.Call]] = []
     from .training import is_test_file
     test = getattr(project, "is_test", None)
     if test is not None and not is_test_file(ctx):
@@ -142,7 +148,5 @@ def _project_calls(pm, fn: cst.FunctionDef, param: str, method: bool = False) ->
                     continue
             elif other.call_name(call) not in callees[path]:
                 continue
-            known, value = argument_for(call, fn, param, method)
-            if known:
-                out.append(Passed(call, value, other_pm, other.path))
+            out.append((other, other_pm, call))
     return out

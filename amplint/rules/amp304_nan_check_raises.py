@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Dict, Iterable, Optional, Set, Tuple
+from typing import Iterable, Optional, Tuple
 
 import libcst as cst
 
+from ..context.callers import project_call_sites
 from ..context.precision import precision_model
 from ..context.training import (fp16_region_before, in_training_loop, is_test_file, may_be_float16, scope_of,
                                 scope_regions, training_steps)
@@ -27,8 +27,6 @@ EXITS = {"sys.exit", "os._exit", "exit", "quit"}
 CHECKED_VALUE = re.compile(r"loss|out|logit|pred|grad|norm|score", re.I)
 LOSS_NAME = re.compile(r"loss", re.I)
 TRAINING_NAME = re.compile(r"(^|_)(train|training|fit)(_|$)", re.I)
-# Files of the project read for the calls of a helper that checks (each is parsed once per run).
-MAX_OTHER_FILES = 8
 # Helpers followed from the check to the training step that calls them (in the check's own file).
 MAX_HELPER_DEPTH = 3
 # Expressions a check may sit in on its way to the ``if`` / ``assert`` test.
@@ -180,45 +178,14 @@ def _where_checked(ctx, scope, call: cst.Call, value: cst.CSTNode):
 
 
 def _other_files_calling(ctx, fn: cst.FunctionDef, params, text: str):
-    project = ctx.project
-    if project is None or not hasattr(project, "callers"):
+    """The calls of a module-level helper, or of a loss module's ``forward`` (the module built in the
+    calling file or handed to its training function), in the project's other files
+    (``callers.project_call_sites``)."""
+    owner = ctx.parent(ctx.parent(fn))
+    if ctx.parent(fn) is not ctx.module and not (fn.name.value == "forward" and isinstance(owner, cst.ClassDef)):
         return
-    if ctx.parent(fn) is not ctx.module:
-        yield from _other_files_building(ctx, fn, params, text)
-        return
-    here = Path(ctx.path).resolve()
-    lines: Dict[Path, Set[int]] = {}
-    for site in project.callers(f"{ctx.imports.module_name}.{fn.name.value}"):
-        if site.path != here:
-            lines.setdefault(site.path, set()).add(site.line)
-    for path in list(lines)[:MAX_OTHER_FILES]:
-        other = ctx.other_file(path)
-        if other is None:
-            continue
-        for call in other.nodes(cst.Call):
-            if (other.call_name(call) or "").rsplit(".", 1)[-1] == fn.name.value and other.on_lines(call, lines[path]):
-                yield other, scope_of(other, call), call, _argument_text(other, call, params, text), call
-
-
-def _other_files_building(ctx, forward: cst.FunctionDef, params, text: str):
-    """The calls of a loss module's ``forward`` in the project's other files that build the class
-    (``criterion = TacotronLoss()`` ... ``criterion(out, mel)``, or the instance handed to the
-    training function as an argument)."""
-    owner = ctx.parent(ctx.parent(forward))
-    if forward.name.value != "forward" or not isinstance(owner, cst.ClassDef) or ctx.parent(owner) is not ctx.module:
-        return
-    here = Path(ctx.path).resolve()
-    built_in: Dict[Path, Set[str]] = {}
-    for site in ctx.project.callers(f"{ctx.imports.module_name}.{owner.name.value}"):
-        if site.path != here:
-            built_in.setdefault(site.path, set()).add(site.callee)
-    for path in list(built_in)[:MAX_OTHER_FILES]:
-        other = ctx.other_file(path)
-        if other is None:
-            continue
-        names = built_in[path]
-        for call in precision_model(other).module_calls(lambda built: other.call_name(built) in names):
-            yield other, scope_of(other, call), call, _argument_text(other, call, params, text), call
+    for other, _, call in project_call_sites(precision_model(ctx), fn):
+        yield other, scope_of(other, call), call, _argument_text(other, call, params, text), call
 
 
 def _guard_receivers(ctx) -> Tuple[set, bool]:
