@@ -316,7 +316,9 @@ class NanCheckRaises(Rule):
                 ok, confidence, evidence = fp16_training_scope(site_ctx, scope, at)
                 if not ok:
                     continue
-                rank = 2 if confidence is Confidence.CERTAIN else 1 if "autocast" in evidence.what else 0
+                # (a likely step with autocast blocks of its own got there by its GradScaler, one
+                # without them by a trainer flag)
+                rank = 2 if confidence is Confidence.CERTAIN else 1 if scope_regions(site_ctx, scope) else 0
                 if best is None or rank > best[0]:
                     best = (rank, site_ctx, confidence, evidence, checked, site)
                 if rank == 2:
