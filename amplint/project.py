@@ -294,6 +294,13 @@ _PROGRAM_FILE = re.compile(r"(^|/)(hubconf|setup)\.py$")  # torch.hub's entry mo
 # programs that run a model for inference: torch.hub's entry module, apps, demos, inference / evaluation scripts
 _INFERENCE_PROGRAM = re.compile(r"(?i)(^|/)hubconf\.py$|(^|/)(apps?|demos?|gradio|streamlit)/|" + _INFERENCE_FILE.pattern[4:] +
                                 "|" + _INFERENCE_DIR.pattern[4:])
+# a directory holding a copy of a third-party library: named for vendoring, or (below the project's top
+# package) for a training library whose hooks and runners are built by its users' configurations
+# (ControlNet's annotator/uniformer/mmcv/: an inference annotator's copy of mmcv)
+_VENDOR_DIRS = {"third_party", "thirdparty", "third-party", "3rdparty", "vendor", "vendored", "_vendor", "extern",
+                "external", "externals"}
+_VENDORED_LIBRARIES = {"mmcv", "mmengine", "mmdet", "mmdet3d", "mmseg", "mmpose", "mmocr", "mmaction", "mmcls",
+                       "mmpretrain", "detectron2", "timm", "fairseq", "apex", "ignite", "deepspeed"}
 _HALF_OPTION = {"fp16", "half", "float16"}
 _MIXED_OPTION = {"amp", "mixed", "autocast", "precision"}
 
@@ -506,6 +513,7 @@ class Project:
         self._index: Optional[ProjectIndex] = None
         self._reached: Dict[Path, "_Reached"] = {}
         self._runs_of: Dict[Path, list] = {}
+        self._vendored_hooks: Dict[Path, bool] = {}
         self.display_base = display_base
 
     # The facts rules read of the project, recorded while a file is analysed so that its cached
@@ -1034,6 +1042,12 @@ class Project:
         point reaching it."""
         if self._regime is None:
             eps = self.entry_points()
+            if eps and all(self.vendored_hook(ep) for ep in eps):
+                # the only training is a vendored library's hooks: no run of the project, no precision
+                self._regime = Regime([], self._override, "project: no training entry point of its own "
+                                      "(only a vendored library's hooks)")
+                return self._regime
+            eps = [ep for ep in eps if not self.vendored_hook(ep)]
             signals: List[Tuple[Signal, Evidence]] = []
             origins: Dict[Tuple[Signal, Evidence], List[str]] = {}
             if eps:
@@ -1117,6 +1131,10 @@ class Project:
             # LAVIS's vendored mmcv: an optimizer hook's after_train_iter (GradScaler and all) whose class no file
             # of the project builds: the vendored library's loop, run by none of LAVIS's programs
             return self._library(LIBRARY_LOOPS_ONLY)
+        # a vendored library's hook that nothing in the project builds is no run of the project (ControlNet's
+        # copy of mmcv): the files it reaches, and those no entry point reaches, are judged by the others
+        reaching = [ep for ep in reaching if not self.vendored_hook(ep)]
+        eps = [ep for ep in eps if not self.vendored_hook(ep)]
         if reaching:
             signals: List[Tuple[Signal, Evidence]] = []
             origins = []
@@ -1369,6 +1387,27 @@ class Project:
                 if any(s.path != ep.path for s in self.subclasses(cls)):
                     return False
         return bool(ep.functions)
+
+    def vendored_hook(self, ep: "EntryPoint") -> bool:
+        """``ep`` trains only in methods of classes that no other file of the project builds, calls or
+        derives from, in a copy of a third-party library (``_vendored``): that library's hook (ControlNet's
+        annotator/uniformer/mmcv/runner/hooks/optimizer.py, ``Fp16OptimizerHook.after_train_iter``, run
+        only by an mmcv runner that nothing in ControlNet builds). It is no run of this project: its
+        precision is not the project's, nor that of the files no entry point reaches."""
+        if ep.path not in self._vendored_hooks:
+            self._vendored_hooks[ep.path] = self._vendored(ep.path) and not self.facts().get(ep.path, {}).get("script") \
+                and self._nobody_builds(ep) and not any(sig.kind == "launcher" for sig, _ in ep.signals)
+        return self._vendored_hooks[ep.path]
+
+    def _vendored(self, path: Path) -> bool:
+        """``path`` lies in a copy of a third-party library: under a directory named for vendoring
+        (``third_party/``, ``vendor/``) or, below the project's top directory, one named for a training
+        library (``annotator/uniformer/mmcv/``; timm's own ``timm/`` is the project itself)."""
+        rel = self._relative_or_none(path)
+        parts = rel.split("/")[:-1] if rel else []
+        if parts and parts[0] == "src":
+            parts = parts[1:]
+        return any(d.lower() in _VENDOR_DIRS for d in parts) or any(d in _VENDORED_LIBRARIES for d in parts[1:])
 
     def _library_loop(self, ep: "EntryPoint") -> bool:
         """``ep`` is a function of the project's package that its users call (kornia's
