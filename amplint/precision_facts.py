@@ -202,12 +202,18 @@ def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, L
     ``self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16``): name -> the dotted
     dtypes it may hold."""
     out: Dict[str, List[str]] = {}
+    # dicts of dtypes by name (llm.c / nanoGPT: ``{"float32": torch.float32, "float16": torch.float16,
+    # ...}[args.dtype]``; torchtitan's ``TORCH_DTYPE_MAP``): a lookup in one may be any of their values
+    tables = {target: values for target, values in (
+        (_dotted(node.targets[0]), _dict_dtypes(node.value, imports))
+        for node in nodes if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Dict))
+        if target is not None and values}
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = _dotted(node.targets[0])
             if target is None:
                 continue
-            values = _dtype_alternatives(node.value, imports)
+            values = _dtype_alternatives(node.value, imports, tables)
             if values:
                 out.setdefault(target, [])
                 out[target] = sorted(set(out[target]) | set(values))
@@ -232,15 +238,30 @@ def _half_conditions(nodes: List[ast.AST], parents: "_Parents", lines: List[str]
     return {name: next(iter(tests)) for name, tests in found.items() if len(tests) == 1}
 
 
-def _dtype_alternatives(node: ast.AST, imports: ImportTable) -> List[str]:
+def _dtype_alternatives(node: ast.AST, imports: ImportTable, tables: Optional[Dict[str, List[str]]] = None) -> List[str]:
+    """The dtypes ``node`` may be: a dtype, either branch of a conditional expression, any value of
+    a dict of dtypes it looks up (a dict literal, or one of ``tables``, dicts of dtypes by name)."""
     if isinstance(node, ast.IfExp):
-        return _dtype_alternatives(node.body, imports) + _dtype_alternatives(node.orelse, imports)
+        return _dtype_alternatives(node.body, imports, tables) + _dtype_alternatives(node.orelse, imports, tables)
+    if isinstance(node, ast.Subscript):
+        table = node.value
+        if isinstance(table, ast.Dict):
+            return _dict_dtypes(table, imports)
+        return list((tables or {}).get(_dotted(table) or "", ()))
     name = _dotted(node)
     if name is not None:
         q = imports.resolve(name)
         if q in ("torch.float16", "torch.half", "torch.bfloat16", "torch.float32", "torch.float"):
             return [q]
     return []
+
+
+def _dict_dtypes(node: ast.AST, imports: ImportTable) -> List[str]:
+    """The values of a dict literal whose values are all dtypes; [] for anything else."""
+    if not isinstance(node, ast.Dict) or not node.values:
+        return []
+    values = [_dtype_alternatives(v, imports) for v in node.values]
+    return [d for v in values for d in v] if all(values) else []
 
 
 def _saved_directly(call: ast.Call) -> set:

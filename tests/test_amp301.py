@@ -192,3 +192,52 @@ def test_test_modules_are_not_training_runs():
     assert lines("AMP301", LOOP, filename="tests/test_loop.py") == []
     assert lines("AMP301", LOOP, filename="test_loop.py") == []
     assert lines("AMP301", LOOP, filename="latest.py") == [12]
+
+
+# llm.c / nanoGPT: the autocast is built once, held in a variable and entered as ``with ctx:``; its
+# dtype is looked up in a dict of dtypes by a command-line option.
+HELD = """
+import argparse
+from contextlib import nullcontext
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--dtype", default="float32", help="float32|float16|bfloat16")
+args = parser.parse_args()
+model = torch.nn.Linear(16, 1).cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
+ctx = torch.amp.autocast(device_type="cuda", dtype=ptdtype) if args.device == "cuda" else nullcontext()
+for x in loader:
+    with ctx:
+        loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_an_autocast_held_in_a_variable_with_a_float16_option_is_flagged():
+    (line, message), = found("AMP301", HELD)
+    assert line == 17
+    assert "snippet.py:13" in message  # the autocast call, where the variable is bound
+
+
+def test_a_named_dict_of_dtypes_is_looked_up_like_a_literal_one():
+    source = HELD.replace('ptdtype = {', 'DTYPES = {').replace('}[args.dtype]', '}\nptdtype = DTYPES[args.dtype]')
+    assert lines("AMP301", source) == [18]
+
+
+@pytest.mark.parametrize("name, source", [
+    ("the options hold no float16", HELD.replace(', "float16": torch.float16', "")),
+    ("a GradScaler enabled for the float16 option (nanoGPT)",
+     HELD.replace("for x in loader:", 'scaler = torch.amp.GradScaler("cuda", enabled=(args.dtype == "float16"))\n'
+                  "for x in loader:").replace("loss.backward()", "scaler.scale(loss).backward()")
+         .replace("opt.step()", "scaler.step(opt)\n    scaler.update()")),
+    ("the variable holds no autocast", HELD.replace(
+        'torch.amp.autocast(device_type="cuda", dtype=ptdtype) if args.device == "cuda" else nullcontext()',
+        "nullcontext()")),
+    ("a dtype the project cannot resolve (may be bfloat16)", HELD.replace("dtype=ptdtype", "dtype=model.dtype")),
+])
+def test_held_autocast_near_misses(name, source):
+    assert lines("AMP301", source) == [], name

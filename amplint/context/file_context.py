@@ -696,19 +696,38 @@ class FileContext:
             regions: Dict[cst.CSTNode, PrecisionRegion] = {}
             for with_node in self.nodes(cst.With):
                 for item in with_node.items:
-                    region = self._region_from_call(item.item, with_node)
+                    region = self._region_from_call(self.with_item_call(item), with_node)
                     if region is not None:
                         regions[with_node] = region
             for fn in self.nodes(cst.FunctionDef):
                 for dec in fn.decorators:
-                    region = self._region_from_call(dec.decorator, fn)
+                    region = self._region_from_call(dec.decorator if isinstance(dec.decorator, cst.Call) else None, fn)
                     if region is not None:
                         regions[fn] = region
             self._regions = regions
         return self._regions
 
-    def _region_from_call(self, expr: cst.BaseExpression, owner: cst.CSTNode) -> Optional[PrecisionRegion]:
-        call = expr if isinstance(expr, cst.Call) else None
+    def with_item_call(self, item: cst.WithItem) -> Optional[cst.Call]:
+        """The call that opens a ``with`` item: the item itself, or for a name, the autocast call it
+        holds (llm.c / nanoGPT: ``ctx = torch.amp.autocast(..., dtype=ptdtype) if device_type == "cuda"
+        else nullcontext()`` then ``with ctx:``; either branch of such a choice, and any binding of
+        the name that may reach the ``with``)."""
+        expr = item.item
+        if isinstance(expr, cst.Call):
+            return expr
+        if not isinstance(expr, cst.Name):
+            return None
+        for binding in self.semantic.reaching(expr.value, expr):
+            if binding.kind != "assign" or binding.part:
+                continue
+            value = binding.value
+            choices = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+            for choice in choices:
+                if isinstance(choice, cst.Call) and autocast_signal(self.call_facts(choice)) is not None:
+                    return choice
+        return None
+
+    def _region_from_call(self, call: Optional[cst.Call], owner: cst.CSTNode) -> Optional[PrecisionRegion]:
         if call is None:
             # A bare decorator ``@autocast`` is not valid for torch.autocast; ignore it.
             return None

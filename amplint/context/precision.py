@@ -674,7 +674,7 @@ class PrecisionModel:
     def _region_device(self, region) -> Optional[str]:
         """The device type of the autocast call that opened ``region`` (a With or a decorated def)."""
         owner = region.node
-        calls = ([item.item for item in owner.items] if isinstance(owner, cst.With)
+        calls = ([self.ctx.with_item_call(item) for item in owner.items] if isinstance(owner, cst.With)
                  else [d.decorator for d in getattr(owner, "decorators", ())])
         for call in calls:
             if isinstance(call, cst.Call):

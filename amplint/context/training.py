@@ -1053,8 +1053,9 @@ def scope_regions(ctx, scope: cst.CSTNode) -> List[ScopeRegion]:
             else:
                 call = None
                 for item in owner.items:  # type: ignore[attr-defined]
-                    if isinstance(item.item, cst.Call) and autocast_signal(ctx.call_facts(item.item)):
-                        call = item.item
+                    opened = ctx.with_item_call(item)
+                    if opened is not None and autocast_signal(ctx.call_facts(opened)):
+                        call = opened
                 sc = scope_of(ctx, owner)
             literal = True
             if call is not None:
