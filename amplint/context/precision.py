@@ -805,26 +805,42 @@ class PrecisionModel:
         ``self.loss_fn(x, y)`` after ``self.loss_fn = SFTLoss()`` in ``__init__``, through
         ``.cuda()`` / ``.to(...)`` / ``.eval()``) whose building call ``built_by`` accepts."""
         out = []
-        for call in self.ctx.nodes(cst.Call):
-            func = call.func
-            built = None
-            if isinstance(func, cst.Name) and not self.ctx.imports.binds(func.value):
-                b = self._binding(func)
-                if isinstance(b, tuple) and b[0] == "param":
-                    # ``def train(model, loader, criterion)``: the module a call of ``train`` in this
-                    # file passes (``train(m, dl, TacotronLoss())``, or a name bound to it)
-                    if any(built_by(passed) for passed in self._modules_passed(b[1], func.value)):
-                        out.append(call)
-                    continue
-                built = b if isinstance(b, cst.Call) else None
-            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-                built = self.init_attribute(call, func.attr.value)
-            while isinstance(built, cst.Call) and isinstance(built.func, cst.Attribute) \
-                    and built.func.attr.value in _SAME_MODULE_METHODS:
-                built = built.func.value
-            if isinstance(built, cst.Call) and built_by(built):
+        for call, built, param_of in self._module_call_sites():
+            if param_of is not None:
+                # ``def train(model, loader, criterion)``: the module a call of ``train`` in this
+                # file passes (``train(m, dl, TacotronLoss())``, or a name bound to it)
+                if any(built_by(passed) for passed in self._modules_passed(*param_of)):
+                    out.append(call)
+            elif built_by(built):
                 out.append(call)
         return out
+
+    def _module_call_sites(self) -> List[Tuple[cst.Call, Optional[cst.Call], Optional[Tuple[cst.FunctionDef, str]]]]:
+        """The calls of this file that may call a module object, in order, each with its building
+        call, or with (def, parameter) for a call of a parameter: found once per file (each
+        forward's ``calls_of`` asks ``module_calls``; a scan of every call each time was 5 % of a
+        cold run of transformers)."""
+        sites = self.ctx._cache.get("module_call_sites")
+        if sites is None:
+            sites = []
+            for call in self.ctx.nodes(cst.Call):
+                func = call.func
+                built = None
+                if isinstance(func, cst.Name) and not self.ctx.imports.binds(func.value):
+                    b = self._binding(func)
+                    if isinstance(b, tuple) and b[0] == "param":
+                        sites.append((call, None, (b[1], func.value)))
+                        continue
+                    built = b if isinstance(b, cst.Call) else None
+                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                    built = self.init_attribute(call, func.attr.value)
+                while isinstance(built, cst.Call) and isinstance(built.func, cst.Attribute) \
+                        and built.func.attr.value in _SAME_MODULE_METHODS:
+                    built = built.func.value
+                if isinstance(built, cst.Call):
+                    sites.append((call, built, None))
+            self.ctx._cache["module_call_sites"] = sites
+        return sites  # type: ignore[return-value]
 
     def _modules_passed(self, fn: cst.FunctionDef, param: str) -> List[cst.Call]:
         """The building calls of the objects the calls of ``fn`` in this file pass for ``param``
