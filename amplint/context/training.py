@@ -183,6 +183,21 @@ class Step:
                  if k[:2] == key and not _exclusive(ctx, by_index[k[2]].call, event.call)}
         return [by_index[i] for i in sorted(found)]
 
+    def unscaled_through_another_object(self, event: Event) -> List[Event]:
+        """For ``scaler.step(X)``: the unscale_ events of that scaler, not undone by a step / update,
+        whose argument is ``X`` seen through or as the object wrapping it (``unscale_(opt)`` then
+        ``step(opt.optimizer)``, or the other way round). GradScaler keeps its per-optimizer state by
+        object, so ``step`` finds ``X`` not unscaled and unscales the same gradients a second time."""
+        stepped = dotted_name(event.target) if event.kind == "scaler_step" and event.target is not None else None
+        if not stepped or not event.scaler:
+            return []
+        by_index = {e.index: e for e in self.events}
+        found = {i for s in self.reaching(event) for scaler, target, i in s.unscaled
+                 if scaler == event.scaler and (stepped.rpartition(".")[0] == target or target.rpartition(".")[0] == stepped)}
+        if any((event.scaler, stepped) == k[:2] for s in self.reaching(event) for k in s.unscaled):
+            return []  # the stepped object itself was unscaled too
+        return [by_index[i] for i in sorted(found)]
+
     def unscaled_into(self, backward: Event, ctx) -> List[Event]:
         """The unscale_ events of the scaler of this scaled ``backward`` whose gradients may not
         have been stepped or zeroed when it runs: it adds scaled gradients to unscaled ones

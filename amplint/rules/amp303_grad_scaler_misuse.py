@@ -66,6 +66,7 @@ class GradScalerMisuse(Rule):
             yield from self._double_unscale(ctx, step)
             yield from self._unscale_without_step(ctx, step)
             yield from self._update_twice(ctx, step)
+            yield from self._step_of_another_object(ctx, step)
 
     # optimizer.step() while the loss was scaled -------------------------------------------------
     def _direct_steps(self, ctx, step: Step) -> Iterable[Violation]:
@@ -223,6 +224,23 @@ class GradScalerMisuse(Rule):
                             help=f"call `{scaler}.update()` once per iteration, after `{scaler}.step(...)` of every "
                                  f"optimizer (or give each optimizer its own GradScaler)",
                             related=[Location(ctx.path, ctx.line_of(first.call), f"first `{scaler}.update()`")])
+
+
+    # scaler.unscale_(opt) then scaler.step(opt.optimizer) -------------------------------------------
+    def _step_of_another_object(self, ctx, step: Step) -> Iterable[Violation]:
+        for e in step.of_kind("scaler_step"):
+            unscaled = step.unscaled_through_another_object(e)
+            if not unscaled or not is_grad_scaler(ctx, e.scaler):
+                continue
+            stepped, target = ctx.code(e.target), ctx.code(unscaled[0].target)
+            message = (f"`{e.scaler}.step({stepped})` steps another object than `{e.scaler}.unscale_({target})` "
+                       f"unscaled: GradScaler keeps its unscale_ state per optimizer object, so step() unscales "
+                       f"the same gradients a second time and the optimizer gets them divided by the loss scale "
+                       f"({GRAD_SCALER_INIT_SCALE:g} at the start) once too often")
+            yield Violation(e.call, message, Confidence.CERTAIN,
+                            help=f"pass the same object to both: `{e.scaler}.step({target})`",
+                            related=[Location(ctx.path, ctx.line_of(u.call), f"`{e.scaler}.unscale_({ctx.code(u.target)})`")
+                                     for u in unscaled])
 
 
 def _updated_in_the_same_iteration(ctx, step: Step, unscale) -> bool:
