@@ -73,6 +73,11 @@ MAX_STATES = 128
 # torch.amp.GradScaler's default init_scale (torch/amp/grad_scaler.py): the factor scaled gradients
 # carry until the first overflow halves it.
 GRAD_SCALER_INIT_SCALE = 2.0 ** 16
+# The loss scaler of a framework's backward under its float16 mixed precision (Lightning's
+# ``self.manual_backward(loss)`` with ``precision="16-mixed"``, Fabric's and accelerate's
+# ``backward(loss)``): it scales the loss like ``scaler.scale(loss).backward()`` and unscales in the
+# framework's own optimizer step or clip. Event.scaler of such a backward is "<engine:NAME>".
+ENGINE_SCALER = "<engine:{}>"
 
 
 @dataclass(frozen=True)
@@ -442,9 +447,12 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
         if method == "backward":
             bind = bindings.get(scope_of(ctx, call)) or _Bindings()
             how, scaler = _classify_backward(ctx, call, known, bind)
+            if how == "engine" and receiver:
+                engine = re.search(r"accelerator|fabric", _last(receiver), re.I)
+                scaler = _engine_scaler(ctx, engine.group(0).lower()) if engine else None
             return "backward", scaler, None, how
         if method == "manual_backward":
-            return "backward", None, None, "engine"
+            return "backward", _engine_scaler(ctx, "lightning"), None, "engine"
         if method == "zero_grad":
             return "zero_grad", None, None, ""
         if "unscale" in method and not (method == "unscale_" and _is_scaler(receiver, known)):
@@ -476,6 +484,18 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
             return "clip", None, None, "method"
     if name == "torch.autograd.backward":
         return "backward", None, None, "unknown"
+    return None
+
+
+def _engine_scaler(ctx, engine: str) -> Optional[str]:
+    """``ENGINE_SCALER`` for ``engine`` when the code runs under a float16 flag of a trainer or
+    accelerator (``precision="16-mixed"``, ``mixed_precision="fp16"``: they bring a GradScaler) and
+    its parameters are not half (pure half has no loss scaler); None otherwise."""
+    regime = ctx.regime
+    if regime is None or regime.half_params is not None:
+        return None
+    if any(sig.kind == "flag" and sig.dtype == "float16" and sig.enabled for sig, _ in regime.signals):
+        return ENGINE_SCALER.format(engine)
     return None
 
 
@@ -746,6 +766,10 @@ class _Walk:
                 return replace(s, scaled=s.scaled | {e.scaler}, unscale_due=s.unscale_due | {e.scaler})
             if e.how == "plain":
                 return replace(s, plain_backward=s.plain_backward | {e.index})
+            if e.how == "engine" and e.scaler:
+                # scaled by the framework, unscaled by its optimizer step or clip: only a clip of
+                # this code's own sees the scaled gradients
+                return replace(s, unscale_due=s.unscale_due | {e.scaler})
             return s
         if e.kind == "unscale":
             due = s.unscale_due - {e.scaler} if e.scaler else frozenset()

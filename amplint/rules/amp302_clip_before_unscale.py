@@ -87,6 +87,9 @@ class ClipBeforeUnscale(Rule):
                     continue
                 scaler = scalers[0]
                 fn = ctx.code(clip.call.func)
+                if scaler.startswith("<engine:"):
+                    yield self._engine_clip(ctx, step, clip, scaler)
+                    continue
                 caller = entry_evidence(ctx, step, scaler)
                 local = any(bw.how == "scaled" and bw.scaler == scaler for bw in step.of_kind("backward"))
                 scaled_by = (f"`{scaler}.scale(loss).backward()`" if caller is None or local else
@@ -110,6 +113,23 @@ class ClipBeforeUnscale(Rule):
                            and bw.index < clip.index]
                 related = related[-1:] or ([caller] if caller is not None else [])
                 yield Violation(clip.call, message, Confidence.CERTAIN, fix=fix, help=help, related=related)
+
+    def _engine_clip(self, ctx, step: Step, clip: Event, scaler: str) -> Violation:
+        """A clip of this code's own after a framework's backward that scaled the loss (Lightning's
+        ``self.manual_backward(loss)`` under ``precision="16-mixed"``, accelerate's and Fabric's
+        ``backward``): the framework unscales in its optimizer step or its own clip, not before this one."""
+        backward = [bw for bw in step.of_kind("backward") if bw.scaler == scaler and bw.index < clip.index][-1:]
+        shown = f"`{ctx.code(backward[0].call)}`" if backward else "the framework's backward"
+        message = (f"`{ctx.code(clip.call.func)}(...)` clips gradients that {shown} scaled by the float16 loss scale "
+                   f"({GRAD_SCALER_INIT_SCALE:g} at the start; the framework unscales only in its optimizer step): the "
+                   f"threshold applies to scaled norms, so it clips almost every step or never")
+        engine = scaler[len("<engine:"):-1]
+        help = {"lightning": "clip with `self.clip_gradients(optimizer, gradient_clip_val=..., "
+                             "gradient_clip_algorithm=\"norm\")`, which unscales first",
+                "accelerator": "clip with `accelerator.clip_grad_norm_(...)`, which unscales first",
+                "fabric": "clip with `fabric.clip_gradients(model, optimizer, max_norm=...)`, which unscales first"}[engine]
+        return Violation(clip.call, message, Confidence.CERTAIN, help=help,
+                         related=[Location(ctx.path, ctx.line_of(bw.call), "the scaled backward") for bw in backward])
 
     def _clamping_hooks(self, ctx, scope, step: Step) -> Iterable[Violation]:
         """Gradient hooks that clamp (``p.register_hook(lambda g: g.clamp(-c, c))``), registered in
