@@ -157,7 +157,10 @@ def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Opti
             receiver = "trainer"
         if f.attr == "backward":
             return "backward"
-        if f.attr == "step" and _STEP_RECEIVER.search(receiver.rsplit(".", 1)[-1]):
+        if f.attr == "step" and _STEP_RECEIVER.search(receiver.rsplit(".", 1)[-1]) \
+                and "sched" not in receiver.rsplit(".", 1)[-1].lower():
+            # (a learning-rate scheduler's step trains nothing: Megatron's ``opt_param_scheduler.step(increment=0)``
+            # in ``load_checkpoint``, which inference programs call)
             return "optimizer step"
         if f.attr == "fit" and re.search(r"(?i)trainer|fabric", receiver):
             return f"{receiver}.fit"

@@ -184,7 +184,25 @@ class Regime:
             return self._configured() if self.override == "fp16" else None
         return self._first_half(lambda s: not s.master)
 
-    def half_optimizer_of(self, model: Optional[str], path: Optional[str] = None) -> Optional[Evidence]:
+    @property
+    def half_optimizer_in_some_run(self) -> Optional[Evidence]:
+        """``half_optimizer``, or a half cast without master weights taken only in some runs beside a
+        mixed-precision alternative (open_clip's ``--precision fp16``, ``model.to(dtype=torch.float16)``,
+        beside its default ``amp``): the code is judged under mixed precision, but in the runs that take
+        the cast the optimizer steps float16 parameters, so its eps is asked about (AMP101; triage T6-14)."""
+        found = self.half_optimizer
+        if found is not None or self.override:
+            return found
+        for sig, ev in self.signals:
+            # (not a cast taken only on old torch versions: mmcv's wrap_fp16_model, whose runs there kept
+            # float32 master weights in its optimizer hook)
+            if sig.pure and sig.dtype == "float16" and sig.enabled and sig.note != "inference" and not sig.master \
+                    and sig.conditional and "version" not in sig.condition.lower():
+                return ev
+        return None
+
+    def half_optimizer_of(self, model: Optional[str], path: Optional[str] = None,
+                          some_run: bool = False) -> Optional[Evidence]:
         """``half_optimizer`` for an optimizer over ``model``'s parameters built in the file shown as
         ``path``: when that file casts some objects to half and ``model`` is not one of them (a
         frozen ``vae.to(dtype=weight_dtype)`` beside ``AdamW(unet.parameters())``), the cast does
@@ -193,16 +211,16 @@ class Regime:
         not of what this program's optimizer gets (llama-recipes' notebooks, each with its own loop,
         beside finetuning.py's ``use_fp16`` load)."""
         if self.override or not path:
-            return self.half_optimizer
+            return self.half_optimizer_in_some_run if some_run else self.half_optimizer
         target = Path(path).resolve()
         if self.scope.startswith(UNREACHED_PROGRAM):
             keep = [i for i, (s, ev) in enumerate(self.signals)
                     if s.kind != "half_params" or Path(ev.path).resolve() == target]
             if len(keep) < len(self.signals):
                 origins = tuple(self.origins[i] for i in keep) if len(self.origins) == len(self.signals) else ()
-                return Regime([self.signals[i] for i in keep], origins=origins).half_optimizer_of(model, path)
+                return Regime([self.signals[i] for i in keep], origins=origins).half_optimizer_of(model, path, some_run)
         if not model:
-            return self.half_optimizer
+            return self.half_optimizer_in_some_run if some_run else self.half_optimizer
         same = {ev.path: Path(ev.path).resolve() == target for _, ev in self.signals}
         here = [(s, ev) for s, ev in self.signals
                 if same[ev.path] and s.kind == "half_params" and s.pure and not s.master and s.dtype == "float16"
@@ -210,8 +228,9 @@ class Regime:
         if here and all(s.model != model for s, _ in here):
             keep = [i for i, (_, ev) in enumerate(self.signals) if not same[ev.path]]
             origins = tuple(self.origins[i] for i in keep) if len(self.origins) == len(self.signals) else ()
-            return Regime([self.signals[i] for i in keep], origins=origins).half_optimizer
-        return self.half_optimizer
+            rest = Regime([self.signals[i] for i in keep], origins=origins)
+            return rest.half_optimizer_in_some_run if some_run else rest.half_optimizer
+        return self.half_optimizer_in_some_run if some_run else self.half_optimizer
 
     @property
     def fp16(self) -> Optional[Evidence]:
@@ -422,6 +441,18 @@ def _called_from(facts: dict, path: Path, reached: "_Reached") -> dict:
     return facts if len(kept) == len(facts["signals"]) else {**facts, "signals": kept}
 
 
+def _without_other_loops_options(facts: dict) -> dict:
+    """``facts`` of a file an entry point reaches, less the autocast / GradScaler options (``if use_amp:``)
+    of that file's own training loops, for an entry point that hands its model to a trainer with a
+    precision stated in its own code: sentence-transformers' ``CrossEncoderTrainingArguments(fp16=False,
+    bf16=True)`` runs the Trainer in bf16, not the deprecated ``old_fit`` loop of the model class and its
+    ``use_amp`` autocast."""
+    loops = {e["function"] for e in facts.get("entry_points", ())}
+    kept = [s for s in facts["signals"] if not (s.get("function") in loops and s.get("one_of")
+                                                and s["kind"] in ("autocast", "grad_scaler"))]
+    return facts if len(kept) == len(facts["signals"]) else {**facts, "signals": kept}
+
+
 def scan_source(source: bytes, display_path: str, module_name: Optional[str] = None) -> List[Tuple[Signal, Evidence]]:
     """Training precision evidence in one file's source."""
     return signals_of(file_facts(source, display_path, module_name), display_path)
@@ -437,6 +468,7 @@ class EntryPoint:
     reach: set
     signals: List[Tuple[Signal, Evidence]]
     roles: List[Tuple[str, str, str]]  # (role, evidence, why) of every piece of evidence it reaches
+    script: bool = False  # its file runs as a program (``if __name__ == "__main__":``)
 
     def name(self) -> str:
         first = self.functions[0]
@@ -736,14 +768,29 @@ class Project:
     def _config_signals(self) -> List[Tuple[Path, Signal, Evidence]]:
         from .config_evidence import config_signals
         out = []
+        self._shell_programs: Dict[Path, List[str]] = {}
         for f in self.config_files():
             try:
                 text = self.read(f)
             except OSError:
                 continue
-            for sig, line, what in config_signals(text, f.name):
+            found = config_signals(text, f.name)
+            for sig, line, what in found:
                 out.append((f.resolve(), sig, Evidence(what, self.display(f), line)))
+            if found and f.suffix == ".sh":
+                self._shell_programs[f.resolve()] = _named_programs(text.decode("utf-8", "replace"))
         return out
+
+    def _run_by_shell(self, config: Path, entry: Path) -> Optional[bool]:
+        """Does the shell script ``config`` run the program ``entry``? None when it names no Python
+        program (its flags then belong to the entry points around it); else whether one of the programs
+        it names is ``entry`` (Megatron's examples/mamba/train.sh runs pretrain_hybrid.py with --bf16,
+        examples/gpt3/train_gpt3_175b_distributed.sh runs pretrain_gpt.py with --fp16: each its own)."""
+        named = getattr(self, "_shell_programs", {}).get(config)
+        if not named:
+            return None
+        rel = self._relative_or_none(entry) or ""
+        return any(rel == tail or rel.endswith("/" + tail) for tail in named)
 
     def entry_points(self) -> List[EntryPoint]:
         """The project's training entry points (test files hold none), each with the files it
@@ -768,6 +815,10 @@ class Project:
             sub_models = {d for d in sub_models if not _CONFIG_DIR.fullmatch(d.name)}
             for path, functions in trainers:
                 f = {**facts[path], "entry_points": functions}
+                # a hand-off to a trainer whose precision the entry point's own code states
+                # (``TrainingArguments(fp16=False, bf16=True)``): that trainer's run
+                stated = _hands_off(functions) and any(s["kind"] == "flag" and s["role"] == TRAINING and not s.get("one_of")
+                                                       for s in facts[path]["signals"])
                 reach = _closure(path, graph)
                 reached = reached_of[path] = _Reached(self, path)
                 signals: List[Tuple[Signal, Evidence]] = []
@@ -779,6 +830,8 @@ class Project:
                     pf = _seen_from(pf, p == path)
                     if p != path:
                         pf = _called_from(pf, p, reached)
+                        if stated:
+                            pf = _without_other_loops_options(pf)
                     else:
                         live = self._live_in_own_file(pf, path, f["entry_points"])
                         for s in pf["signals"]:
@@ -800,6 +853,16 @@ class Project:
                                                             else "") if x)))
                 runners = None
                 for cpath, sig, ev in configs:
+                    by_shell = self._run_by_shell(cpath, path)
+                    if by_shell is not None:
+                        # a launcher script's flags are those of the program it runs (or of a program that
+                        # runs this entry point's code)
+                        if runners is None:
+                            runners = [r for r in _closure(path, importers) if r != path and not self.is_test(r)]
+                        if by_shell or any(self._run_by_shell(cpath, r) for r in runners):
+                            signals.append((sig, ev))
+                            roles.append(("training", str(ev), "configuration"))
+                        continue
                     if cpath.parent in sub_models and cpath.parent != path.parent and path.parent in cpath.parent.parents:
                         # StyleTTS2's Utils/PLBERT/config.yml (`mixed_precision: "fp16"`): the pretraining config
                         # shipped with a sub-model's code and checkpoint, read for its model_params, is not the
@@ -817,7 +880,8 @@ class Project:
                 for sig, ev in self._launcher_trainer_signals(path, f["entry_points"]):
                     signals.append((sig, ev))
                     roles.append((TRAINING, str(ev), "a trainer whose precision the launcher sets"))
-                eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles))
+                eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles,
+                                      bool(facts[path].get("script"))))
             # A file holding training calls that another entry point imports, and that does not import
             # it back, is a helper of that entry point (a training-step utility), not an entry point.
             # A module that hands a model to a trainer itself (a Lightning module's ``cli_main``) is a
@@ -893,7 +957,16 @@ class Project:
             for sym in index.symbols_in(path):
                 if sym.kind != "function" or sym.qualname.rsplit(".", 1)[-1] not in names:
                     continue
-                sites = index.callers(sym.name) if not sym.is_method and sym.qualname in names else []
+                sites = list(index.callers(sym.name)) if not sym.is_method and sym.qualname in names else []
+                via = {}
+                if not sym.is_method and sym.qualname in names:
+                    # the loop's own file runs it from its module-level functions (Megatron's
+                    # ``pretrain()`` -> ``train()`` -> ``train_step()``): a program calling one of them runs it
+                    for runner in self._runs_in_file(path, sym):
+                        for site in index.callers(runner.name):
+                            if site.path != path:
+                                sites.append(site)
+                                via[id(site)] = runner.qualname
                 cls = index.symbol(sym.name.rsplit(".", 1)[0]) if sym.is_method else None
                 if cls is not None and cls.kind == "class" and sym.qualname.rsplit(".", 1)[-1] in stepping:
                     # a trainer class whose method steps the optimizer, built by a program's function or
@@ -912,7 +985,8 @@ class Project:
                     rel = self.relative(path)
                     e = found.setdefault(site.path, {}).setdefault(caller, {"function": caller, "line": line, "why": [],
                                                                             "runs": []})
-                    why = f"runs the training loop `{sym.qualname}` of {rel}"
+                    why = f"runs the training loop `{sym.qualname}` of {rel}" + \
+                        (f" (through `{via[id(site)]}`)" if id(site) in via else "")
                     if why not in e["why"]:
                         e["why"].append(why)
                         e["runs"].append(str(path))
@@ -921,6 +995,25 @@ class Project:
                     known.add(p)
                     todo.append((p, sorted(found[p].values(), key=lambda e: e["line"])))
         return [(p, sorted(fs.values(), key=lambda e: e["line"])) for p, fs in sorted(found.items())]
+
+    def _runs_in_file(self, path: Path, sym: Symbol) -> List[Symbol]:
+        """The module-level functions of ``path`` other than ``sym`` that call the module-level function
+        ``sym``, directly or through one another (a few levels: Megatron's ``pretrain`` calls ``train``,
+        which calls ``train_step``)."""
+        index = self.index
+        found: List[Symbol] = [sym]
+        seen = {sym.name}
+        i = 0
+        while i < len(found) and len(found) < 8:
+            for site in index.callers(found[i].name):
+                if site.path != path or site.caller in seen:
+                    continue
+                seen.add(site.caller)
+                defined = index.symbol(site.caller)
+                if defined is not None and defined.kind == "function" and not defined.is_method:
+                    found.append(defined)
+            i += 1
+        return found[1:]
 
     def _live_in_own_file(self, facts: dict, path: Path, functions: List[dict]) -> dict:
         """``facts`` of an entry point's own file, less the evidence in its module-level functions
@@ -968,9 +1061,12 @@ class Project:
 
     @staticmethod
     def _calls_training_of(other: "EntryPoint", e: "EntryPoint", reached_of: Dict[Path, "_Reached"]) -> bool:
-        """Does ``other``'s code run ``e``'s training functions (module-level training code runs on import)?"""
+        """Does ``other``'s code run ``e``'s training functions (module-level training code runs on import,
+        unless it is a launcher's call in a program's ``__main__`` block: Megatron's pretrain_vlm.py imports
+        ``loss_func`` from pretrain_gpt.py, whose ``pretrain(...)`` runs only as a program)?"""
         reached = reached_of[other.path]
-        return any(f["function"] == "<module>" or reached.holds(e.path, f["function"]) for f in e.functions)
+        return any(not (f.get("runs") and e.script) if f["function"] == "<module>"
+                   else reached.holds(e.path, f["function"]) for f in e.functions)
 
     def _call_signals(self, path: Path, facts: dict, reached: Optional["_Reached"] = None) -> List[Tuple[Signal, Evidence]]:
         """The training evidence of ``facts``' trainer precisions set by a call of a project function
@@ -1640,6 +1736,28 @@ def _closure(start: Path, graph: Dict[Path, set]) -> set:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
+
+
+_SHELL_PROGRAM = re.compile(r"([\w.${}/-]*?[\w-]+\.py)\b")
+
+
+def _named_programs(text: str) -> List[str]:
+    """The Python programs a shell script runs, each as the tail of its path that names no variable
+    (``${MEGATRON}/examples/t5/pretrain_t5.py`` -> ``examples/t5/pretrain_t5.py``; ``./train.py`` ->
+    ``train.py``)."""
+    out = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0]
+        for m in _SHELL_PROGRAM.finditer(line):
+            parts = m.group(1).split("/")
+            tail: List[str] = []
+            for part in reversed(parts):
+                if not part or "$" in part or "{" in part or "}" in part or part in (".", ".."):
+                    break
+                tail.insert(0, part)
+            if tail and "/".join(tail) not in out:
+                out.append("/".join(tail))
+    return out
 
 
 def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> bool:

@@ -47,7 +47,10 @@ class OptimizerEpsUnderflow(Rule):
 
     def check(self, ctx) -> Iterable[Violation]:
         regime = ctx.regime
-        evidence = regime.half_optimizer if regime is not None else None
+        # (a half cast taken only in some runs, beside a mixed-precision option, is asked about too: in those
+        # runs the optimizer steps float16 parameters)
+        evidence = (regime.half_optimizer_in_some_run if hasattr(regime, "half_optimizer_in_some_run")
+                    else regime.half_optimizer) if regime is not None else None
         if evidence is None:
             # Under mixed precision the parameters and optimizer state are float32: eps is fine.
             return
@@ -64,7 +67,8 @@ class OptimizerEpsUnderflow(Rule):
             if not cls:
                 continue
             default, position = OPTIMIZERS[cls]
-            here = regime.half_optimizer_of(_optimized_model(call), ctx.path) if hasattr(regime, "half_optimizer_of") else evidence
+            here = regime.half_optimizer_of(_optimized_model(call), ctx.path, some_run=True) \
+                if hasattr(regime, "half_optimizer_of") else evidence
             if here is None:
                 continue  # this file casts other objects to half (a frozen VAE), not what this optimizer trains
             arg = find_arg(call, "eps", position)
