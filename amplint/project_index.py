@@ -375,3 +375,6 @@ def _candidates(name: str, package: str):
     while parts:
         yield ".".join(parts) + "." + name
         parts.pop()
+    if name.startswith("src."):
+        # a script beside src/ importing ``src.trainer`` (RWKV-LM): modules under src/ are named without it
+        yield name[4:]

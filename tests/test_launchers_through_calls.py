@@ -97,3 +97,40 @@ def test_a_launcher_scripts_flags_belong_to_the_program_it_runs(tmp_path):
     # near miss: a script that names no program keeps belonging to the entry points around it
     root = _project(tmp_path / "q", **{"train_gpt.sh": "", "examples/flags.sh": "FLAGS='--bf16'\n"})
     assert Project(root).regime_for(root / "mlib/model.py").mode == "bf16"
+
+
+LITE = """
+import torch
+from lightning.fabric import Fabric
+class Trainer(Fabric):
+    def run(self, model, loader, lr):
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        model, optimizer = self.setup(model, optimizer)
+        for x, y in loader:
+            self.backward((model(x) - y).pow(2).mean())
+            optimizer.step()
+"""
+LITE_MAIN = """
+import os
+from torch import nn
+os.environ["FLOAT_MODE"] = "bf16"
+from src.trainer import Trainer
+model = nn.Linear(16, 4)
+if os.environ["FLOAT_MODE"] == "fp16":
+    trainer = Trainer(devices=1, precision=16)
+elif os.environ["FLOAT_MODE"] == "bf16":
+    trainer = Trainer(devices=1, precision="bf16")
+else:
+    trainer = Trainer(devices=1, precision=32)
+trainer.run(model, [], 6e-4)
+"""
+
+
+def test_a_script_building_a_fabric_subclass_from_src_is_its_entry_point(tmp_path):
+    # RWKV-LM v4 (T6-10): train.py builds src/trainer.py's LightningLite subclass with precision=16 | "bf16" | 32
+    from amplint.project import Project
+    root = write_project(tmp_path / "p", {"src/__init__.py": "", "src/trainer.py": textwrap.dedent(LITE),
+                                          "train.py": textwrap.dedent(LITE_MAIN)})
+    (ep,) = Project(root).entry_points()
+    assert ep.display.endswith("train.py") and not ep.display.endswith("trainer.py")
+    assert {sig.dtype for sig, _ in ep.signals} == {"float16", "bfloat16"}
