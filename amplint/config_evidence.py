@@ -179,6 +179,9 @@ _SHELL = [
     (re.compile(r"--mixed[_-]precision[= ]+[\"']?(fp16|bf16)\b"), None),
     (re.compile(r"--precision[= ]+[\"']?(16-mixed|16-true|bf16-mixed|bf16-true|16|bf16)\b"), "lightning"),
     (re.compile(r"\b(?:trainer\.)?precision=[\"']?(16-mixed|16-true|bf16-mixed|bf16-true|16|bf16)\b"), "lightning"),
+    # apex's level passed as the flag's value (convasr's `python train.py --fp16 O2`): O2 is a half model with
+    # float32 master weights, O3 a pure half one, O1 autocast-like, O0 float32
+    (re.compile(r"(?<![\w-])--(?:fp16|amp|opt[_-]level)[= ]+[\"']?(O[0-3])\b"), "apex"),
     (re.compile(r"(?<![\w-])--(fp16|bf16|amp)(?![\w-]|=[Ff]alse| +[Ff]alse)"), "flag"),
 ]
 
@@ -191,7 +194,11 @@ def _shell_signals(text: str) -> Iterator[Found]:
             if not m:
                 continue
             v = m.group(1)
-            if kind == "lightning":
+            if kind == "apex":
+                if v == "O0":
+                    break  # float32
+                sig = Signal("flag", "float16", pure=v != "O1", master=v == "O2", note=f"apex opt_level={v}")
+            elif kind == "lightning":
                 dtype, pure = _LIGHTNING[v]
                 sig = Signal("flag", dtype, pure=pure, note=f"--precision {v}")
             else:
