@@ -241,3 +241,10 @@ def test_a_named_dict_of_dtypes_is_looked_up_like_a_literal_one():
 ])
 def test_held_autocast_near_misses(name, source):
     assert lines("AMP301", source) == [], name
+
+
+def test_a_held_autocast_opens_where_the_with_enters_it_not_where_it_is_assigned():
+    # llm.c dumps reference gradients with one plain float32 backward before its loop: that backward
+    # comes after the autocast is assigned but runs under no autocast; the loop's backward does
+    source = HELD.replace("for x in loader:", "model(x0).sum().backward()\nfor x in loader:")
+    assert lines("AMP301", source) == [18]

@@ -1131,26 +1131,18 @@ def bf16_only(ctx, scope) -> bool:
     return bool(regions) and all(r.region.dtype == "bfloat16" and r.dtype_literal for r in regions)
 
 
-def call_order(ctx) -> Dict[cst.CSTNode, int]:
-    """Source order of the file's calls (pre-order), for "is this call after that one"."""
-    order = ctx._cache.get("training_call_order")
-    if order is None:
-        order = {c: i for i, c in enumerate(ctx.nodes(cst.Call))}
-        ctx._cache["training_call_order"] = order
-    return order  # type: ignore[return-value]
-
-
 def fp16_region_before(ctx, scope: cst.CSTNode, node: cst.Call) -> Optional[ScopeRegion]:
-    """An enabled float16 autocast region of ``scope`` that holds ``node`` or opens before it."""
-    order = call_order(ctx)
-    at = order.get(node, -1)
+    """An enabled float16 autocast region of ``scope`` that holds ``node`` or opens before it (where
+    its ``with`` statement is: an autocast held in a variable opens where ``with ctx:`` enters it,
+    not where the variable is assigned)."""
+    at = ctx.order(node)
     for r in scope_regions(ctx, scope):
         reg = r.region
         if not (reg.enabled and reg.dtype == "float16" and r.dtype_literal):  # type: ignore[attr-defined]
             continue
         if isinstance(reg.node, cst.FunctionDef):  # type: ignore[attr-defined]
             return r
-        if r.call is not None and order.get(r.call, 1 << 30) < at:
+        if r.call is not None and ctx.order(reg.node) < at:  # type: ignore[attr-defined]
             return r
     return None
 
