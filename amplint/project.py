@@ -184,6 +184,20 @@ class Regime:
             return self._configured() if self.override == "fp16" else None
         return self._first_half(lambda s: not s.master)
 
+    def _in_some_run_of(self, model: Optional[str]) -> Optional[Evidence]:
+        """``half_optimizer_in_some_run`` for an optimizer over ``model``'s parameters: a half cast taken only in
+        some runs counts when it casts that very model (a probe's new head beside the converted backbone, open_clip's
+        genlip_attentive_probe.py, trains float32 parameters whatever the backbone's precision)."""
+        found = self.half_optimizer
+        if found is not None or self.override:
+            return found
+        if not model:
+            return None
+        for sig, ev in self.signals:
+            if sig.model == model and self._half_in_some_run(sig):
+                return ev
+        return None
+
     @property
     def half_optimizer_in_some_run(self) -> Optional[Evidence]:
         """``half_optimizer``, or a half cast without master weights taken only in some runs beside a
@@ -193,13 +207,14 @@ class Regime:
         found = self.half_optimizer
         if found is not None or self.override:
             return found
-        for sig, ev in self.signals:
-            # (not a cast taken only on old torch versions: mmcv's wrap_fp16_model, whose runs there kept
-            # float32 master weights in its optimizer hook)
-            if sig.pure and sig.dtype == "float16" and sig.enabled and sig.note != "inference" and not sig.master \
-                    and sig.conditional and "version" not in sig.condition.lower():
-                return ev
-        return None
+        return next((ev for sig, ev in self.signals if self._half_in_some_run(sig)), None)
+
+    @staticmethod
+    def _half_in_some_run(sig: Signal) -> bool:
+        # (not a cast taken only on old torch versions: mmcv's wrap_fp16_model, whose runs there kept float32
+        # master weights in its optimizer hook)
+        return sig.pure and sig.dtype == "float16" and sig.enabled and sig.note != "inference" and not sig.master \
+            and sig.conditional and "version" not in sig.condition.lower()
 
     def half_optimizer_of(self, model: Optional[str], path: Optional[str] = None,
                           some_run: bool = False) -> Optional[Evidence]:
@@ -211,7 +226,7 @@ class Regime:
         not of what this program's optimizer gets (llama-recipes' notebooks, each with its own loop,
         beside finetuning.py's ``use_fp16`` load)."""
         if self.override or not path:
-            return self.half_optimizer_in_some_run if some_run else self.half_optimizer
+            return self._in_some_run_of(model) if some_run else self.half_optimizer
         target = Path(path).resolve()
         if self.scope.startswith(UNREACHED_PROGRAM):
             keep = [i for i, (s, ev) in enumerate(self.signals)
@@ -220,7 +235,7 @@ class Regime:
                 origins = tuple(self.origins[i] for i in keep) if len(self.origins) == len(self.signals) else ()
                 return Regime([self.signals[i] for i in keep], origins=origins).half_optimizer_of(model, path, some_run)
         if not model:
-            return self.half_optimizer_in_some_run if some_run else self.half_optimizer
+            return self._in_some_run_of(model) if some_run else self.half_optimizer
         same = {ev.path: Path(ev.path).resolve() == target for _, ev in self.signals}
         here = [(s, ev) for s, ev in self.signals
                 if same[ev.path] and s.kind == "half_params" and s.pure and not s.master and s.dtype == "float16"
@@ -229,8 +244,8 @@ class Regime:
             keep = [i for i, (_, ev) in enumerate(self.signals) if not same[ev.path]]
             origins = tuple(self.origins[i] for i in keep) if len(self.origins) == len(self.signals) else ()
             rest = Regime([self.signals[i] for i in keep], origins=origins)
-            return rest.half_optimizer_in_some_run if some_run else rest.half_optimizer
-        return self.half_optimizer_in_some_run if some_run else self.half_optimizer
+            return rest._in_some_run_of(model) if some_run else rest.half_optimizer
+        return self._in_some_run_of(model) if some_run else self.half_optimizer
 
     @property
     def fp16(self) -> Optional[Evidence]:

@@ -46,3 +46,16 @@ def test_an_inference_half_cast_after_training_is_no_run_of_the_optimizer(tmp_pa
 
 def test_a_mixed_precision_script_without_a_half_option_is_silent(tmp_path):
     assert _codes(tmp_path) == []
+
+
+def test_a_new_head_trained_beside_a_half_option_of_the_backbone_is_float32(tmp_path):
+    # near miss (open_clip's genlip_attentive_probe.py): the backbone comes from a factory that may convert it to
+    # half; the optimizer trains a new head, not the converted model
+    factory = ("from torch import nn\n\ndef create(precision):\n    model = nn.Linear(8, 8)\n"
+               "    if precision == 'fp16':\n        model.half()\n    return model\n")
+    text = TRAIN.replace("model = nn.Linear(8, 8)", "model = create(args.precision)\n    head = nn.Linear(8, 2)") \
+        .replace("from torch import nn", "from torch import nn\nfrom factory import create") \
+        .replace("AdamW(model.parameters()", "AdamW(head.parameters()").replace("{cast}", "").replace("{after}", "pass")
+    root = write_project(tmp_path / "p", {"train.py": textwrap.dedent(text), "factory.py": factory})
+    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
+    assert [f["code"] for f in json.loads(r.out) if f["code"] != "AMP501"] == []
