@@ -208,3 +208,19 @@ def test_a_product_returned_by_a_helper_and_normalised_by_the_caller():
     assert f.line == 14 and f.fix is None  # the product is in the helper: no local edit moves the scale
     # near miss: the helper returns no product
     assert only(OPM.format(product="a * b"), filename="opm.py", extra_files={"train.py": MIXED}) == []
+
+
+@pytest.mark.parametrize("name, lines_", [
+    ("a size of the product itself (fast-reid's non-local block)",
+     ["f = torch.matmul(a, b)", "return f / f.size(-1)"]),
+    ("through a name bound to that size", ["f = torch.matmul(a, b)", "n = f.size(-1)", "return f / n"]),
+    ("its shape", ["f = a @ b", "return f / f.shape[1]"]),
+])
+def test_a_divisor_counting_the_product_s_own_axes_is_not_a_normalised_contraction(name, lines_):
+    # the product's axes are the free ones: its size counts positions, not the terms each entry summed
+    body = "\n            ".join(lines_)
+    assert only(in_autocast(body)) == [], name
+
+
+def test_near_miss_a_size_of_an_operand_still_counts_the_contraction():
+    assert only(in_autocast("f = x.T @ x\n            return f / x.size(0)")) == ["AMP204"]

@@ -89,6 +89,8 @@ class ScaledProducts:
             scale = self._downscale(ctx, pm, scale_side, divide, 0)
             if scale is None or scale is _NOT:
                 continue
+            if scale.kind == "count" and _size_of_the_product(ctx, pm, scale_side, product):
+                continue  # a count of the product's own (free) axes, not of the terms it summed
             if P.bounded_product(ctx, pm, product):
                 continue  # cosine similarities, softmax-weighted averages
             if P.weight_product(ctx, pm, product):
@@ -542,6 +544,30 @@ def _feature_length_of(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode, 
         return False
     operands = {ctx.code(P.through_views(ctx, pm, o)) for o in P.tensor_operands(ctx, pm, product)}
     return ctx.code(receiver) in operands
+
+
+def _size_of_the_product(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode, depth: int = 0) -> bool:
+    """``expr`` is a size of ``product`` itself (``f.size(-1)``, ``f.shape[1]``, ``f.numel()`` with
+    ``f`` bound to it, directly or through a name): the product's axes are the free ones, the
+    contracted axis is gone, so such a divisor counts positions (fast-reid's non-local block:
+    ``f = matmul(theta_x, phi_x)`` over channels, then ``f / f.size(-1)``, the number of positions),
+    not the terms of the sum it normalises."""
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.Name):
+        value = pm.value_of(expr)
+        return value is not None and _size_of_the_product(ctx, pm, value, product, depth + 1)
+    receiver = None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("size", "numel"):
+        receiver = expr.func.value
+    elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        receiver = expr.value.value
+    if receiver is product:
+        return True
+    if isinstance(receiver, cst.Name):
+        bound = P.single_binding(ctx, pm, receiver)
+        return bound is not None and bound[0] is product
+    return False
 
 
 def _is_number_like(ctx, expr: cst.BaseExpression) -> bool:
