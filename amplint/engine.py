@@ -163,7 +163,9 @@ def _launcher_only(regime):
 
 
 def build_context(path: Path, display: str, source: bytes, project, settings=None) -> FileContext:
-    module = parse(source, settings, display)
+    module = _parsed_for_another(project, path, source, settings)
+    if module is None:
+        module = parse(source, settings, display)
     module_name = project.module_name(path) if project is not None else None
     ctx = FileContext(display, module, source, project, module_name, settings)
     ctx.file = path
@@ -195,6 +197,49 @@ def project_context(project, path: Path) -> Optional[FileContext]:
     while len(cache) > _CONTEXTS:
         cache.pop(next(iter(cache)))
     return ctx
+
+
+def _parsed_for_another(project, path: Path, source: bytes, settings) -> Optional[cst.Module]:
+    """The tree of this file when another file's question parsed it already (``project_context``)
+    from the same bytes and under the same limits: the file is then not parsed twice (a file many
+    others ask about, a base model or a helpers module, was parsed for them before its own turn).
+    Only the tree is shared (it is immutable): the context is built afresh, so its analysis reads
+    the project facts itself (what a cached result depends on)."""
+    held = getattr(project, "__dict__", {})
+    contexts, linted = held.get("_amplint_caller_contexts"), held.get("_amplint_linted_trees")
+    if not (contexts or linted) or (getattr(settings, "limits", None) or DEFAULT_LIMITS) != DEFAULT_LIMITS:
+        return None
+    try:
+        key = str(Path(path).resolve())
+    except OSError:
+        return None
+    other = (contexts or {}).get(str(path)) or (contexts or {}).get(key)
+    if other is not None and other.__dict__.get("source") == source:
+        return other.module
+    found = (linted or {}).get(key)
+    if found is not None and found[0] == source:
+        return found[1]
+    return None
+
+
+_LINTED_TREES = 6  # the trees of the files linted last, kept per project for the next files' questions
+
+
+def _keep_tree(project, path: Path, source: bytes, module: cst.Module) -> None:
+    """Keep the tree of a file just linted for a while: the files after it in the run's order
+    (its directory's) ask about it (a model file about the conversion script that builds it)."""
+    held = getattr(project, "__dict__", None)
+    if held is None:
+        return
+    try:
+        key = str(Path(path).resolve())
+    except OSError:
+        return
+    trees = held.setdefault("_amplint_linted_trees", {})
+    trees.pop(key, None)
+    trees[key] = (source, module)
+    while len(trees) > _LINTED_TREES:
+        trees.pop(next(iter(trees)))
 
 
 def reportable(ctx: FileContext, violations: Iterable[Violation]) -> List[Tuple[Violation, Tuple[int, int, int, int]]]:
@@ -337,6 +382,8 @@ def _lint_source(path: Path, display: str, source: bytes, project, codes: Set[st
     except Exception:  # a bug while building the context: report it, go on with the other files
         result.errors.append(f"{display}: internal error while parsing: {traceback.format_exc()}")
         return result
+    if project is not None and (getattr(settings, "limits", None) or DEFAULT_LIMITS) == DEFAULT_LIMITS:
+        _keep_tree(project, path, source, ctx.module)  # (screened under the limits other files' questions use)
     violations, errors = analyse(ctx, codes)
     result.errors.extend(errors)
     try:

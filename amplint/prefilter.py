@@ -107,10 +107,24 @@ def _test(needs) -> _Test:
     return test
 
 
+# The text last tested and the answer for each ``needs`` value: a file's text is tested by the
+# whole-file screen, by the rules' selection and again by the library policy's (one search of a
+# file per rule, not three).
+_LAST: list = [None, {}]
+
+
 def may_fire(rule, source: bytes) -> bool:
     """Can ``rule`` report a finding in a file of this text? (True when it states no needs.)"""
     needs = getattr(rule, "needs", None)
-    return True if needs is None else _test(needs)(source)
+    if needs is None:
+        return True
+    if _LAST[0] is not source:
+        _LAST[0], _LAST[1] = source, {}
+    answers = _LAST[1]
+    found = answers.get(needs)
+    if found is None:
+        found = answers[needs] = _test(needs)(source)
+    return found
 
 
 def may_hold_findings(source: bytes, rules: Iterable) -> bool:
