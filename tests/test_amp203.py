@@ -409,3 +409,28 @@ def test_a_product_of_masks_is_a_count():
     # near miss: a product of activations used the same way
     activations = source.replace("mask.unsqueeze(-1), mask.unsqueeze(-1)", "a, a")
     assert lines("AMP203", activations, filename="opm.py", extra_files={"train.py": MIXED}) == [7]
+
+
+TOP_P = """
+    import torch
+
+    def sample_top_p(probs, p):
+        probs_sort, probs_idx = torch.sort(probs, dim=-1, descending=True)
+        probs_sum = torch.cumsum(probs_sort, dim=-1)
+        probs_sort[probs_sum - probs_sort > p] = 0.0
+        probs_sort.div_(probs_sort.sum(dim=-1, keepdim=True))
+        return torch.gather(probs_idx, -1, torch.multinomial(probs_sort, num_samples=1))
+
+    def generate(model, x):
+        logits = model(x)
+        return sample_top_p({probs}, 0.9)
+"""
+
+
+def test_a_sum_of_sorted_probabilities_a_caller_passes_is_at_most_one():
+    # a top-p sampler: every caller hands it a softmax, sorted and partly zeroed before the sum
+    assert only(TOP_P.format(probs="torch.softmax(logits / 0.7, dim=-1)"), extra_files={"train.py": HALF}) == []
+
+
+def test_near_miss_a_caller_passing_unbounded_values_keeps_the_finding():
+    assert only(TOP_P.format(probs="torch.relu(logits)"), extra_files={"train.py": HALF}) == ["AMP203"]

@@ -11,6 +11,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from ..torch_api import autocast as autocast_ops
+from .callers import passed_values
 from .imports import dotted_name
 
 # Ops whose result is a sum of many products: CUDA autocast runs them in float16.
@@ -130,6 +131,16 @@ def bounded(ctx, pm, expr: cst.BaseExpression, depth: int = 0, kinds=BOUNDED) ->
         bound = pm.binding_at(expr.value, expr)
         if isinstance(bound, tuple) and bound[0] == "aug":
             return _normalised_by_own_sum(ctx, bound[1])
+        if isinstance(bound, tuple) and bound[0] == "part":
+            # ``probs_sort, probs_idx = torch.sort(probs, descending=True)``: the sorted values
+            source = _sorted_values_of(ctx, bound[1], bound[2])
+            return source is not None and bounded(ctx, pm, source, depth + 1, kinds)
+        if isinstance(bound, tuple) and bound[0] == "param":
+            # a helper's parameter is bounded when every caller passes a bounded value (a top-p
+            # sampler handed ``torch.softmax(logits / t, dim=-1)``)
+            passed = passed_values(pm, bound[1], bound[2].name.value)
+            return bool(passed) and all(p.value is not None and bounded(p.model.ctx, p.model, p.value, depth + 1, kinds)
+                                        for p in passed)
         if kinds is BOUNDED and _exp_written_into(ctx, pm, expr):
             return True
         value = pm.value_of(expr)
@@ -247,6 +258,24 @@ def _bound_preserving_input(ctx, pm, call: cst.Call) -> Optional[cst.BaseExpress
         args = positional(call)
         return args[0].value if args else None
     return None
+
+
+def _sorted_values_of(ctx, value: cst.BaseExpression, target: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """What ``target`` holds the sorted values of, when it is the first of the names unpacked from
+    ``torch.sort(x)`` / ``x.sort()`` / ``torch.topk(x, k)`` / ``x.topk(k)`` (values, then indices)."""
+    element = ctx.parent(target)
+    tup = ctx.parent(element) if isinstance(element, cst.Element) else None
+    if not isinstance(tup, (cst.Tuple, cst.List)) or not tup.elements or tup.elements[0] is not element:
+        return None
+    if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Attribute, cst.Name)):
+        return None
+    method = value.func.attr.value if isinstance(value.func, cst.Attribute) else value.func.value
+    if method not in ("sort", "topk"):
+        return None
+    if (ctx.call_name(value) or "").startswith("torch."):
+        args = positional(value)
+        return args[0].value if args else None
+    return value.func.value if isinstance(value.func, cst.Attribute) else None
 
 
 def _normalised_by_own_sum(ctx, aug: cst.AugAssign) -> bool:
