@@ -90,3 +90,18 @@ def test_accelerate_backward_then_torch_clip_under_fp16():
 ])
 def test_accelerate_near_misses(mp, clip):
     assert lines("AMP302", ACCELERATE.format(mp=mp, clip=clip)) == []
+
+
+def test_a_closure_that_clips_and_a_configured_precision():
+    # ESAOpenSR's real step: the clip in a closure defined in the step; the Trainer is the user's, so
+    # the precision is configured (``precision = "fp16-mixed"``) rather than seen
+    source = GAN.replace(
+        "        opt_g, opt_d = self.optimizers()\n",
+        "        opt_g, opt_d = self.optimizers()\n\n        def _maybe_clip(module):\n"
+        "            torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)\n").replace(
+        "        torch.nn.utils.clip_grad_norm_(self.discriminator.parameters(), 1.0)\n",
+        "        _maybe_clip(self.discriminator)\n")
+    assert lines("AMP302", source, extra_files=_train("16-mixed")) == [19]
+    assert lines("AMP302", source, extra_files={"train.py": "import lightning.pytorch as pl\n"}) == []
+    assert lines("AMP302", source, extra_files={"train.py": "import lightning.pytorch as pl\n"},
+                 precision="fp16-mixed") == [19]

@@ -494,7 +494,9 @@ def _engine_scaler(ctx, engine: str) -> Optional[str]:
     regime = ctx.regime
     if regime is None or regime.half_params is not None:
         return None
-    if any(sig.kind == "flag" and sig.dtype == "float16" and sig.enabled for sig, _ in regime.signals):
+    if regime.override == "fp16-mixed" or any(sig.kind == "flag" and sig.dtype == "float16" and sig.enabled
+                                              for sig, _ in regime.signals):
+        # (a configured fp16-mixed is the user's trainer flag, set where amplint does not see it)
         return ENGINE_SCALER.format(engine)
     return None
 
@@ -515,6 +517,13 @@ def _same_file_function(ctx, call: cst.Call) -> Optional[cst.FunctionDef]:
                 table[(owner, fn.name.value)] = fn
         ctx._cache["training_local_functions"] = table
     if isinstance(func, cst.Name):
+        # a function defined in the calling function (a closure: ``def _maybe_clip(m): ...`` in the
+        # training step), else a module-level one
+        caller = ctx.enclosing_function(call)
+        binding = ctx.semantic.lookup(func.value, call) if caller is not None else None
+        if binding is not None and binding.kind == "def" and isinstance(binding.node, cst.FunctionDef) \
+                and ctx.enclosing_function(binding.node) is caller:
+            return binding.node
         return table.get((None, func.value))
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
         cls = ctx.enclosing_class(call)
