@@ -1520,6 +1520,19 @@ class Project:
             parts = parts[1:]
         return any(d.lower() in _VENDOR_DIRS for d in parts) or any(d in _VENDORED_LIBRARIES for d in parts[1:])
 
+    def own_model_dtype(self, path: Path, model: str) -> Optional[str]:
+        """The dtype the file ``path``, which no entry point reaches, itself loads or casts ``model`` to, when it does so unconditionally
+        and only in dtypes other than float16 (LMFlow's examples/detail_memory.py: ``model =
+        AutoModelForCausalLM.from_pretrained(..., torch_dtype=torch.bfloat16)`` then ``Adam(model.parameters())``,
+        whatever another script's half model); None otherwise."""
+        facts = self.facts().get(self.resolved(path))
+        if not facts or not model or not self.regime_for(path).scope.startswith((UNREACHED, UNREACHED_PROGRAM)):
+            return None  # (a file an entry point reaches trains what that entry point casts)
+        casts = [s for s in facts["signals"] if s["kind"] == "half_params" and s.get("model") == model]
+        if not casts or any(s["dtype"] == "float16" or s.get("one_of") for s in casts):
+            return None
+        return casts[0]["dtype"]
+
     def _library_loop(self, ep: "EntryPoint") -> bool:
         """``ep`` is a function of the project's package that its users call (kornia's
         ``ImageRegistrator.register``), not a program: a package file that no script runs."""

@@ -71,6 +71,10 @@ class OptimizerEpsUnderflow(Rule):
                 if hasattr(regime, "half_optimizer_of") else evidence
             if here is None:
                 continue  # this file casts other objects to half (a frozen VAE), not what this optimizer trains
+            model = _optimized_model(call)
+            if model and ctx.project is not None and ctx.file is not None and hasattr(ctx.project, "own_model_dtype") \
+                    and ctx.project.own_model_dtype(ctx.file, model) not in (None, "float16"):
+                continue  # this file loads the model it optimizes in bfloat16 / float32 itself
             arg = find_arg(call, "eps", position)
             if arg is None and any(a.star for a in call.args):
                 continue  # ``*args`` / ``**kwargs`` may well pass an eps
