@@ -1525,8 +1525,9 @@ class Project:
         and only in dtypes other than float16 (LMFlow's examples/detail_memory.py: ``model =
         AutoModelForCausalLM.from_pretrained(..., torch_dtype=torch.bfloat16)`` then ``Adam(model.parameters())``,
         whatever another script's half model); None otherwise."""
-        facts = self.facts().get(self.resolved(path))
-        if not facts or not model or not self.regime_for(path).scope.startswith((UNREACHED, UNREACHED_PROGRAM)):
+        # (its own summary only: a run that re-checks this file reads no other file's)
+        facts = self.summary(path).facts if model else None
+        if not facts or not self.regime_for(path).scope.startswith((UNREACHED, UNREACHED_PROGRAM)):
             return None  # (a file an entry point reaches trains what that entry point casts)
         casts = [s for s in facts["signals"] if s["kind"] == "half_params" and s.get("model") == model]
         if not casts or any(s["dtype"] == "float16" or s.get("one_of") for s in casts):
