@@ -25,7 +25,8 @@ import ast
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from .context.evidence import UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotted as _dotted, ast_value, classify
+from .context.evidence import (AUTOCAST_NAMES, UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotted as _dotted, ast_value,
+                               classify)
 from .context.imports import ImportTable
 from .file_graph import walk_with_parents
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
@@ -200,17 +201,19 @@ def _autograd_function(fn) -> bool:
     return bool(args) and args[0].arg == "ctx"
 
 
-def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, List[str]]:
+def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable, lookups: bool = False) -> Dict[str, List[str]]:
     """Names and ``self.`` attributes assigned a dtype (``dtype = torch.float16``,
     ``self.torch_dtype = torch.bfloat16 if cfg.bf16 else torch.float16``): name -> the dotted
-    dtypes it may hold."""
+    dtypes it may hold. ``lookups``: also a name assigned a lookup in a dict of dtypes (llm.c /
+    nanoGPT: ``{"float32": torch.float32, "float16": torch.float16, ...}[args.dtype]``; a named
+    table such as torchtitan's ``TORCH_DTYPE_MAP``), any of the dict's values. Such a lookup is an
+    open option (llm-foundry's ``master_weights_dtype``, cast only when a config sets it, which none
+    does), so it is read for autocast only: an autocast's dtype is the run's choice among them."""
     out: Dict[str, List[str]] = {}
-    # dicts of dtypes by name (llm.c / nanoGPT: ``{"float32": torch.float32, "float16": torch.float16,
-    # ...}[args.dtype]``; torchtitan's ``TORCH_DTYPE_MAP``): a lookup in one may be any of their values
     tables = {target: values for target, values in (
         (_dotted(node.targets[0]), _dict_dtypes(node.value, imports))
         for node in nodes if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Dict))
-        if target is not None and values}
+        if target is not None and values} if lookups else {}
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = _dotted(node.targets[0])
@@ -392,6 +395,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     script = b"__main__" in source
     imports = _imports(nodes, module)
     dtype_vars = _value_dtype_vars(nodes, imports)
+    autocast_dtype_vars = _value_dtype_vars(nodes, imports, lookups=True)
     frozen = _frozen_objects(nodes, parents)
     adapted = _adapter_wrapped(nodes)
     trained = _parameter_owners(nodes)
@@ -454,9 +458,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         call_facts = ast_call_facts(seen_node, imports, targets.get(id(node)))
         _plugin_config_default(seen_node, call_facts)
         one_of = _splat_kwargs(node, call_facts, owner, parents, imports, lines)
+        variables = autocast_dtype_vars if call_facts.qualname in AUTOCAST_NAMES else dtype_vars
         for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
-            if isinstance(v, Dotted) and v.name in dtype_vars:
-                alts = dtype_vars[v.name]
+            if isinstance(v, Dotted) and v.name in variables:
+                alts = variables[v.name]
                 half = [a for a in alts if a in ("torch.float16", "torch.half")] or \
                        [a for a in alts if a == "torch.bfloat16"] or alts
                 if isinstance(k, str):
