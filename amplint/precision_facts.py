@@ -440,7 +440,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # a DeepSpeed block under ``if precision == "bfloat16":`` is one of the options (gpt-neox)
             cond = _dtype_condition(node, parents, lines)
             for sig, note in _dict_signals(node, owner(node)):
+                # the function building the dict: a helper's config (unilm beit2's utils.create_ds_config)
+                # is the precision of the entry points that call it only
                 facts["signals"].append({**_record(sig, note, node, lines, TRAINING, cond),
+                                         "function": getattr(owner(node), "name", None),
                                          "main": _under_main(node, parents)})
             continue
         sig = _amp_optim_wrapper(node)
