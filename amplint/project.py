@@ -430,14 +430,16 @@ def _hands_off(functions) -> bool:
     return any(w.rsplit(".", 1)[-1] in _HAND_OFF for e in functions for w in e["why"])
 
 
-def _seen_from(facts: dict, own: bool) -> dict:
+def _seen_from(facts: dict, own: bool, runs_its_loop: bool = False) -> dict:
     """``facts`` as an entry point that imports the file sees them: evidence inside a function of
     that file which hands a model to a trainer (a Lightning module's ``cli_main`` with
     ``Trainer(precision=16).fit(...)``) sets the precision of that script's own run, not of every
-    script that imports the module for its classes."""
+    script that imports the module for its classes, unless the entry point is the program that runs
+    that function (``runs_its_loop``: gpt-neox's train.py runs megatron/training.py's ``pretrain``,
+    which builds the DeepSpeed config and engine)."""
     if own:
         return facts
-    mains = {e["function"] for e in facts.get("entry_points", ()) if _hands_off([e])}
+    mains = {e["function"] for e in facts.get("entry_points", ()) if _hands_off([e])} if not runs_its_loop else set()
     if any(s.get("main") for s in facts["signals"]):
         # an ``if __name__ == "__main__":`` block runs when the file is the program, not on import
         facts = {**facts, "signals": [s for s in facts["signals"] if not s.get("main")]}
@@ -838,11 +840,13 @@ class Project:
                 reached = reached_of[path] = _Reached(self, path)
                 signals: List[Tuple[Signal, Evidence]] = []
                 roles = []
+                # the files whose training loops this program runs (a launcher): their hand-offs are its run
+                runs = {r for e in functions for r in e.get("runs", ())}
                 for p in sorted(reach):
                     pf = facts.get(p)
                     if pf is None or self.is_test(p):
                         continue
-                    pf = _seen_from(pf, p == path)
+                    pf = _seen_from(pf, p == path, runs_its_loop=str(p) in runs)
                     if p != path:
                         pf = _called_from(pf, p, reached)
                         if stated:
