@@ -201,6 +201,12 @@ def _where(heard: "_Heard") -> str:
     return heard.where() if callable(heard.where) else heard.where
 
 
+def _string_keyed(e: cst.Subscript) -> bool:
+    """``x["key"]``: an index only a mapping takes (a tensor takes numbers, slices, masks)."""
+    return len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) \
+        and isinstance(e.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+
 def _only_raises(body: cst.BaseSuite) -> bool:
     stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
     return len(stmts) == 1 and isinstance(stmts[0], cst.SimpleStatementLine) \
@@ -1291,7 +1297,14 @@ class PrecisionModel:
                 return self._self_attribute(e)
             return UNKNOWN
         if isinstance(e, cst.Subscript):
-            return self.dtype_of(e.value)
+            base = self.dtype_of(e.value)
+            if base.assumed and _string_keyed(e):
+                # ``features["token_embeddings"]`` of an argument only assumed to be an activation:
+                # a string key says the argument is a mapping (a batch, a features dict), whose
+                # entries are masks, ids, data and outputs of layers (a LayerNorm's: float32 under
+                # autocast) alike, not one float16 activation
+                return UNKNOWN
+            return base
         if isinstance(e, cst.UnaryOperation):
             return self.dtype_of(e.expression)
         if isinstance(e, cst.IfExp):
