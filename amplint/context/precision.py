@@ -332,7 +332,37 @@ class PrecisionModel:
         return found
 
     def _calls_outside_autocast(self, fn: cst.FunctionDef) -> bool:
+        seen = self.seen_calls(fn)
+        if seen is None:
+            return False
+        here, elsewhere = seen
+        ctx = self.ctx
+        name = fn.name.value
+        if any(self.autocast_at(call).active for call in here):
+            return False
+        for path, lines in elsewhere.items():
+            other = ctx.other_file(path)
+            if other is None:
+                return False
+            model = self.model_for(other)
+            calls = [c for c in other.nodes(cst.Call) if (c.func.attr.value if isinstance(c.func, cst.Attribute) else
+                                                          getattr(c.func, "value", None)) == name
+                     and other.on_lines(c, lines)]
+            if not calls or any(model.autocast_at(c).active for c in calls):
+                return False
+        return True
+
+    def seen_calls(self, fn: cst.FunctionDef) -> Optional[Tuple[List[cst.Call], Dict[Path, set]]]:
+        """Every call of the module-level function ``fn``: (this file's calls, other than its own
+        recursion; the lines of the calls by its name in each other project file), or None when they
+        may not all be seen: ``fn`` referenced other than by a call (a callback, a hook), a method,
+        no call at all, or calls in more files than are read (``callers.MAX_FILES``)."""
         from .callers import MAX_FILES
+        if self.ctx.parent(fn) is not self.ctx.module:
+            return None
+        return self._seen_calls(fn, MAX_FILES)
+
+    def _seen_calls(self, fn: cst.FunctionDef, max_files: int) -> Optional[Tuple[List[cst.Call], Dict[Path, set]]]:
         ctx = self.ctx
         name = fn.name.value
         here: List[cst.Call] = []
@@ -352,7 +382,7 @@ class PrecisionModel:
             if isinstance(node, cst.Name) and isinstance(parent, cst.FunctionDef) and parent.name is node:
                 continue  # the def itself
             if not (isinstance(parent, cst.Call) and parent.func is node):
-                return False  # referenced, not called: called where this file cannot see
+                return None  # referenced, not called: called where this file cannot see
             root = node
             while isinstance(root, cst.Attribute):
                 root = root.value
@@ -367,21 +397,9 @@ class PrecisionModel:
             for site in project.calls_named(name):
                 if site.path != mine and site.callee.split(".", 1)[0] not in _EXTERNAL_MODULES:
                     elsewhere.setdefault(site.path, set()).add(site.line)
-        if not here and not elsewhere or len(elsewhere) > MAX_FILES:
-            return False
-        if any(self.autocast_at(call).active for call in here):
-            return False
-        for path, lines in elsewhere.items():
-            other = ctx.other_file(path)
-            if other is None:
-                return False
-            model = self.model_for(other)
-            calls = [c for c in other.nodes(cst.Call) if (c.func.attr.value if isinstance(c.func, cst.Attribute) else
-                                                          getattr(c.func, "value", None)) == name
-                     and other.on_lines(c, lines)]
-            if not calls or any(model.autocast_at(c).active for c in calls):
-                return False
-        return True
+        if not here and not elsewhere or len(elsewhere) > max_files:
+            return None
+        return here, elsewhere
 
     def gradient_flows(self, node: cst.CSTNode) -> bool:
         """Can a backward pass run through ``node``? Not inside ``with torch.no_grad()`` /
@@ -1097,6 +1115,7 @@ class PrecisionModel:
         _ASKING.add(key)
         try:
             facts = [self._heard(p) for p in passed_values(self, fn, name, elsewhere=False)]
+            own = len(facts)
             facts.extend(self._heard_elsewhere(fn, name))
         finally:
             _ASKING.discard(key)
@@ -1118,6 +1137,16 @@ class PrecisionModel:
             h = next(h for h in tensors if h.fact.dtype == widest.dtype)
             return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} "
                                                    f"by {_where(h)} in {h.path}")
+        private = fn.name.value.startswith("_") and not fn.name.value.endswith("__")
+        seen = self.seen_calls(fn) if facts and private else None
+        if seen is not None and len(seen[0]) == own:
+            # Every call of this private module-level function is seen, and none passes float16;
+            # what some pass is of a dtype nothing here tells (an extension kernel's scores, a
+            # mapping's entry). The regime's guess is for arguments that come from where no call is
+            # seen (``forward``'s inputs; a public helper, which code outside the project may call:
+            # the library policy's "any float16 use"): a private helper's callers are all there is,
+            # and they do not say float16.
+            return UNKNOWN
         return None
 
     @staticmethod
