@@ -101,6 +101,7 @@ _CONSTRUCTORS = {"zeros", "ones", "empty", "full", "randn", "rand", "tensor", "a
 # Reshapes and views: what they return has their input's dtype (``_reshapes``).
 _RESHAPE_METHODS = {"view", "reshape", "transpose", "permute", "contiguous", "unsqueeze", "squeeze", "flatten",
                     "unflatten", "expand", "repeat", "movedim", "swapaxes", "chunk", "split", "narrow"}
+_EINOPS_RESHAPES = {"einops.rearrange", "einops.repeat"}
 _RESHAPE_FUNCTIONS = {"einops.rearrange", "einops.repeat", "torch.transpose", "torch.reshape", "torch.permute",
                       "torch.flatten", "torch.unsqueeze", "torch.squeeze", "torch.movedim"}
 
@@ -199,6 +200,10 @@ def _line(heard: "_Heard") -> int:
 
 def _where(heard: "_Heard") -> str:
     return heard.where() if callable(heard.where) else heard.where
+
+
+def args_positional(call: cst.Call) -> List[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
 
 
 def _string_keyed(e: cst.Subscript) -> bool:
@@ -1563,6 +1568,9 @@ class PrecisionModel:
         if mapped is not None:
             return mapped
         name = ctx.call_name(call) or ""
+        if name in _EINOPS_RESHAPES and args_positional(call):
+            # ``rearrange(scores, "b 1 q k -> q b k")``: a view of its input, in its dtype
+            return self.dtype_of(args_positional(call)[0])
         head = name.split(".", 1)[0]
         is_function = bool(name) and (head == "torch" or ctx.imports.binds(head)) and not (
             isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self")
