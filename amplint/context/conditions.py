@@ -236,15 +236,16 @@ def _literal(expr) -> Optional[object]:
 
 
 def _literal_test(ctx, test: cst.BaseExpression) -> Optional[Tuple[str, object, bool]]:
-    """``name == 'lit'`` / ``name != 'lit'`` (either side), ``name is None`` / ``name is not None``:
-    (name, literal, is equality)."""
+    """``name == 'lit'`` / ``name != 'lit'`` (either side), ``name is None`` / ``name is not None``,
+    ``name is True`` / ``name is False``: (name, literal, is equality)."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     op = test.comparisons[0].operator
     if isinstance(op, (cst.Is, cst.IsNot)):
         left, right = test.left, test.comparisons[0].comparator
-        if isinstance(left, cst.Name) and isinstance(right, cst.Name) and right.value == "None":
-            return left.value, _NONE, isinstance(op, cst.Is)
+        if isinstance(left, cst.Name) and isinstance(right, cst.Name) and right.value in ("None", "True", "False"):
+            # ``if init is True:`` (OpenNMT's data-dependent init, which no caller asks for)
+            return left.value, _literal(right), isinstance(op, cst.Is)
         return None
     if not isinstance(op, (cst.Equal, cst.NotEqual)):
         return None
