@@ -5,8 +5,9 @@ result) do not make it float16: the regime's guess is for arguments that come fr
 seen (Megatron-LM's DSA top-k padding: `torch.full(..., finfo(float32).min, dtype=scores.dtype)` on
 the scores of a cuDNN kernel). Near misses: a caller passing a layer's output under fp16 autocast; a
 helper no call of which is seen (a forward's input); a public helper (API: code outside the project
-may call it); a helper also used as a callback (its calls are not all seen); a method (calls through
-locals are not in the call graph)."""
+may call it); a helper also used as a callback (its calls are not all seen); a public method (calls
+through locals are not in the call graph) and a private one another file calls. A private method
+only its own file calls (``self._m(...)``) is decided by those calls."""
 import textwrap
 
 from amplint.api import lint_source
@@ -74,11 +75,28 @@ def test_near_miss_also_a_callback():
     assert amp103(KERNEL, extra="\n\nPADDERS = {'zeros': _pad}\n") == [8]
 
 
-def test_near_miss_a_method():
-    body = 'return self._pad(topk_ext.top_k(self.proj(x), 8)["values"], 16)'
-    method = ("    def _pad(self, scores, k):\n"
+def with_method(name, extra_files=None):
+    body = f'return self.{name}(topk_ext.top_k(self.proj(x), 8)["values"], 16)'
+    method = (f"    def {name}(self, scores, k):\n"
               "        pad = torch.full((scores.shape[0], k), -1e9, dtype=scores.dtype, device=scores.device)\n"
               "        return torch.cat((scores, pad), dim=-1)\n\n")
     src = textwrap.dedent(SRC).replace("{body}", body).replace("    def forward(self, x):", method + "    def forward(self, x):")
     src = src.replace(src[src.index("def _pad"):src.index("class Sparse")], "")
-    assert [f.line for f in lint_source(src, filename="sparse.py") if f.code == "AMP103"] == [13]
+    return [f.line for f in lint_source(src, filename="sparse.py", extra_files=extra_files) if f.code == "AMP103"]
+
+
+def test_a_private_method_only_its_class_calls():
+    # OpenNMT-py's `self._compute_alignement_loss(align_head=align_head, ...)` after
+    # `align_head = align_head.to(loss.dtype)`: a dtype nothing tells, not float16
+    assert with_method("_pad") == []
+
+
+def test_near_miss_a_public_method():
+    assert with_method("pad") == [13]
+
+
+def test_near_miss_a_private_method_another_file_calls():
+    # a subclass elsewhere calls it too (calls through a local in another file, against the
+    # convention, are not in the call graph: not seen)
+    other = "from sparse import Sparse\n\n\nclass Sub(Sparse):\n    def run(self, s):\n        return self._pad(s, 4)\n"
+    assert with_method("_pad", extra_files={"other.py": other}) == [13]

@@ -357,14 +357,24 @@ class PrecisionModel:
                 return False
         return True
 
-    def seen_calls(self, fn: cst.FunctionDef) -> Optional[Tuple[List[cst.Call], Dict[Path, set]]]:
+    def seen_calls(self, fn: cst.FunctionDef, private_methods: bool = False) -> Optional[Tuple[List[cst.Call], Dict[Path, set]]]:
         """Every call of the module-level function ``fn``: (this file's calls, other than its own
         recursion; the lines of the calls by its name in each other project file), or None when they
         may not all be seen: ``fn`` referenced other than by a call (a callback, a hook), a method,
-        no call at all, or calls in more files than are read (``callers.MAX_FILES``)."""
+        no call at all, or calls in more files than are read (``callers.MAX_FILES``).
+        ``private_methods``: also a private method (``def _m(self, ...)``) of a module-level class
+        whose name no other project file calls: by convention only its class calls it
+        (``self._m(...)``), and this file is all there is to see."""
         from .callers import MAX_FILES
-        if self.ctx.parent(fn) is not self.ctx.module:
-            return None
+        ctx = self.ctx
+        if ctx.parent(fn) is not ctx.module:
+            owner = ctx.enclosing_class(fn)
+            name = fn.name.value
+            if not (private_methods and owner is not None and ctx.parent(owner) is ctx.module
+                    and ctx.parent(fn) is owner.body and name.startswith("_") and not name.endswith("__")):
+                return None
+            seen = self._seen_calls(fn, 0)
+            return seen if seen is not None and not seen[1] else None
         return self._seen_calls(fn, MAX_FILES)
 
     def _seen_calls(self, fn: cst.FunctionDef, max_files: int) -> Optional[Tuple[List[cst.Call], Dict[Path, set]]]:
@@ -1143,9 +1153,10 @@ class PrecisionModel:
             return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} "
                                                    f"by {_where(h)} in {h.path}")
         private = fn.name.value.startswith("_") and not fn.name.value.endswith("__")
-        seen = self.seen_calls(fn) if facts and private else None
+        seen = self.seen_calls(fn, private_methods=True) if facts and private else None
         if seen is not None and len(seen[0]) == own:
-            # Every call of this private module-level function is seen, and none passes float16;
+            # Every call of this private helper (module-level, or a method only its class calls) is
+            # seen, and none passes float16;
             # what some pass is of a dtype nothing here tells (an extension kernel's scores, a
             # mapping's entry). The regime's guess is for arguments that come from where no call is
             # seen (``forward``'s inputs; a public helper, which code outside the project may call:
