@@ -68,3 +68,65 @@ def _opened(ctx, definition) -> Optional[cst.Call]:
         if ctx.is_ancestor(definition, call) and autocast_signal(ctx.call_facts(call)) is not None:
             return call
     return None
+
+
+def _autocast_flags(ctx) -> frozenset:
+    """Module-level names that say whether this torch has autocast: ``try: from torch.cuda.amp
+    import autocast; HAS_AUTOCAST = True`` / ``except ImportError: HAS_AUTOCAST = False``."""
+    key = ("autocast_flags",)
+    if key in ctx._cache:
+        return ctx._cache[key]
+    flags = set()
+    for stmt in ctx.module.body:
+        if not (isinstance(stmt, cst.Try) and isinstance(stmt.body, cst.IndentedBlock)):
+            continue
+        imports = any(isinstance(s, cst.SimpleStatementLine) and any(
+            isinstance(i, cst.ImportFrom) and not isinstance(i.names, cst.ImportStar)
+            and any(isinstance(a.name, cst.Name) and a.name.value == "autocast" for a in i.names) for i in s.body)
+            for s in stmt.body.body)
+        if not imports:
+            continue
+        false = {n for h in stmt.handlers if _catches_import_error(h) for n in _bool_assigned(h.body, "False")}
+        flags |= set(_bool_assigned(stmt.body, "True")) & false
+    ctx._cache[key] = frozenset(flags)
+    return ctx._cache[key]
+
+
+def _bool_assigned(block, value: str):
+    for s in getattr(block, "body", ()):
+        if isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name) \
+                        and isinstance(small.value, cst.Name) and small.value.value == value:
+                    yield small.targets[0].target.value
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    t = handler.type
+    names = [e.value for e in t.elements] if isinstance(t, cst.Tuple) else [t] if t is not None else []
+    return t is None or any(isinstance(n, cst.Name) and n.value in ("ImportError", "ModuleNotFoundError", "Exception")
+                            for n in names)
+
+
+def without_autocast_branch(ctx, node: cst.CSTNode) -> bool:
+    """Is ``node`` on the branch that runs only where torch has no autocast (``if HAS_AUTOCAST:
+    ... else: <here>``, ``if not HAS_AUTOCAST: <here>``, the flag set by a ``try`` importing
+    autocast)? There nothing runs under autocast (mmpose's TCFormer utils: the fp32 fallback of
+    ``with autocast(enabled=False):``)."""
+    flags = _autocast_flags(ctx)
+    if not flags:
+        return False
+    for a in ctx.ancestors(node):
+        if not isinstance(a, cst.If):
+            continue
+        test, negated = a.test, False
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, negated = test.expression, True
+        if not (isinstance(test, cst.Name) and test.value in flags):
+            continue
+        if negated and ctx.is_ancestor(a.body, node):
+            return True
+        if not negated and a.orelse is not None and ctx.is_ancestor(a.orelse, node):
+            return True
+    return False

@@ -26,6 +26,7 @@ import libcst as cst
 
 from ..torch_api import autocast as autocast_ops
 from ..torch_api import grad_mode
+from .autocast_helpers import without_autocast_branch
 from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model, autocast_device
 from .file_context import Evidence, FileContext
 
@@ -275,6 +276,8 @@ class PrecisionModel:
         """
         ctx = self.ctx
         region = ctx.region_of(node)
+        if region is None and without_autocast_branch(ctx, node):
+            return AutocastState(False, None, CERTAIN)
         if region is not None:
             if region.enabled and region.dtype in (F16, BF16):
                 return AutocastState(True, region.dtype, CERTAIN, region.evidence, self._region_device(region))
