@@ -470,8 +470,12 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
             return "opt_step", None, func.value, ""
     if isinstance(func, cst.Name) and "unscale" in func.value:
         return "unscale", None, None, ""
+    engine = _engine_event(ctx, call)
+    if engine is not None:
+        kind, scaler, optimizer = engine
+        return ("backward", scaler, None, "scaled") if kind == "backward" else ("scaler_step", scaler, optimizer, "")
     name = ctx.call_name(call)
-    if name in CLIP_NAMES:
+    if name in CLIP_NAMES or _named_clip(ctx, call):
         return "clip", None, None, ""
     if _same_file_function(ctx, call) is not None:
         return ("clip", None, None, "helper") if _clipping_helper(ctx, call) else None
@@ -499,6 +503,87 @@ def _engine_scaler(ctx, engine: str) -> Optional[str]:
         # (a configured fp16-mixed is the user's trainer flag, set where amplint does not see it)
         return ENGINE_SCALER.format(engine)
     return None
+
+
+_ENGINE_LINE = r"^\s*(async\s+)?def\s|\.scale\s*\(.*\)\s*\.\s*backward\s*\(|\bself\.\w+\.step\s*\("
+_DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
+_SELF_SCALE = re.compile(r"\bself\.(\w+)\.scale\s*\(")
+_SELF_STEP = re.compile(r"\bself\.(\w+)\.step\s*\(")
+
+
+def _engine_methods(ctx) -> Dict[str, Tuple[str, str]]:
+    """Methods of the project's classes that run their GradScaler for a caller: name -> ("backward",
+    attr) for ``self.<attr>.scale(loss).backward()``, ("step", attr) for ``self.<attr>.step(opt)`` of
+    such an attribute (catalyst's AMPEngine.backward_loss / optimizer_step). From a line grep of the
+    project (the objects are reached through arguments: the call graph does not follow them)."""
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    lines = grep(ctx, _ENGINE_LINE)  # (cached per project; noted for the results cache on each call)
+    key = ("engine_methods", len(lines), tuple(l[:2] for l in lines[:1]))
+    cached = ctx._cache.get(key)
+    if cached is not None:
+        return cached
+    by_file: Dict[str, List[Tuple[int, str]]] = {}
+    for path, line, text in lines:
+        by_file.setdefault(path, []).append((line, strip_comment(text)))
+    found: Dict[str, Tuple[str, str]] = {}
+    for rows in by_file.values():
+        rows.sort()
+        owners: List[Tuple[str, str, str]] = []  # (kind, attr, method)
+        for i, (_, text) in enumerate(rows):
+            scale, step = _SELF_SCALE.search(text), _SELF_STEP.search(text)
+            if _DEF_LINE.match(text) or (scale is None and step is None):
+                continue
+            indent = len(text) - len(text.lstrip())
+            for _, before in reversed(rows[:i]):
+                d = _DEF_LINE.match(before)
+                if d is not None and len(d.group(1)) < indent:
+                    if scale is not None:
+                        owners.append(("backward", scale.group(1), d.group(2)))
+                    else:
+                        owners.append(("step", step.group(1), d.group(2)))
+                    break
+        scalers = {attr for kind, attr, _ in owners if kind == "backward"}
+        for kind, attr, method in owners:
+            if attr in scalers and method not in ("backward", "step", "__init__"):
+                found.setdefault(method, (kind, attr))
+    ctx._cache[key] = found
+    return found
+
+
+def _engine_event(ctx, call: cst.Call) -> Optional[Tuple[str, str, Optional[cst.BaseExpression]]]:
+    """(kind, scaler, optimizer) for ``runner.engine.backward_loss(loss, model, optimizer)`` /
+    ``runner.engine.optimizer_step(loss, model, optimizer)`` where a project method of that name
+    scales the backward / steps the scaler (``_engine_methods``): the scaler is ``runner.engine.
+    scaler``. None for other calls, and for calls on ``self`` (a method of this object is a step of
+    its own)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    receiver = dotted_name(func.value)
+    if receiver is None or receiver.split(".", 1)[0] in ("self", "cls"):
+        return None
+    method = func.attr.value
+    if "backward" not in method and "step" not in method:
+        return None
+    found = _engine_methods(ctx).get(method)
+    if found is None:
+        return None
+    kind, attr = found
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    optimizer = next((a for a in positional if _OPTIMIZER_NAME.search(_last(dotted_name(a) or ""))), None)
+    return kind, f"{receiver}.{attr}", optimizer
+
+
+def _named_clip(ctx, call: cst.Call) -> bool:
+    """A callable named for gradient clipping applied to parameters: ``self.grad_clip_fn(self.model
+    .parameters())`` (catalyst's callback holds ``partial(clip_grad_norm_, ...)`` from a registry)."""
+    func = call.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if not re.search(r"grad_clip|clip_grad", last, re.I) or last in ("clip_grad_norm_", "clip_grad_value_"):
+        return False
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    first = positional[0] if positional else None
+    return isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) and first.func.attr.value == "parameters"
 
 
 def _same_file_function(ctx, call: cst.Call) -> Optional[cst.FunctionDef]:
@@ -772,7 +857,10 @@ class _Walk:
                 # this path skipped the branch that scaled the loss: a plain backward
                 return replace(s, plain_backward=s.plain_backward | {e.index})
             if e.how == "scaled" and e.scaler:
-                return replace(s, scaled=s.scaled | {e.scaler}, unscale_due=s.unscale_due | {e.scaler})
+                # the path that scaled knows the conditions it scaled under (an engine's scaled
+                # backward is its AMP path: ``if hasattr(runner.engine, "scaler"):`` holds after it)
+                return replace(s, scaled=s.scaled | {e.scaler}, unscale_due=s.unscale_due | {e.scaler},
+                               assume=s.assume | frozenset(e.scaled_when))
             if e.how == "plain":
                 return replace(s, plain_backward=s.plain_backward | {e.index})
             if e.how == "engine" and e.scaler:
@@ -950,7 +1038,9 @@ def training_steps(ctx) -> Dict[cst.CSTNode, Step]:
             continue
         kind, scaler, target, how = c
         when = ()
-        if kind == "backward" and how == "scaled":
+        if kind == "backward" and how == "scaled" and scaler is not None and call.func.attr.value != "backward":  # type: ignore[union-attr]
+            when = (("<amp>", True),)  # an engine's scaled backward (``_engine_scaled_backward``)
+        elif kind == "backward" and how == "scaled":
             root = _root_name(call.func.value)  # type: ignore[union-attr]
             bind = bindings.get(scope_of(ctx, call))
             when = bind.scaled_when.get(root, ()) if bind is not None and root is not None else ()

@@ -91,8 +91,12 @@ class ClipBeforeUnscale(Rule):
                     yield self._engine_clip(ctx, step, clip, scaler)
                     continue
                 caller = entry_evidence(ctx, step, scaler)
-                local = any(bw.how == "scaled" and bw.scaler == scaler for bw in step.of_kind("backward"))
-                scaled_by = (f"`{scaler}.scale(loss).backward()`" if caller is None or local else
+                local = [bw for bw in step.of_kind("backward") if bw.how == "scaled" and bw.scaler == scaler]
+                through = next((bw for bw in local if isinstance(bw.call.func, cst.Attribute)
+                                and bw.call.func.attr.value != "backward"), None)
+                scaled_by = (f"`{ctx.code(through.call.func)}(...)` (its `.scale(loss).backward()` on `{scaler}`)"
+                             if through is not None else
+                             f"`{scaler}.scale(loss).backward()`" if caller is None or local else
                              f"the caller's `.scale(loss).backward()` ({caller.path}:{caller.line}), scaled by "
                              f"`{scaler}`,")
                 message = (f"`{fn}(...)` clips gradients that {scaled_by} multiplied by "
