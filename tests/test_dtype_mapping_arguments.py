@@ -1,7 +1,7 @@
 """An argument indexed by a string (``features["token_embeddings"]``) is a mapping: a batch or a
 features dict whose entries are masks, ids, input data and layer outputs alike (a transformer's last
 hidden state leaves a LayerNorm: float32 under autocast). Under fp16 autocast nothing says such an
-entry is float16, so a pooling module's ``-1e9`` fill and its ``clamp(count, min=1e-9)`` of a token
+entry is float16 (a model's predictions, `outputs["pred_logits"]`, excepted), so a pooling module's ``-1e9`` fill and its ``clamp(count, min=1e-9)`` of a token
 count are not reported (sentence-transformers' Pooling). Near misses: a tensor argument indexed by a
 mask is still taken float16 under fp16 autocast; in a half model (pure fp16) every entry is float16
 and both are reported."""
@@ -62,6 +62,21 @@ def test_entries_of_a_features_dict_are_not_taken_float16(params):
 
 def test_near_miss_tensor_arguments_under_fp16_autocast():
     assert findings(**TENSORS) == [("AMP103", 10), ("AMP102", 15)]
+
+
+def test_near_miss_predictions_from_an_outputs_dict():
+    # rf-detr's IA-BCE loss: `src_logits = outputs["pred_logits"]`, a final Linear's output
+    src = textwrap.dedent("""
+        import torch
+        from torch import nn
+
+
+        class Criterion(nn.Module):
+            def forward(self, outputs, targets):
+                prob = outputs["pred_logits"].sigmoid()
+                return -(targets * prob.log() + (1 - targets) * (1 - prob).log()).mean()
+        """) + AUTOCAST_TRAINING.replace("pool(model(batch))", "pool(model(batch), batch)")
+    assert [f.code for f in lint_source(src, filename="snippet.py") if f.code == "AMP202"] == ["AMP202"]
 
 
 def test_near_miss_a_half_model():

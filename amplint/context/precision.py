@@ -207,6 +207,9 @@ def args_positional(call: cst.Call) -> List[cst.BaseExpression]:
     return [a.value for a in call.args if a.keyword is None and not a.star]
 
 
+_PREDICTION_KEY = re.compile(r"(?i)logit|pred|score")
+
+
 def _string_keyed(e: cst.Subscript) -> bool:
     """``x["key"]``: an index only a mapping takes (a tensor takes numbers, slices, masks)."""
     return len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) \
@@ -1346,11 +1349,12 @@ class PrecisionModel:
             return UNKNOWN
         if isinstance(e, cst.Subscript):
             base = self.dtype_of(e.value)
-            if base.assumed and _string_keyed(e):
+            if base.assumed and _string_keyed(e) and not _PREDICTION_KEY.search(self.ctx.code(e.slice[0].slice.value)):
                 # ``features["token_embeddings"]`` of an argument only assumed to be an activation:
                 # a string key says the argument is a mapping (a batch, a features dict), whose
                 # entries are masks, ids, data and outputs of layers (a LayerNorm's: float32 under
-                # autocast) alike, not one float16 activation
+                # autocast) alike, not one float16 activation. A model's predictions
+                # (``outputs["pred_logits"]``, scores: a final Linear's output) keep the regime's answer.
                 return UNKNOWN
             return base
         if isinstance(e, cst.UnaryOperation):
