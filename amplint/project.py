@@ -458,6 +458,20 @@ def _called_from(facts: dict, path: Path, reached: "_Reached") -> dict:
     return facts if len(kept) == len(facts["signals"]) else {**facts, "signals": kept}
 
 
+def _auto_blocks_follow_flags(signals: List[Tuple[Signal, Evidence]]) -> List[Tuple[Signal, Evidence]]:
+    """A DeepSpeed block ``"fp16": {"enabled": "auto"}`` takes its value from the trainer's flags
+    (Hugging Face's integration): where the run states a trainer flag (``--bf16 True`` in the script
+    that launches it, ``TrainingArguments(bf16=True)``), the auto blocks of the other dtype are not
+    enabled (InternVL: fp16 and bf16 both "auto", every launcher passes ``--bf16 True``: bf16, not
+    fp16 master weights). With no stated flag both stay (float16 first)."""
+    auto = [(sig, ev) for sig, ev in signals if sig.kind == "flag" and '"enabled": "auto"' in sig.note]
+    stated = {sig.dtype for sig, ev in signals if sig.kind == "flag" and sig.enabled and not sig.conditional
+              and '"auto"' not in sig.note and sig.dtype in ("float16", "bfloat16")}
+    if not auto or not stated:
+        return signals
+    return [(sig, ev) for sig, ev in signals if (sig, ev) not in auto or sig.dtype in stated]
+
+
 def _without_other_loops_options(facts: dict) -> dict:
     """``facts`` of a file an entry point reaches, less the autocast / GradScaler options (``if use_amp:``)
     of that file's own training loops, for an entry point that hands its model to a trainer with a
@@ -899,6 +913,7 @@ class Project:
                 for sig, ev in self._launcher_trainer_signals(path, f["entry_points"]):
                     signals.append((sig, ev))
                     roles.append((TRAINING, str(ev), "a trainer whose precision the launcher sets"))
+                signals = _auto_blocks_follow_flags(signals)
                 eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles,
                                       bool(facts[path].get("script"))))
             # A file holding training calls that another entry point imports, and that does not import
