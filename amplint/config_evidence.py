@@ -44,13 +44,41 @@ def config_signals(text: bytes, name: str) -> List[Found]:
         return list(_shell_signals(decoded))
     data = _load(decoded, name)
     if data is None:
+        # YAML with tags of its own (speechbrain's hyperpyyaml: `!new:`, `!ref`): its top-level scalars still say
+        # what the run is
+        if name.endswith((".yaml", ".yml")):
+            top = dict(m.groups() for m in _TOP_SCALAR.finditer(decoded))
+            stated = _run_precision(top, name)
+            if stated is not None:
+                return [(stated, _line_of(decoded.splitlines(), "precision"), f"`precision: {top['precision']}`")]
         return []
     lines = decoded.splitlines()
     found = [(sig, _line_of(lines, key), what) for sig, key, what in _walk(data, ())]
     dtype = _training_dtype(data, name)
     if dtype is not None:
         found.append((dtype, _line_of(lines, "dtype"), f"`dtype: {data['dtype']}`"))
+    stated = _run_precision(data, name)
+    if stated is not None:
+        found = [f for f in found if not f[0].note.startswith("Lightning precision=")]
+        found.append((stated, _line_of(lines, "precision"), f"`precision: {data['precision']}`"))
     return found
+
+
+_TOP_SCALAR = re.compile(r"(?m)^([A-Za-z_]\w*):[ \t]*([^\s#'\"]*)")
+RUN_PRECISION = "in a training config"  # the note of a run's stated precision (``_run_precision``)
+
+
+def _run_precision(data: Any, name: str) -> Optional[Signal]:
+    """``precision: fp32 | fp16 | bf16`` at the top of a training config (speechbrain's recipe hparams, read by
+    the shared Brain, which runs fp16 / bf16 autocast or none by it): the precision that run states."""
+    if not isinstance(data, dict) or _INFERENCE_CONFIG.search(name) or not _TRAINING_KEYS & set(data):
+        return None
+    value = data.get("precision")
+    dtype = {"fp16": "float16", "float16": "float16", "bf16": "bfloat16", "bfloat16": "bfloat16",
+             "fp32": "float32", "float32": "float32"}.get(value.lower()) if isinstance(value, str) else None
+    if dtype is None:
+        return None
+    return Signal("flag", dtype, note=f"precision: {value} {RUN_PRECISION}")
 
 
 def _training_dtype(data: Any, name: str) -> Optional[Signal]:

@@ -11,6 +11,7 @@ files beside it; a file runs in the precision of the entry points that reach it
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .cache import ProjectCache, content_key, digest
 from .context.evidence import Evidence, Signal
+from .config_evidence import RUN_PRECISION
 from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import Argument, CallSite, ProjectIndex, Symbol
@@ -903,13 +905,24 @@ class Project:
                         continue
                     if not _config_applies(cpath, path, self.root):
                         # the configs of a script that runs this entry point's code (gpt-neox: train.py at
-                        # the root beside configs/, the loop in megatron/training.py)
+                        # the root beside configs/, the loop in megatron/training.py); not a run config's stated
+                        # precision, which its recipe's own Brain reads (speechbrain's tokenizer loop is no recipe's)
+                        if sig.note.endswith(RUN_PRECISION):
+                            continue
                         if runners is None:
                             runners = [r for r in _closure(path, importers) if r != path and not self.is_test(r)]
                         if not any(_config_applies(cpath, r, self.root) for r in runners):
                             continue
                     signals.append((sig, ev))
                     roles.append(("training", str(ev), "configuration"))
+                stated = {sig.dtype for sig, _ in signals if sig.note.endswith(RUN_PRECISION)}
+                if stated and "float16" not in stated:
+                    # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared
+                    # trainer's autocast and GradScaler, switched by that setting, are off or bfloat16 in its runs
+                    kept = [(sig, ev) for sig, ev in signals
+                            if not (sig.kind in ("autocast", "grad_scaler") and ev.path != self.display(path))]
+                    roles = [r for r in roles if not any(str(ev) == r[1] for sig, ev in signals if (sig, ev) not in kept)]
+                    signals = kept
                 for sig, ev in self._launcher_trainer_signals(path, f["entry_points"]):
                     signals.append((sig, ev))
                     roles.append((TRAINING, str(ev), "a trainer whose precision the launcher sets"))
@@ -1332,7 +1345,10 @@ class Project:
         # Entry points agree when those with evidence say one precision, or float16 in its forms
         # (fairseq: its trainer's --fp16 with master weights, task scripts reaching only the amp
         # path); an entry point with no evidence at all says nothing (an optimizer wrapper's step).
-        modes = {Regime(ep.signals).mode for ep in eps if ep.signals}
+        # (a run config stating fp32, speechbrain's `precision: fp32` recipes, says nothing of code no run reaches:
+        # the recipes that state fp16 may run it)
+        modes = {Regime(ep.signals).mode for ep in eps
+                 if ep.signals and not all(s.note.endswith(RUN_PRECISION) and s.dtype == "float32" for s, _ in ep.signals)}
         if not eps or len(modes) <= 1 or modes <= {"fp16-mixed", "fp16-master", "fp16"}:
             programs = self._only_programs_that_do_not_train_import(key) \
                 if eps and project.mode in ("fp16-mixed", "fp16-master", "fp16") else None
@@ -1817,14 +1833,30 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
     c, e = config.parent, entry.parent
     if c == e or e in c.parents or c in e.parents:
         return True
+    if _beside_training_program(c) or (_beside_training_program(c.parent) and c.parent != e and c.parent not in e.parents):
+        # a program's own configs (speechbrain's recipes/<dataset>/<task>/hparams/ beside its train.py): its run's
+        return False
     # a configuration directory (``configs/``, ``conf/``, ``cfg/``) belongs to the tree beside it: dinov2's
     # dinov2/configs/ssl_default_config.yaml and its dinov2/train/train.py
     for d in (c, *c.parents):
         if root is None or d == root or root not in d.parents:
             break
         if _CONFIG_DIR.fullmatch(d.name):
+            if d in e.parents:
+                # the entry point lives in it: a directory of programs, each with its own configs (speechbrain's
+                # recipes/<dataset>/<task>/train.py and hparams/), not one configuration directory for all
+                return False
             return d.parent in e.parents or d.parent == e
     return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _beside_training_program(d: Path) -> bool:
+    """``d`` holds a training program (``train*.py``)."""
+    try:
+        return any(p.suffix == ".py" and p.name.startswith("train") for p in d.iterdir())
+    except OSError:
+        return False
 
 
 _CONFIG_DIR = re.compile(r"(?i)configs?|conf|cfgs?|recipes?")  # recipes/: alignment-handbook's run configs
