@@ -394,6 +394,11 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     trains = bool(TRAINING_WORDS.search(source)) or bool(entry)
     script = b"__main__" in source
     imports = _imports(nodes, module)
+    # a library's master-weights optimizer wrapped around the project's (SpanBERT: apex's
+    # ``FP16_Optimizer(FusedAdam(model.parameters()))`` beside ``model.half()``): fp32 master weights
+    facts["master_optimizers"] = sorted(set(facts["master_optimizers"]) | {
+        q.rsplit(".", 1)[-1] for q in (imports.resolve(_dotted(n.func) or "") or "" for n in nodes if isinstance(n, ast.Call))
+        if q.split(".", 1)[0] in ("apex", "fairseq") and _MASTER_OPTIMIZER.search(q.rsplit(".", 1)[-1])})
     dtype_vars = _value_dtype_vars(nodes, imports)
     autocast_dtype_vars = _value_dtype_vars(nodes, imports, lookups=True)
     frozen = _frozen_objects(nodes, parents)
