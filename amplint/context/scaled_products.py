@@ -525,43 +525,41 @@ def textbook_attention(ctx, pm, product: cst.CSTNode, scale: Scale, scale_side=N
     return scale.kind == "constant" and head_dim_contraction(ctx, pm, product)
 
 
-def _feature_length_of(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode, depth: int = 0) -> bool:
-    """``x.shape[-1]`` / ``x.size(-1)`` (or a name bound to one) of an operand of ``product``."""
+def _size_of(ctx, pm, expr: cst.BaseExpression, depth: int = 0) -> Optional[Tuple[cst.BaseExpression, Optional[float]]]:
+    """(tensor, axis) when ``expr`` is a size of a tensor, directly or through names bound to one:
+    ``x.shape[i]`` / ``x.size(i)`` give ``i`` (None when it is not a number), ``x.numel()`` /
+    ``x.size()`` None."""
     if depth > 4:
-        return False
+        return None
     if isinstance(expr, cst.Name):
         value = pm.value_of(expr)
-        return value is not None and _feature_length_of(ctx, pm, value, product, depth + 1)
-    receiver = None
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape" \
-            and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
-            and ctx.number(expr.slice[0].slice.value) == -1:
-        receiver = expr.value.value
-    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" \
-            and len(P.positional(expr)) == 1 and ctx.number(P.positional(expr)[0].value) == -1:
-        receiver = expr.func.value
-    if receiver is None:
+        return _size_of(ctx, pm, value, depth + 1) if value is not None else None
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        index = expr.slice[0].slice if len(expr.slice) == 1 else None
+        return expr.value.value, ctx.number(index.value) if isinstance(index, cst.Index) else None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("size", "numel"):
+        args = P.positional(expr)
+        return expr.func.value, ctx.number(args[0].value) if len(args) == 1 else None
+    return None
+
+
+def _feature_length_of(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode) -> bool:
+    """``x.shape[-1]`` / ``x.size(-1)`` (or a name bound to one) of an operand of ``product``."""
+    size = _size_of(ctx, pm, expr)
+    if size is None or size[1] != -1:
         return False
     operands = {ctx.code(P.through_views(ctx, pm, o)) for o in P.tensor_operands(ctx, pm, product)}
-    return ctx.code(receiver) in operands
+    return ctx.code(size[0]) in operands
 
 
-def _size_of_the_product(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode, depth: int = 0) -> bool:
+def _size_of_the_product(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode) -> bool:
     """``expr`` is a size of ``product`` itself (``f.size(-1)``, ``f.shape[1]``, ``f.numel()`` with
     ``f`` bound to it, directly or through a name): the product's axes are the free ones, the
     contracted axis is gone, so such a divisor counts positions (fast-reid's non-local block:
     ``f = matmul(theta_x, phi_x)`` over channels, then ``f / f.size(-1)``, the number of positions),
     not the terms of the sum it normalises."""
-    if depth > 3:
-        return False
-    if isinstance(expr, cst.Name):
-        value = pm.value_of(expr)
-        return value is not None and _size_of_the_product(ctx, pm, value, product, depth + 1)
-    receiver = None
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("size", "numel"):
-        receiver = expr.func.value
-    elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
-        receiver = expr.value.value
+    size = _size_of(ctx, pm, expr)
+    receiver = size[0] if size is not None else None
     if receiver is product:
         return True
     if isinstance(receiver, cst.Name):
