@@ -434,3 +434,25 @@ def test_a_sum_of_sorted_probabilities_a_caller_passes_is_at_most_one():
 
 def test_near_miss_a_caller_passing_unbounded_values_keeps_the_finding():
     assert only(TOP_P.format(probs="torch.relu(logits)"), extra_files={"train.py": HALF}) == ["AMP203"]
+
+
+SPARSE_COUNTS = """
+    import torch
+
+    def to_counts(index_tensor, n):
+        values = torch.ones([index_tensor.size(1)], dtype={dtype})
+        dense = torch.sparse_coo_tensor(index_tensor, values, (n, n)).to_dense()
+        return dense / dense.sum(-1, keepdim=True)
+
+    def step(model, batch):
+        return model(to_counts(batch.half(), 8).half())
+"""
+
+
+def test_a_sparse_tensor_has_its_values_dtype_not_its_indices():
+    # OpenNMT-py's alignment matrix (triage T7-17): float32 ones at float16-typed indices
+    assert only(SPARSE_COUNTS.format(dtype="torch.float"), extra_files={"train.py": HALF}) == []
+
+
+def test_near_miss_float16_values_keep_the_finding():
+    assert only(SPARSE_COUNTS.format(dtype="torch.float16"), extra_files={"train.py": HALF}) == ["AMP203"]

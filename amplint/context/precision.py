@@ -129,6 +129,8 @@ def _reshapes(ctx, body: cst.BaseExpression, param: str) -> bool:
 # Elementwise functions that keep a 0-dim tensor 0-dim (``torch.sqrt(torch.tensor(d))``).
 _ZERO_DIM_ELEMENTWISE = {"sqrt", "rsqrt", "log", "exp", "abs", "reciprocal", "pow", "clamp", "neg"}
 _LIKE = {"zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like"}
+# Sparse constructors: the position of their values, whose dtype the tensor has (the indices are integers).
+_SPARSE_VALUES = {"sparse_coo_tensor": 1, "sparse_csr_tensor": 2, "sparse_csc_tensor": 2}
 _NEW = {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 # Parameter names that are conventionally numbers, not tensors.
 _SCALAR_PARAM = re.compile(
@@ -1643,6 +1645,10 @@ class PrecisionModel:
             if short in _LIKE:
                 d = self._dtype_argument(call)
                 return d if d is not None else (self.dtype_of(args[0]) if args else UNKNOWN)
+            if short in _SPARSE_VALUES:
+                d = self._dtype_argument(call)
+                i = _SPARSE_VALUES[short]
+                return d if d is not None else (self.dtype_of(args[i]) if len(args) > i else UNKNOWN)
             op = short
             if ".linalg." in name:
                 op = "linalg_" + short
