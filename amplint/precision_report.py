@@ -90,7 +90,7 @@ def settings_report(projects) -> str:
             words = MODE_WORDS.get(mode, mode)
             if mode == "fp32" and regime.launcher is not None:
                 words = "set by the launcher or the caller: fp32, fp16 or bf16 autocast; only what fails under any autocast or any float16 use is judged"
-            elif hasattr(project, "vendored_hook") and project.vendored_hook(ep):
+            elif project.vendored_hook(ep):
                 words = "a copy of a third-party library's hook that nothing in the project builds: no run of this " \
                         "project, its evidence is not counted"
             elif not ep.signals and hasattr(project, "_library_loop") and project._library_loop(ep):
@@ -110,7 +110,7 @@ def settings_report(projects) -> str:
                                                                            for ep in eps))
         for words, n in sorted(reached_library.items()):
             out.append(f"  package files {words}: {n} (library policy)")
-        own = [ep for ep in eps if not (hasattr(project, "vendored_hook") and project.vendored_hook(ep))]
+        own = [ep for ep in eps if not project.vendored_hook(ep)]
         unreached = [f for f in project.files() if not any(f.resolve() == ep.path or f.resolve() in ep.reach for ep in own)]
         if eps and unreached:
             labels = Counter(file_label(project, f)[0] for f in unreached)

@@ -49,8 +49,7 @@ class OptimizerEpsUnderflow(Rule):
         regime = ctx.regime
         # (a half cast taken only in some runs, beside a mixed-precision option, is asked about too: in those
         # runs the optimizer steps float16 parameters)
-        evidence = (regime.half_optimizer_in_some_run if hasattr(regime, "half_optimizer_in_some_run")
-                    else regime.half_optimizer) if regime is not None else None
+        evidence = regime.half_optimizer_in_some_run if regime is not None else None
         if evidence is None:
             # Under mixed precision the parameters and optimizer state are float32: eps is fine.
             return
@@ -67,12 +66,11 @@ class OptimizerEpsUnderflow(Rule):
             if not cls:
                 continue
             default, position = OPTIMIZERS[cls]
-            here = regime.half_optimizer_of(_optimized_model(call), ctx.path, some_run=True) \
-                if hasattr(regime, "half_optimizer_of") else evidence
+            model = _optimized_model(call)
+            here = regime.half_optimizer_of(model, ctx.path, some_run=True)
             if here is None:
                 continue  # this file casts other objects to half (a frozen VAE), not what this optimizer trains
-            model = _optimized_model(call)
-            if model and ctx.project is not None and ctx.file is not None and hasattr(ctx.project, "own_model_dtype") \
+            if model and ctx.project is not None and ctx.file is not None \
                     and ctx.project.own_model_dtype(ctx.file, model) not in (None, "float16"):
                 continue  # this file loads the model it optimizes in bfloat16 / float32 itself
             arg = find_arg(call, "eps", position)
