@@ -16,6 +16,7 @@ Computed once per file (memoised in ``ctx._cache``) and shared by the rules.
 from __future__ import annotations
 
 import re
+import weakref
 from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
@@ -505,6 +506,7 @@ def _engine_scaler(ctx, engine: str) -> Optional[str]:
     return None
 
 
+_ENGINE_METHODS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # project -> {lines key: methods}
 _ENGINE_LINE = r"^\s*(async\s+)?def\s|\.scale\s*\(.*\)\s*\.\s*backward\s*\(|\bself\.\w+\.step\s*\("
 _DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
 _SELF_SCALE = re.compile(r"\bself\.(\w+)\.scale\s*\(")
@@ -518,8 +520,12 @@ def _engine_methods(ctx) -> Dict[str, Tuple[str, str]]:
     project (the objects are reached through arguments: the call graph does not follow them)."""
     from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
     lines = grep(ctx, _ENGINE_LINE)  # (cached per project; noted for the results cache on each call)
-    key = ("engine_methods", len(lines), tuple(l[:2] for l in lines[:1]))
-    cached = ctx._cache.get(key)
+    # grouped once per project, not once per file asking: the lines are every ``def`` of the project,
+    # and only this file's own (as the context has them, an editor's buffer) can differ between files
+    here = str(Path(ctx.path).resolve())
+    key = (len(lines), tuple(text for path, _, text in lines if path == here))
+    memo = _ENGINE_METHODS.setdefault(ctx.project, {}) if ctx.project is not None else ctx._cache.setdefault("engine_methods", {})
+    cached = memo.get(key)
     if cached is not None:
         return cached
     by_file: Dict[str, List[Tuple[int, str]]] = {}
@@ -546,7 +552,7 @@ def _engine_methods(ctx) -> Dict[str, Tuple[str, str]]:
         for kind, attr, method in owners:
             if attr in scalers and method not in ("backward", "step", "__init__"):
                 found.setdefault(method, (kind, attr))
-    ctx._cache[key] = found
+    memo[key] = found
     return found
 
 
