@@ -181,7 +181,7 @@ def project_context(project, path: Path) -> Optional[FileContext]:
     """Another project file's FileContext, for a question one file's analysis asks of another
     (what a caller passes, the autocast a helper opens): parsed once per project and worker, a
     few kept; None for a file that does not read or parse."""
-    cache = project.__dict__.setdefault("_amplint_caller_contexts", {})
+    cache = project.memo("caller_contexts")
     key = str(path)
     if key in cache:
         ctx = cache.pop(key)
@@ -205,18 +205,19 @@ def _parsed_for_another(project, path: Path, source: bytes, settings) -> Optiona
     others ask about, a base model or a helpers module, was parsed for them before its own turn).
     Only the tree is shared (it is immutable): the context is built afresh, so its analysis reads
     the project facts itself (what a cached result depends on)."""
-    held = getattr(project, "__dict__", {})
-    contexts, linted = held.get("_amplint_caller_contexts"), held.get("_amplint_linted_trees")
+    if project is None:
+        return None
+    contexts, linted = project.memo("caller_contexts"), project.memo("linted_trees")
     if not (contexts or linted) or (getattr(settings, "limits", None) or DEFAULT_LIMITS) != DEFAULT_LIMITS:
         return None
     try:
         key = str(Path(path).resolve())
     except OSError:
         return None
-    other = (contexts or {}).get(str(path)) or (contexts or {}).get(key)
+    other = contexts.get(str(path)) or contexts.get(key)
     if other is not None and other.__dict__.get("source") == source:
         return other.module
-    found = (linted or {}).get(key)
+    found = linted.get(key)
     if found is not None and found[0] == source:
         return found[1]
     return None
@@ -228,14 +229,13 @@ _LINTED_TREES = 6  # the trees of the files linted last, kept per project for th
 def _keep_tree(project, path: Path, source: bytes, module: cst.Module) -> None:
     """Keep the tree of a file just linted for a while: the files after it in the run's order
     (its directory's) ask about it (a model file about the conversion script that builds it)."""
-    held = getattr(project, "__dict__", None)
-    if held is None:
+    if project is None:
         return
     try:
         key = str(Path(path).resolve())
     except OSError:
         return
-    trees = held.setdefault("_amplint_linted_trees", {})
+    trees = project.memo("linted_trees")
     trees.pop(key, None)
     trees[key] = (source, module)
     while len(trees) > _LINTED_TREES:

@@ -29,6 +29,9 @@ class OverlayProject:
         self.text = text
         self._regime: Optional[Regime] = None
         self._summary: Optional[FileSummary] = None
+        self._memos: dict = {}  # its own: the buffer's text changes what the memoised questions answer
+
+    memo = Project.memo  # (not the base's: see ``_memos``)
 
     def __getattr__(self, name):
         # What a Project grows later is the base's answer until the overlay learns to adjust it.

@@ -579,6 +579,7 @@ class Project:
         self._reached: Dict[Path, "_Reached"] = {}
         self._runs_of: Dict[Path, list] = {}
         self._vendored_hooks: Dict[Path, bool] = {}
+        self._memos: Dict[str, dict] = {}
         self.display_base = display_base
 
     # The facts rules read of the project, recorded while a file is analysed so that its cached
@@ -651,9 +652,29 @@ class Project:
             self._declarations = digest(repr(parts))
         return self._declarations
 
+    # Memos of questions a file's analysis asks of the project and of other files, each worked out
+    # once per run and worker process (name -> what it holds, who fills it). Keyed by name so that
+    # one project object holds them all; an OverlayProject (an editor's buffer) holds its own.
+    MEMOS = {
+        "caller_contexts": "other files' FileContexts, least recently used dropped (engine.project_context)",
+        "linted_trees": "the trees of the files linted last, for the next files' questions (engine)",
+        "grep_lines": "pattern -> the project's lines that match it (context.project_text)",
+        "torch_floor": "the lowest torch version the project supports (context.requirements)",
+        "heard_elsewhere": "what other files' calls pass to a helper's parameter (context.precision)",
+        "engine_methods": "the project's methods that run a GradScaler for their caller (context.training)",
+    }
+    _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
+
+    def memo(self, name: str) -> dict:
+        """This project's memo ``name`` (one of ``MEMOS``), empty at first."""
+        if name not in self.MEMOS:
+            raise KeyError(f"undeclared project memo {name!r}")
+        return self._memos.setdefault(name, {})
+
     def __getstate__(self):
         state = dict(self.__dict__)
         state["cache"] = None  # worker processes read the summaries computed here; the parent writes
+        state["_memos"] = {k: v for k, v in self._memos.items() if k not in self._HEAVY_MEMOS}
         return state
 
     def files(self) -> List[Path]:

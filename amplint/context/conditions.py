@@ -8,7 +8,7 @@ enclosing ``if`` (or ``while``) that holds the node, and after an earlier ``if n
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Tuple
 
 import libcst as cst
 

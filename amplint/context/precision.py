@@ -318,7 +318,6 @@ class PrecisionModel:
         call (a callback, a hook), and for methods: ``model.compute_loss(x)`` on a local or a
         parameter is a call the project's call graph does not hold, so a method's calls are never
         all seen (``module(x)`` runs ``forward`` without naming it)."""
-        name = fn.name.value
         if self.ctx.parent(fn) is not self.ctx.module:
             return False
         key = ("called_outside", fn)
@@ -1200,7 +1199,7 @@ class PrecisionModel:
         project = ctx.project
         if project is None or not ctx.imports.module_name:
             return []
-        memo = project.__dict__.setdefault("_amplint_heard_elsewhere", {})
+        memo = project.memo("heard_elsewhere")
         key = (ctx.path, ctx.order(fn), name)
         kept = memo.get(key)
         recording = getattr(project, "_recording", None)

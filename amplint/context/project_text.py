@@ -31,7 +31,7 @@ def _project_lines(project, pattern: str, record: bool = True) -> List[Line]:
 
 
 def _lines(project, pattern: str) -> List[Line]:
-    cache: Dict[str, List[Line]] = project.__dict__.setdefault("_amplint_grep_cache", {})
+    cache: Dict[str, List[Line]] = project.memo("grep_lines")
     if pattern in cache:
         return cache[pattern]
     rx = re.compile(pattern.encode())

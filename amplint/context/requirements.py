@@ -50,7 +50,7 @@ def _declaration_files(root: Path) -> List[Path]:
 
 def torch_floor(project) -> Optional[Tuple[Version, str]]:
     """(the lowest torch version the project declares support for, where it says so), or None."""
-    cache = project.__dict__.setdefault("_amplint_torch_floor", {})
+    cache = project.memo("torch_floor")
     if "floor" in cache:
         return cache["floor"]
     best: Optional[Tuple[Version, str]] = None

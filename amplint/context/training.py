@@ -16,7 +16,6 @@ Computed once per file (memoised in ``ctx._cache``) and shared by the rules.
 from __future__ import annotations
 
 import re
-import weakref
 from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
@@ -506,7 +505,6 @@ def _engine_scaler(ctx, engine: str) -> Optional[str]:
     return None
 
 
-_ENGINE_METHODS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # project -> {lines key: methods}
 _ENGINE_LINE = r"^\s*(async\s+)?def\s|\.scale\s*\(.*\)\s*\.\s*backward\s*\(|\bself\.\w+\.step\s*\("
 _DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
 _SELF_SCALE = re.compile(r"\bself\.(\w+)\.scale\s*\(")
@@ -524,7 +522,7 @@ def _engine_methods(ctx) -> Dict[str, Tuple[str, str]]:
     # and only this file's own (as the context has them, an editor's buffer) can differ between files
     here = str(Path(ctx.path).resolve())
     key = (len(lines), tuple(text for path, _, text in lines if path == here))
-    memo = _ENGINE_METHODS.setdefault(ctx.project, {}) if ctx.project is not None else ctx._cache.setdefault("engine_methods", {})
+    memo = ctx.project.memo("engine_methods") if ctx.project is not None else ctx._cache.setdefault("engine_methods", {})
     cached = memo.get(key)
     if cached is not None:
         return cached
