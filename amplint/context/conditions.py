@@ -161,9 +161,20 @@ def never_run_by_callers(ctx, node: cst.CSTNode) -> bool:
     if fn is None:
         return False
     needs = []  # (parameter, literal, equal, truth the path needs)
+    child = node
     for a in ctx.ancestors(node):
         if a is fn:
             break
+        if isinstance(a, cst.IndentedBlock):
+            # ``if return_logits: return logits`` earlier in the block: the rest runs only where it is false
+            for stmt in a.body:
+                if stmt is child:
+                    break
+                if isinstance(stmt, cst.If) and stmt.orelse is None and _exits(stmt.body):
+                    test = _literal_test(ctx, stmt.test)
+                    if test is not None:
+                        needs.append((*test, False))
+        child = a
         if not isinstance(a, cst.If):
             continue
         test = _literal_test(ctx, a.test)
@@ -194,16 +205,22 @@ def never_run_by_callers(ctx, node: cst.CSTNode) -> bool:
             passed = _literal(value)
             if passed is None and literal == _NONE and _not_none(p.model, value):
                 passed = _OBJECT  # ``args=training_args``: some object, not None
-            if passed is None:
+            if passed is None or literal is _TRUTHY and passed == _OBJECT:
                 return False
-            if ((passed == literal) == equal) != truth:  # the test, as this call runs it, is not what the path needs
+            holds = _truthy(passed) if literal is _TRUTHY else passed == literal
+            if (holds == equal) != truth:  # the test, as this call runs it, is not what the path needs
                 taken = False
         if taken:
             return False
     return True
 
 
-_NONE, _OBJECT = "<None>", "<object>"
+_NONE, _OBJECT, _TRUTHY = "<None>", "<object>", "<truthy>"
+
+
+def _truthy(passed) -> bool:
+    """How ``if flag:`` reads a passed literal (None is the ``_NONE`` marker)."""
+    return passed != _NONE and bool(passed)
 
 
 def _not_none(pm, value) -> bool:
@@ -237,7 +254,13 @@ def _literal(expr) -> Optional[object]:
 
 def _literal_test(ctx, test: cst.BaseExpression) -> Optional[Tuple[str, object, bool]]:
     """``name == 'lit'`` / ``name != 'lit'`` (either side), ``name is None`` / ``name is not None``,
-    ``name is True`` / ``name is False``: (name, literal, is equality)."""
+    ``name is True`` / ``name is False``: (name, literal, is equality); ``name`` / ``not name``:
+    (name, ``_TRUTHY``, whether the name must be true)."""
+    if isinstance(test, cst.Name) and test.value not in ("True", "False", "None"):
+        return test.value, _TRUTHY, True  # ``if return_logits:``
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+            and isinstance(test.expression, cst.Name) and test.expression.value not in ("True", "False", "None"):
+        return test.expression.value, _TRUTHY, False  # ``if not return_loss:``
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     op = test.comparisons[0].operator
