@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..config import ConfigError, logit_scale_max_text
 from ..context import products as P
+from ..context.instances import frozen_everywhere
 from ..context.precision import precision_model
 from ..context.project_text import grep, strip_comment
 from ..context.training import is_test_file
@@ -163,6 +164,7 @@ class UnclampedLearnableTemperature(Rule):
                 if cls is not None and attr.attr.value in params.get(cls, {}):
                     uses.append((attr, cls))
         clamped_names: Dict[Tuple[str, cst.ClassDef], bool] = {}
+        frozen: Dict[cst.ClassDef, bool] = {}
         for attr, cls in uses:
             name = attr.attr.value
             target = ctx.parent(attr)
@@ -179,6 +181,10 @@ class UnclampedLearnableTemperature(Rule):
                     or self._clamped_anywhere(ctx, name)
             if clamped_names[key]:
                 continue
+            if cls not in frozen:
+                frozen[cls] = frozen_everywhere(ctx, cls) is not None
+            if frozen[cls]:
+                continue  # every instance the project builds is frozen (a distillation teacher): nothing grows it
             yield self._violation(ctx, kind, attr, site, fix_at, evidence)
 
     # ---- what a use is -----------------------------------------------------------------------------
