@@ -505,6 +505,20 @@ def _engine_scaler(ctx, engine: str) -> Optional[str]:
     return None
 
 
+def engine_loss_scaling(ctx):
+    """The evidence (a context ``Evidence``) that code on a known training path runs under a
+    framework's float16 mixed precision, which brings a loss scaler (Fabric / Lightning
+    ``precision="16-mixed"``, accelerate ``mixed_precision="fp16"``, a configured fp16-mixed),
+    with parameters not half; None otherwise (bf16, fp32, pure half, library code)."""
+    regime = ctx.regime
+    if regime is None or not regime.backward_known or _engine_scaler(ctx, "any") is None:
+        return None
+    if regime.override == "fp16-mixed":
+        return regime.fp16_autocast
+    return next((ev for sig, ev in regime.signals if sig.kind == "flag" and sig.dtype == "float16" and sig.enabled),
+                None)
+
+
 _ENGINE_LINE = r"^\s*(async\s+)?def\s|\.scale\s*\(.*\)\s*\.\s*backward\s*\(|\bself\.\w+\.step\s*\("
 _DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
 _SELF_SCALE = re.compile(r"\bself\.(\w+)\.scale\s*\(")

@@ -8,8 +8,8 @@ import libcst as cst
 
 from ..context.callers import project_call_sites
 from ..context.precision import precision_model
-from ..context.training import (fp16_region_before, in_training_loop, is_test_file, may_be_float16, scope_of,
-                                scope_regions, training_steps)
+from ..context.training import (engine_loss_scaling, fp16_region_before, in_training_loop, is_test_file,
+                                may_be_float16, scope_of, scope_regions, training_steps)
 from ..findings import Confidence, Location, Violation
 from ..torch_api.trainers import LIGHTNING_FP16_SCALED, LIGHTNING_TRAINERS, TERMINATE_ON_NAN
 from ..prefilter import words
@@ -26,6 +26,8 @@ EXITS = {"sys.exit", "os._exit", "exit", "quit"}
 # the gradients (and their norm). Checks of the input data are a different matter.
 CHECKED_VALUE = re.compile(r"loss|out|logit|pred|grad|norm|score", re.I)
 LOSS_NAME = re.compile(r"loss", re.I)
+# The receiver of Lightning Fabric's ``clip_gradients`` (``fabric``, ``self.fabric``)
+FABRIC_RECEIVER = re.compile(r"fabric", re.I)
 TRAINING_NAME = re.compile(r"(^|_)(train|training|fit)(_|$)", re.I)
 # Helpers followed from the check to the training step that calls them (in the check's own file).
 MAX_HELPER_DEPTH = 3
@@ -272,12 +274,13 @@ class NanCheckRaises(Rule):
     fix_safety = "none"
     applies_under = "fp16 (autocast with loss scaling)"
     # the non-finite check (``torch.isnan``, ``x.isinf()``...) or Lightning's ``terminate_on_nan``
-    needs = words([*NONFINITE_CHECKS, *NONFINITE_METHODS, TERMINATE_ON_NAN])
+    needs = words([*NONFINITE_CHECKS, *NONFINITE_METHODS, TERMINATE_ON_NAN, "clip_gradients"])
 
     def check(self, ctx) -> Iterable[Violation]:
         if is_test_file(ctx):
             return
         yield from self._trainer_flag(ctx)
+        yield from self._clip_raises(ctx)
         reported = set()
         for call in ctx.nodes(cst.Call):
             value = nonfinite_check(ctx, call)
@@ -359,3 +362,32 @@ class NanCheckRaises(Rule):
                             help=(f"drop `{TERMINATE_ON_NAN}`: the GradScaler handles overflowed steps; to find "
                                   f"where NaNs come from, `detect_anomaly=True` in a debugging run"),
                             evidence=[evidence])
+
+
+    def _clip_raises(self, ctx) -> Iterable[Violation]:
+        """Fabric's ``fabric.clip_gradients(module, optimizer, max_norm=...)`` leaves
+        ``error_if_nonfinite`` at its default True: under ``precision="16-mixed"`` it unscales and
+        then raises on the inf / NaN gradients of an overflowed step, the step the GradScaler would
+        skip (lightly-train fixed it with ``error_if_nonfinite=False``). A value clip
+        (``clip_val=``) does not raise."""
+        for call in ctx.nodes(cst.Call):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "clip_gradients"
+                    and FABRIC_RECEIVER.search(ctx.code(func.value).rpartition(".")[2])):
+                continue
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            norm = _keyword(call, "max_norm") or (positional[3] if len(positional) > 3 else None)
+            if norm is None or (isinstance(norm.value, cst.Name) and norm.value.value == "None") \
+                    or any(a.star for a in call.args):
+                continue
+            flag = _keyword(call, "error_if_nonfinite") or (positional[5] if len(positional) > 5 else None)
+            if flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "True"):
+                continue  # False, or a value the caller chooses
+            evidence = engine_loss_scaling(ctx)
+            if evidence is None:
+                continue
+            message = ("`clip_gradients` raises (its `error_if_nonfinite` defaults to True) at the first non-finite "
+                       "gradient norm, which float16 training with loss scaling expects now and then (the "
+                       "GradScaler skips such a step and lowers the scale)")
+            yield Violation(call, message, Confidence.LIKELY, help="pass `error_if_nonfinite=False`",
+                            evidence=[Location.of(evidence, "float16 training flag")])
