@@ -432,6 +432,35 @@ def _hands_off(functions) -> bool:
     return any(w.rsplit(".", 1)[-1] in _HAND_OFF for e in functions for w in e["why"])
 
 
+def _unread_amp_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[Tuple[str, str, str]],
+                         from_files: List[Tuple[Signal, "Evidence"]], functions: List[dict]):
+    """``signals`` and ``roles`` less a configuration file's autocast switch (``SOLVER.AMP.ENABLED: True``,
+    ``amp: true``, ``fp16: true``) that nothing in the entry point's run reads: a loop of its own (backward
+    and an optimizer step, no trainer it hands the model to) whose code holds no evidence of a half
+    precision at all, no autocast or GradScaler the switch could turn on (fast-reid's
+    ``tools/plain_train_net.py``, beside the ``DefaultTrainer`` whose AMP trainer reads the Base configs'
+    ``SOLVER.AMP.ENABLED``). A trainer reads such settings itself (the Hugging Face Trainer's ``fp16``,
+    detectron2's ``DefaultTrainer``, Lightning's ``Trainer`` its ``precision: 16``, accelerate's ``Accelerator`` its
+    ``mixed_precision: fp16``), so a hand-off keeps them; so does a launcher script's flag, which names the program
+    it runs. (safari's ``standalone_cifar.py``, a plain loop beside the Hydra ``trainer.precision: 16`` configs
+    that only ``train.py``'s ``pl.Trainer`` reads, trains in float32.)"""
+    switches = [(sig, ev) for sig, ev in from_files
+                if sig.kind == "flag" and not sig.pure and not sig.master and sig.dtype in ("float16", "bfloat16")
+                and not sig.note.endswith(RUN_PRECISION)]
+    if not switches or _hands_off(functions):
+        return signals, roles
+    config = set(from_files)
+    if any(sig.dtype in ("float16", "bfloat16") or sig.kind in ("autocast", "grad_scaler", "launcher")
+           for sig, ev in signals if (sig, ev) not in config):
+        return signals, roles
+    dropped = {str(ev) for _, ev in switches}
+    kept = [(sig, ev) for sig, ev in signals if (sig, ev) not in set(switches)]
+    roles = [("not read", where, "a configuration's autocast switch; this entry point's own loop has no autocast, "
+              "GradScaler or trainer that reads it") if role == "training" and why == "configuration" and where in dropped
+             else (role, where, why) for role, where, why in roles]
+    return kept, roles
+
+
 def _seen_from(facts: dict, own: bool, runs_its_loop: bool = False) -> dict:
     """``facts`` as an entry point that imports the file sees them: evidence inside a function of
     that file which hands a model to a trainer (a Lightning module's ``cli_main`` with
@@ -908,6 +937,7 @@ class Project:
                                       "; ".join(x for x in (s["why"], s["one_of"], s["note"] if s["kind"] == "launcher"
                                                             else "") if x)))
                 runners = None
+                from_files: List[Tuple[Signal, Evidence]] = []  # the configuration files' settings (not launchers')
                 for cpath, sig, ev in configs:
                     by_shell = self._run_by_shell(cpath, path)
                     if by_shell is not None:
@@ -936,6 +966,8 @@ class Project:
                             continue
                     signals.append((sig, ev))
                     roles.append(("training", str(ev), "configuration"))
+                    from_files.append((sig, ev))
+                signals, roles = _unread_amp_switches(signals, roles, from_files, f["entry_points"])
                 stated = {sig.dtype for sig, _ in signals if sig.note.endswith(RUN_PRECISION)}
                 if stated and "float16" not in stated:
                     # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared

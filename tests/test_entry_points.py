@@ -1388,13 +1388,16 @@ def test_a_sub_models_own_config_beside_its_code_is_not_the_trainers(tmp_path):
     train = """
         import torch
         import yaml
+        from accelerate import Accelerator
         from Utils.PLBERT.util import load_plbert
         def main(model, loader):
             config = yaml.safe_load(open("Configs/config.yml"))
             plbert = load_plbert("Utils/PLBERT")
+            accelerator = Accelerator()
             optimizer = torch.optim.AdamW(model.parameters())
+            model, optimizer = accelerator.prepare(model, optimizer)
             for x in loader:
-                model(x).mean().backward()
+                accelerator.backward(model(x).mean())
                 optimizer.step()
     """
     util = "import yaml\ndef load_plbert(d):\n    return yaml.safe_load(open(d + '/config.yml'))['model_params']\n"
