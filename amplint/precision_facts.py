@@ -37,7 +37,7 @@ TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchma
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|precision[\"']\s*(?:\]\s*=|:)|opt_level|"
     rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision|"
-    rb"AmpOptimWrapper|Accelerator\(|pytorch_accelerated|(?:LowLevelZero|Gemini|HybridParallel)Plugin\(|(?:Trainer|Fabric)\([^()]*\*\*"
+    rb"AmpOptimWrapper|amp_dtype|Accelerator\(|pytorch_accelerated|(?:LowLevelZero|Gemini|HybridParallel)Plugin\(|(?:Trainer|Fabric)\([^()]*\*\*"
 )
 # A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
 # any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
@@ -226,6 +226,65 @@ def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable, lookups: bool 
     return out
 
 
+def _dtype_defaults(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, Dict[str, str]]:
+    """The half dtypes a class gives its attributes by default (a dataclass field ``amp_dtype: torch.dtype =
+    torch.float16``, fairseq2's example configs): class -> attribute -> dtype."""
+    out: Dict[str, Dict[str, str]] = {}
+    for node in nodes:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            target = stmt.target if isinstance(stmt, ast.AnnAssign) else \
+                stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+            q = imports.resolve(_dotted(stmt.value) or "") if isinstance(target, ast.Name) and stmt.value is not None else None
+            if q in ("torch.float16", "torch.half", "torch.bfloat16"):
+                out.setdefault(node.name, {})[target.id] = "torch.float16" if q == "torch.half" else q
+    return out
+
+
+class _Fields:
+    """The dtype an attribute of a config object holds: ``config.amp_dtype`` where the function's ``config``
+    is a parameter annotated with a class (``config: TrainingConfig``) or a local assigned an instance
+    (``config = TrainConfig()``) whose class gives ``amp_dtype`` a half default. A class of this file is
+    read here; one of another file is taken as float16 and marked ``pending`` (its class and attribute), for
+    the project to read that class's default (``Project.facts``). A name bound to two classes is neither."""
+
+    def __init__(self, nodes: List[ast.AST], imports: ImportTable, defaults: Dict[str, Dict[str, str]]):
+        self.imports, self.defaults, self.pending = imports, defaults, None
+        classes: Dict[str, set] = {}
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+                    if a.annotation is not None and _dotted(a.annotation):
+                        classes.setdefault(a.arg, set()).add(_dotted(a.annotation))
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Call) and _dotted(node.value.func):
+                classes.setdefault(node.targets[0].id, set()).add(_dotted(node.value.func))
+        self.classes = {name: next(iter(c)) for name, c in classes.items() if len(c) == 1}
+
+    def value_of(self, name: str, default: Any) -> Any:
+        obj, _, attr = name.rpartition(".")
+        cls = self.classes.get(obj) if obj and "." not in obj else None
+        if cls is None or not attr:
+            return default
+        if cls in self.defaults:
+            found = self.defaults[cls].get(attr)
+            return Dotted(found) if found else default
+        if "dtype" not in attr.lower():
+            return default
+        resolved = self.imports.resolve(cls)
+        if resolved == cls and "." not in cls or resolved.split(".", 1)[0] in ("torch", "typing", "argparse"):
+            return default  # a class nobody imports (a builtin, a name bound elsewhere): nothing to read
+        self.pending = (resolved, attr)
+        return Dotted("torch.float16")
+
+    def value(self, node: ast.AST) -> Any:
+        v = ast_value(node, self.imports)
+        if isinstance(v, Dotted) and isinstance(node, ast.Attribute):
+            return self.value_of(_dotted(node) or v.name, v)
+        return v
+
+
 def _half_conditions(nodes: List[ast.AST], parents: "_Parents", lines: List[str], imports: ImportTable) -> Dict[str, str]:
     """Names assigned float16 under one test (``elif precision == 'fp16': torch_dtype = torch.float16``,
     ``dtype = torch.float16 if args.fp16 else torch.float32``): name -> that test's text, when it is the only one."""
@@ -400,6 +459,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         q.rsplit(".", 1)[-1] for q in (imports.resolve(_dotted(n.func) or "") or "" for n in nodes if isinstance(n, ast.Call))
         if q.split(".", 1)[0] in ("apex", "fairseq") and _MASTER_OPTIMIZER.search(q.rsplit(".", 1)[-1])})
     dtype_vars = _value_dtype_vars(nodes, imports)
+    facts["dtype_defaults"] = _dtype_defaults(nodes, imports)
+    fields = _Fields(nodes, imports, facts["dtype_defaults"])
     autocast_dtype_vars = _value_dtype_vars(nodes, imports, lookups=True)
     frozen = _frozen_objects(nodes, parents)
     adapted = _adapter_wrapped(nodes)
@@ -467,6 +528,11 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         _plugin_config_default(seen_node, call_facts)
         one_of = _splat_kwargs(node, call_facts, owner, parents, imports, lines)
         variables = autocast_dtype_vars if call_facts.qualname in AUTOCAST_NAMES else dtype_vars
+        fields.pending = None
+        if call_facts.qualname not in AUTOCAST_NAMES:
+            for k, v in list(call_facts.kwargs.items()):
+                if isinstance(v, Dotted) and k in ("dtype", "torch_dtype") and v.name not in variables:
+                    call_facts.kwargs[k] = fields.value_of(v.name, v)
         for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
             if isinstance(v, Dotted) and v.name in variables:
                 alts = variables[v.name]
@@ -486,7 +552,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) \
             or _cli_signal(node, deepspeed_options) or _trained_half_cast(node, call_facts, trained)
         if sig is None and not wrapper:
-            sig, branch = _conditional_signal(seen_node, call_facts, imports)
+            sig, branch = _conditional_signal(seen_node, call_facts, imports, fields)
             one_of = one_of or branch
         if sig is None:
             sig = _launcher_signal(node, call_facts) or _callers_precision(node, call_facts, owner(node))
@@ -550,6 +616,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                               note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
                                    f"fp16 mixed precision")
         record["main"] = _under_main(node, parents)
+        if fields.pending is not None and sig.kind == "half_params":
+            # ``dtype=config.amp_dtype`` of a config class in another file: its default, which the project reads
+            record["default_of"] = list(fields.pending)
         param = _plugin_parameter(node, fn)
         if param is not None:
             # ``create_colossalai_plugin(plugin, dtype, ...)``: ``precision=dtype`` is what the callers pass
@@ -883,10 +952,11 @@ def _callers_precision(node: ast.Call, call_facts, fn) -> Optional[Signal]:
     return Signal("launcher", "", note=f"`**{name}` of `{fn.name}` passes the caller's precision")
 
 
-def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):
+def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable, fields: Optional["_Fields"] = None):
     """``Trainer(precision=32 if args.fp32 else 16)``, ``Accelerator(mixed_precision="fp16" if
     args.fp16 else "no")``: a keyword set by a conditional expression is evidence of each branch
-    that is evidence alone; float16 first. (signal, "`precision` is one of 32, 16") or (None, None)."""
+    that is evidence alone; float16 first. (signal, "`precision` is one of 32, 16") or (None, None).
+    ``fields``: the dtype fields of the config objects in the file (a branch ``config.amp_dtype``)."""
     for kw in node.keywords:
         if not kw.arg or not isinstance(kw.value, ast.IfExp):
             continue
@@ -897,8 +967,9 @@ def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable):
         branches.append(value)
         found = []
         for b in branches:
-            call_facts.kwargs[kw.arg] = ast_value(b, imports)
-            sig = classify(call_facts)
+            call_facts.kwargs[kw.arg] = fields.value(b) if fields is not None else ast_value(b, imports)
+            # a model loader's ``dtype=config.amp_dtype if config.amp else torch.float32`` (fairseq2's examples)
+            sig = classify(call_facts) or _loader_signal(node, call_facts)
             if sig is not None:
                 found.append(sig)
         call_facts.kwargs[kw.arg] = UNKNOWN
@@ -1299,14 +1370,9 @@ def _extra_signal(node: ast.Call, facts, source: bytes) -> Optional[Signal]:
         master = b"master_param" in source
         return Signal("half_params", "float16", pure=True, note="convert_to_fp16()" + (", fp32 master params" if master else ""),
                       master=master)
-    last = q.rsplit(".", 1)[-1] or (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "")
-    if _MODEL_LOADER.fullmatch(last) and isinstance(facts.kwargs.get("dtype"), Dotted):
-        # fairseq2's ``load_unity_model(name, device=..., dtype=torch.float16)`` (seamless_communication's
-        # finetune.py): the model is built with float16 parameters
-        d = facts.kwargs["dtype"].name
-        if d in ("torch.float16", "torch.half", "torch.bfloat16"):
-            return Signal("half_params", "bfloat16" if d == "torch.bfloat16" else "float16", pure=True,
-                          note=f"{last}(dtype={d})")
+    sig = _loader_signal(node, facts)
+    if sig is not None:
+        return sig
     if q.rsplit(".", 1)[-1] == "MixedPrecision" and "param_dtype" in facts.kwargs:
         d = facts.kwargs["param_dtype"]
         if isinstance(d, Dotted) and d.name in ("torch.float16", "torch.half"):
@@ -1318,6 +1384,20 @@ def _extra_signal(node: ast.Call, facts, source: bytes) -> Optional[Signal]:
 
 # functions that build or load a model, whose ``dtype=`` is its parameters' dtype
 _MODEL_LOADER = re.compile(r"(?i)(load|build|create|get|make)_\w*model")
+
+
+def _loader_signal(node: ast.Call, facts) -> Optional[Signal]:
+    """fairseq2's ``load_unity_model(name, device=..., dtype=torch.float16)`` (seamless_communication's
+    finetune.py), ``load_model(name, dtype=...)``: the model is built with parameters of that dtype."""
+    f = node.func
+    last = (facts.qualname or "").rsplit(".", 1)[-1] or (
+        f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "")
+    if _MODEL_LOADER.fullmatch(last) and isinstance(facts.kwargs.get("dtype"), Dotted):
+        d = facts.kwargs["dtype"].name
+        if d in ("torch.float16", "torch.half", "torch.bfloat16"):
+            return Signal("half_params", "bfloat16" if d == "torch.bfloat16" else "float16", pure=True,
+                          note=f"{last}(dtype={d})")
+    return None
 
 
 _CLI_FLAGS = {"--fp16": "float16", "--amp": "float16", "--use_amp": "float16", "--use-amp": "float16",

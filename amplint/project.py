@@ -775,7 +775,39 @@ class Project:
                 facts = self.summary(f).facts
                 if facts is not None:
                     self._facts[self.resolved(f)] = facts
+            for path, facts in list(self._facts.items()):
+                if any(s.get("default_of") for s in facts.get("signals", ())):
+                    self._facts[path] = self._with_field_defaults(facts)
         return self._facts
+
+    def _with_field_defaults(self, facts: dict) -> dict:
+        """``facts`` with each half load whose dtype is a config object's attribute of a class in another file
+        (fairseq2's ``load_model(..., dtype=config.amp_dtype if config.amp else torch.float32)``, ``config:
+        TrainingConfig`` from config.py) read at that class's default (``amp_dtype: torch.dtype = torch.float16``,
+        ``precision_facts._Fields``), its bases' included; a class or attribute with no half default is no
+        evidence."""
+        index, module, out = self.index, facts.get("module") or "", []
+        for s in facts["signals"]:
+            pending = s.get("default_of")
+            if not pending:
+                out.append(s)
+                continue
+            cls_name, attr = pending
+            cls = index.resolve(cls_name, module)
+            todo, seen, found = [cls] if cls is not None and cls.kind == "class" else [], set(), None
+            while todo and found is None:
+                c = todo.pop(0)
+                if c.name in seen:
+                    continue
+                seen.add(c.name)
+                found = self._facts.get(c.path, {}).get("dtype_defaults", {}).get(c.qualname, {}).get(attr)
+                todo.extend(index.bases(c.name))
+            if found is None:
+                continue
+            note = s["note"].replace("torch.float16", found)
+            out.append({**s, "dtype": "bfloat16" if found == "torch.bfloat16" else "float16", "default_of": None,
+                        "note": f"{note} (`{attr}` defaults to {found} in `{cls.qualname}`)"})
+        return {**facts, "signals": out}
 
     # ---- summaries ---------------------------------------------------------------------------------
     def summary(self, path: Path) -> FileSummary:
