@@ -1442,6 +1442,12 @@ class Project:
                 # the training's float16 says nothing of it; whoever runs it in float16 is a user. (Under
                 # an fp32 or bf16 training the project's precision reports no more than this would.)
                 return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
+            apart = self._top_directory_apart(key, eps)
+            if apart is not None:
+                # InternImage: autonomous_driving/'s mmdet3d plugin (trained by mmdet's runner from configs with no
+                # fp16 key) is not judged by classification/'s DeepSpeed fp16
+                return self._library(f"no training entry point reaches it, and its directory {apart}/ holds none, nor "
+                                     f"any file or evidence of one: the entry points of other directories say nothing of it")
             scope = (UNREACHED_PROGRAM if program else UNREACHED) if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points, project.origins)
         return self._library("no training entry point reaches it, and the entry points disagree")
@@ -1530,6 +1536,31 @@ class Project:
                 return near, self.relative(d)
             d = d.parent
         return None
+
+    def _top_directory_apart(self, key: Path, eps: List["EntryPoint"]) -> Optional[str]:
+        """The top directory of ``key`` below the root (``autonomous_driving`` in a monorepo of sub-projects), when
+        every entry point lives in another top directory and none of them reaches a file of it or takes evidence
+        from it (its own launchers, configs): a sub-project the scan finds no training of, whose precision the
+        others' is not. None otherwise (a file at the root, an entry point at the root: its program may run any
+        directory's code through a registry; a directory some entry point imports from: shared code)."""
+        try:
+            parts = key.relative_to(self.root).parts
+        except ValueError:
+            return None
+        if len(parts) < 2 or not eps:
+            return None
+        top = self.root / parts[0]
+        shown = self.display(top) + "/"
+        for ep in eps:
+            try:
+                at_root = len(ep.path.relative_to(self.root).parts) < 2
+            except ValueError:
+                return None
+            if at_root or top in ep.path.parents \
+                    or any(top in f.parents for f in ep.reach) \
+                    or any(ev.path.startswith(shown) for _, ev in ep.signals):
+                return None
+        return parts[0]
 
     def _only_programs_that_do_not_train_import(self, key: Path) -> Optional[List[str]]:
         """The programs (a script, a root module such as ``hubconf.py``, a file under ``app/``,

@@ -1,0 +1,57 @@
+"""A file no entry point reaches, in a top directory of a monorepo that holds no entry point and that no entry
+point's imports or evidence enter, is a sub-project whose training the scan does not see: another top
+directory's precision says nothing of it, and it is judged by the library policy (InternImage:
+autonomous_driving/'s mmdet3d plugin, trained by mmdet's runner from configs with no fp16 key, was judged by
+classification/'s DeepSpeed fp16 and got an AMP202; docs/precision.md, "Code no entry point reaches"; T8-2)."""
+import textwrap
+
+from cliutil import write_project
+
+DS_TRAIN = """
+import deepspeed
+import torch
+{imports}
+def train(model, loader):
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                           config="configs/ds_config.json")
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(engine(x), y)
+        engine.backward(loss)
+        engine.step()
+"""
+HEAD = """
+import torch
+class MapHead(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.binary_cross_entropy(x.sigmoid(), x)
+"""
+LAUNCHER = """
+from mmdet.apis import train_detector
+def main(model, cfg):
+    train_detector(model, [], cfg)
+"""
+
+
+def _regime(tmp_path, trainer="classification/main_deepspeed.py", imports="", extra=None):
+    from amplint.project import Project
+    files = {"classification/configs/ds_config.json": '{"fp16": {"enabled": true}}',
+             trainer: DS_TRAIN.replace("{imports}", imports),
+             "mapping/__init__.py": "", "mapping/heads/__init__.py": "",
+             "mapping/heads/head.py": HEAD, "mapping/tools/train.py": LAUNCHER, **(extra or {})}
+    root = write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
+    return Project(root).regime_for(root / "mapping/heads/head.py")
+
+
+def test_a_sibling_sub_projects_precision_is_not_a_directory_it_never_enters(tmp_path):
+    regime = _regime(tmp_path)
+    assert regime.library and "mapping/ holds none" in regime.scope, regime.scope
+
+
+def test_near_miss_an_entry_point_at_the_root_keeps_the_projects_precision(tmp_path):
+    # a root program may build any directory's models through a registry
+    assert _regime(tmp_path, trainer="main_deepspeed.py").mode == "fp16-master"
+
+
+def test_near_miss_a_directory_an_entry_point_imports_from_is_shared_code(tmp_path):
+    extra = {"mapping/common.py": "def helper():\n    return 1\n"}
+    assert _regime(tmp_path, imports="from mapping.common import helper", extra=extra).mode == "fp16-master"
