@@ -691,6 +691,7 @@ class Project:
         "torch_floor": "the lowest torch version the project supports (context.requirements)",
         "heard_elsewhere": "what other files' calls pass to a helper's parameter (context.precision)",
         "engine_methods": "the project's methods that run a GradScaler for their caller (context.training)",
+        "programs_below": "top directory -> whether it holds a program of its own (regime_for)",
     }
     _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
 
@@ -1550,6 +1551,11 @@ class Project:
         if len(parts) < 2 or not eps:
             return None
         top = self.root / parts[0]
+        if (top / "__init__.py").is_file() or not self._holds_programs(top):
+            # a top package is the project's library, its models built by a registry (mmengine's tools/train.py
+            # builds pkg/'s losses from its configs); a directory with no program of its own (DeepLearningExamples'
+            # common/) is code the models beside it may load: the project's precision stays
+            return None
         shown = self.display(top) + "/"
         for ep in eps:
             try:
@@ -1561,6 +1567,16 @@ class Project:
                     or any(ev.path.startswith(shown) for _, ev in ep.signals):
                 return None
         return parts[0]
+
+    def _holds_programs(self, top: Path) -> bool:
+        """Does the directory ``top`` hold a program of its own (a script with a ``__main__`` block, a file under
+        ``tools/`` / ``scripts/``...)? Its launchers: a sub-project's training, run by a runner the scan does not
+        see (InternImage's ``autonomous_driving/.../tools/train.py`` hands its model to mmdet's ``train_detector``)."""
+        memo = self.memo("programs_below")
+        if top not in memo:
+            memo[top] = any(top in p.parents and (f.get("script") or _SCRIPT_DIR.search(self.relative(p)))
+                            for p, f in self.facts().items() if not self.is_test(p))
+        return memo[top]
 
     def _only_programs_that_do_not_train_import(self, key: Path) -> Optional[List[str]]:
         """The programs (a script, a root module such as ``hubconf.py``, a file under ``app/``,

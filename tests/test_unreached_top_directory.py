@@ -36,9 +36,8 @@ def _regime(tmp_path, trainer="classification/main_deepspeed.py", imports="", ex
     from amplint.project import Project
     files = {"classification/configs/ds_config.json": '{"fp16": {"enabled": true}}',
              trainer: DS_TRAIN.replace("{imports}", imports),
-             "mapping/__init__.py": "", "mapping/heads/__init__.py": "",
-             "mapping/heads/head.py": HEAD, "mapping/tools/train.py": LAUNCHER, **(extra or {})}
-    root = write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
+             "mapping/heads/__init__.py": "", "mapping/heads/head.py": HEAD, "mapping/tools/train.py": LAUNCHER, **(extra or {})}
+    root = write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items() if v is not None})
     return Project(root).regime_for(root / "mapping/heads/head.py")
 
 
@@ -50,6 +49,12 @@ def test_a_sibling_sub_projects_precision_is_not_a_directory_it_never_enters(tmp
 def test_near_miss_an_entry_point_at_the_root_keeps_the_projects_precision(tmp_path):
     # a root program may build any directory's models through a registry
     assert _regime(tmp_path, trainer="main_deepspeed.py").mode == "fp16-master"
+
+
+def test_near_miss_a_top_package_or_a_directory_with_no_program_of_its_own(tmp_path):
+    # mmengine's tools/train.py builds pkg/'s registered models; DeepLearningExamples' common/ beside its models
+    assert _regime(tmp_path / "a", extra={"mapping/__init__.py": ""}).mode == "fp16-master"
+    assert _regime(tmp_path / "b", extra={"mapping/tools/train.py": None}).mode == "fp16-master"
 
 
 def test_near_miss_a_directory_an_entry_point_imports_from_is_shared_code(tmp_path):
