@@ -64,6 +64,26 @@ def config_signals(text: bytes, name: str) -> List[Found]:
     return found
 
 
+def config_strings(text: bytes, name: str) -> set:
+    """The short string values of a configuration file (what it may select by name: threestudio's
+    ``system_type: "magic123-system"``, mmcv's ``type="..."``); empty for one that does not parse."""
+    try:
+        data = _load(text.decode("utf-8"), name)
+    except UnicodeDecodeError:
+        return set()
+    out: set = set()
+    todo = [data]
+    while todo and len(out) < 2000:
+        item = todo.pop()
+        if isinstance(item, dict):
+            todo.extend(list(item.values())[:500])
+        elif isinstance(item, list):
+            todo.extend(item[:200])
+        elif isinstance(item, str) and len(item) <= 100:
+            out.add(item)
+    return out
+
+
 _TOP_SCALAR = re.compile(r"(?m)^([A-Za-z_]\w*):[ \t]*([^\s#'\"]*)")
 RUN_PRECISION = "in a training config"  # the note of a run's stated precision (``_run_precision``)
 

@@ -226,6 +226,27 @@ def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable, lookups: bool 
     return out
 
 
+def _registered_names(nodes: List[ast.AST]) -> List[str]:
+    """The names under which the file's classes register themselves for configs to select them (threestudio's
+    ``@threestudio.register("magic123-system")``, mmcv's ``@MODELS.register_module()`` (the class's name),
+    ``register_module(name="...")``)."""
+    out = []
+    for node in nodes:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for d in node.decorator_list:
+            if not isinstance(d, ast.Call):
+                continue
+            last = (_dotted(d.func) or "").rsplit(".", 1)[-1]
+            if "register" not in last.lower():
+                continue
+            given = [a.value for a in d.args[:1] if isinstance(a, ast.Constant) and isinstance(a.value, str)] + \
+                [k.value.value for k in d.keywords if k.arg == "name" and isinstance(k.value, ast.Constant)
+                 and isinstance(k.value.value, str)]
+            out.extend(given or ([node.name] if not d.args else []))
+    return sorted(set(out))
+
+
 def _dtype_defaults(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, Dict[str, str]]:
     """The half dtypes a class gives its attributes by default (a dataclass field ``amp_dtype: torch.dtype =
     torch.float16``, fairseq2's example configs): class -> attribute -> dtype."""
@@ -439,6 +460,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     entry = {k: e for k, e in entry.items() if e["why"] != [_GIVEN_GRADIENTS]}
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
     facts["script"] = b"__main__" in source  # run as a program, not only imported
+    facts["registered"] = _registered_names(nodes) if b"register" in source else []
     # backward / an optimizer / a trainer somewhere in the file (a project none of whose files trains
     # holds no training evidence: whisper's --fp16 is its decoder's)
     facts["trains"] = bool(TRAINING_WORDS.search(source)) or bool(entry)

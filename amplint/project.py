@@ -691,6 +691,7 @@ class Project:
         "torch_floor": "the lowest torch version the project supports (context.requirements)",
         "heard_elsewhere": "what other files' calls pass to a helper's parameter (context.precision)",
         "engine_methods": "the project's methods that run a GradScaler for their caller (context.training)",
+        "config_selections": "configuration file (as shown) -> the registered class names it selects (regime_for)",
         "programs_below": "top directory -> whether it holds a program of its own (regime_for)",
     }
     _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
@@ -1370,7 +1371,8 @@ class Project:
             named = []
             for ep in reaching:
                 ep_signals, runs = self._signals_of_runs_naming(ep, key)
-                named += runs
+                ep_signals, selecting = self._signals_of_configs_selecting(ep_signals, key)
+                named += runs + selecting
                 for sig, ev in ep_signals:
                     if ev.path != ep.display:
                         ev = Evidence(f"{ev.what} (training entry point {ep.display})", ev.path, ev.line)
@@ -1473,6 +1475,49 @@ class Project:
                and not (sig.conditional and off & set(re.findall(r"\w+", sig.condition)))]
         shown = [f"{r[0]}:{r[1]}" for r in naming[:3]]
         return out, shown + ([f"{len(naming) - 3} more"] if len(naming) > 3 else [])
+
+    def _signals_of_configs_selecting(self, signals: List[Tuple[Signal, Evidence]],
+                                      key: Path) -> Tuple[List[Tuple[Signal, Evidence]], List[str]]:
+        """``signals`` for the file ``key`` when configuration files select the class it registers (threestudio:
+        ``system_type: "magic123-system"`` beside ``trainer: {precision: 32}`` in every magic123 config, while the
+        dreamfusion configs say ``16-mixed``; ``@threestudio.register("magic123-system")`` in systems/magic123.py):
+        a config that selects other registered classes and none of this file's is another run's, so its
+        settings are not this file's evidence. Also the configs that decided it. Unchanged when no config
+        selects the file's classes."""
+        names = set(self.facts().get(key, {}).get("registered", ()))
+        if not names or not any(ev.path in self._config_selections() for _, ev in signals):
+            return signals, []
+        selections = self._config_selections()
+        naming = sorted(p for p, chosen in selections.items() if chosen & names)
+        if not naming:
+            return signals, []
+        kept = [(sig, ev) for sig, ev in signals if ev.path not in selections or ev.path in naming]
+        if len(kept) == len(signals):
+            return signals, []
+        return kept, naming[:3] + ([f"{len(naming) - 3} more"] if len(naming) > 3 else [])
+
+    def _config_selections(self) -> Dict[str, set]:
+        """Each configuration file (as shown) that names a class the project registers for configs
+        (``precision_facts._registered_names``) -> those names."""
+        memo = self.memo("config_selections")
+        if "all" not in memo:
+            from .config_evidence import config_strings
+            registered = {n for f in self.facts().values() for n in f.get("registered", ())}
+            found: Dict[str, set] = {}
+            for f in self.config_files() if registered else ():
+                if f.suffix == ".sh":
+                    continue
+                try:
+                    text = self.read(f)
+                except OSError:
+                    continue
+                if len(text) > 256 * 1024 or not any(n.encode() in text for n in registered):
+                    continue
+                chosen = config_strings(text, f.name) & registered
+                if chosen:
+                    found[self.display(f)] = chosen
+            memo["all"] = found
+        return memo["all"]
 
     def _config_runs(self, ep: "EntryPoint") -> List[Tuple[str, int, bool, str, frozenset]]:
         """The run configs among the files ``ep`` reaches (``precision_facts._config_runs``), as (display path,
