@@ -1615,12 +1615,15 @@ class Project:
 
     def _holds_programs(self, top: Path) -> bool:
         """Does the directory ``top`` hold a program of its own (a script with a ``__main__`` block, a file under
-        ``tools/`` / ``scripts/``...)? Its launchers: a sub-project's training, run by a runner the scan does not
-        see (InternImage's ``autonomous_driving/.../tools/train.py`` hands its model to mmdet's ``train_detector``)."""
+        ``tools/`` / ``scripts/``...) and no float16 evidence? Its launchers: a sub-project's training, run by a runner
+        the scan does not see (InternImage's ``autonomous_driving/.../tools/train.py`` hands its model to mmdet's
+        ``train_detector``), in a precision nothing in it states."""
         memo = self.memo("programs_below")
         if top not in memo:
-            memo[top] = any(top in p.parents and (f.get("script") or _SCRIPT_DIR.search(self.relative(p)))
-                            for p, f in self.facts().items() if not self.is_test(p))
+            below = [(p, f) for p, f in self.facts().items() if top in p.parents and not self.is_test(p)]
+            # (a directory with float16 evidence of its own, an autocast or a half cast in its code, says its precision)
+            memo[top] = any(f.get("script") or _SCRIPT_DIR.search(self.relative(p)) for p, f in below) and not any(
+                s["role"] == TRAINING and s["dtype"] in ("float16", "bfloat16") for _, f in below for s in f["signals"])
         return memo[top]
 
     def _only_programs_that_do_not_train_import(self, key: Path) -> Optional[List[str]]:

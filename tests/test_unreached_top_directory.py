@@ -57,6 +57,11 @@ def test_near_miss_a_top_package_or_a_directory_with_no_program_of_its_own(tmp_p
     assert _regime(tmp_path / "b", extra={"mapping/tools/train.py": None}).mode == "fp16-master"
 
 
+def test_near_miss_a_directory_with_float16_evidence_of_its_own(tmp_path):
+    mixed = "import torch\ndef step(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n"
+    assert not _regime(tmp_path, extra={"mapping/models/step.py": mixed}).library
+
+
 def test_near_miss_a_directory_an_entry_point_imports_from_is_shared_code(tmp_path):
     extra = {"mapping/common.py": "def helper():\n    return 1\n"}
     assert _regime(tmp_path, imports="from mapping.common import helper", extra=extra).mode == "fp16-master"
