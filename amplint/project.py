@@ -439,7 +439,7 @@ def _unread_amp_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[T
     and an optimizer step, no trainer it hands the model to) whose code holds no evidence of a half
     precision at all, no autocast or GradScaler the switch could turn on (fast-reid's
     ``tools/plain_train_net.py``, beside the ``DefaultTrainer`` whose AMP trainer reads the Base configs'
-    ``SOLVER.AMP.ENABLED``). A trainer reads such settings itself (the Hugging Face Trainer's ``fp16``,
+    ``SOLVER.AMP.ENABLED``). Asked of a program (a ``__main__`` script) that is no launcher. A trainer reads such settings itself (the Hugging Face Trainer's ``fp16``,
     detectron2's ``DefaultTrainer``, Lightning's ``Trainer`` its ``precision: 16``, accelerate's ``Accelerator`` its
     ``mixed_precision: fp16``), so a hand-off keeps them; so does a launcher script's flag, which names the program
     it runs. (safari's ``standalone_cifar.py``, a plain loop beside the Hydra ``trainer.precision: 16`` configs
@@ -1001,7 +1001,10 @@ class Project:
                     signals.append((sig, ev))
                     roles.append(("training", str(ev), "configuration"))
                     from_files.append((sig, ev))
-                signals, roles = _unread_amp_switches(signals, roles, from_files, f["entry_points"])
+                if facts[path].get("script") and not runs:
+                    # a program running a loop of its own (not a launcher of another file's loop, which may hand
+                    # the model to a trainer; not a framework's callback, a Lightning strategy's optimizer_step)
+                    signals, roles = _unread_amp_switches(signals, roles, from_files, f["entry_points"])
                 stated = {sig.dtype for sig, _ in signals if sig.note.endswith(RUN_PRECISION)}
                 if stated and "float16" not in stated:
                     # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared
@@ -1445,7 +1448,9 @@ class Project:
                 # the training's float16 says nothing of it; whoever runs it in float16 is a user. (Under
                 # an fp32 or bf16 training the project's precision reports no more than this would.)
                 return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
-            apart = self._top_directory_apart(key, eps)
+            # (under an fp32 or bf16 training the project's precision stays: the library policy would add float16
+            # findings there)
+            apart = self._top_directory_apart(key, eps) if project.mode in ("fp16-mixed", "fp16-master", "fp16") else None
             if apart is not None:
                 # InternImage: autonomous_driving/'s mmdet3d plugin (trained by mmdet's runner from configs with no
                 # fp16 key) is not judged by classification/'s DeepSpeed fp16
