@@ -994,8 +994,13 @@ class PrecisionModel:
         if ann:
             if "Tensor" not in ann:
                 return UNKNOWN
-        elif _SCALAR_PARAM.match(name) or _INDEX_PARAM.match(name):
+        elif _SCALAR_PARAM.match(name):
             return UNKNOWN
+        elif _INDEX_PARAM.match(name):
+            # a mask / ids / lengths argument: data, unless a caller passes it float16 (Open-Sora-Plan's
+            # ``self.make_attn_bias(attn_mask)`` after ``attn_mask = attn_mask.to(q.dtype)``)
+            from_callers = self._from_callers(fn, name) if param.default is None else None
+            return from_callers if from_callers is not None and from_callers.is_half else UNKNOWN
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             return UNKNOWN  # a default like 1e-6 or True: not a tensor
         if name in self.required_complex(fn):
