@@ -109,22 +109,31 @@ def _catches_import_error(handler: cst.ExceptHandler) -> bool:
                             for n in names)
 
 
+# ``torch.is_autocast_enabled()`` (CUDA's, or a device type's as its argument) and its older aliases
+IS_AUTOCAST_ENABLED = frozenset({"torch.is_autocast_enabled", "torch.cuda.is_autocast_enabled",
+                                 "torch.is_autocast_cpu_enabled"})
+
+
 def without_autocast_branch(ctx, node: cst.CSTNode) -> bool:
     """Is ``node`` on the branch that runs only where torch has no autocast (``if HAS_AUTOCAST:
     ... else: <here>``, ``if not HAS_AUTOCAST: <here>``, the flag set by a ``try`` importing
-    autocast)? There nothing runs under autocast (mmpose's TCFormer utils: the fp32 fallback of
-    ``with autocast(enabled=False):``)."""
-    flags = _autocast_flags(ctx)
-    if not flags:
-        return False
+    autocast) or where autocast is off (``if torch.is_autocast_enabled(): ... else: <here>``)?
+    There nothing runs under autocast (mmpose's TCFormer utils: the fp32 fallback of
+    ``with autocast(enabled=False):``; pytorch3d's ``calc_bce(p)`` when autocast is off)."""
+    flags = None
     for a in ctx.ancestors(node):
         if not isinstance(a, cst.If):
             continue
         test, negated = a.test, False
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, negated = test.expression, True
-        if not (isinstance(test, cst.Name) and test.value in flags):
-            continue
+        if isinstance(test, cst.Call) and ctx.call_name(test) in IS_AUTOCAST_ENABLED:
+            pass  # ``if torch.is_autocast_enabled(): ... else: <here>``: autocast is off here
+        else:
+            if flags is None:
+                flags = _autocast_flags(ctx)
+            if not (isinstance(test, cst.Name) and test.value in flags):
+                continue
         if negated and ctx.is_ancestor(a.body, node):
             return True
         if not negated and a.orelse is not None and ctx.is_ancestor(a.orelse, node):

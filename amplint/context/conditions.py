@@ -8,9 +8,11 @@ enclosing ``if`` (or ``while``) that holds the node, and after an earlier ``if n
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, Optional
 
 import libcst as cst
+
+from .literal_paths import _exits, call_skips_path, path_needs
 
 _ABOVE = (cst.GreaterThan, cst.GreaterThanEqual)
 _BELOW = (cst.LessThan, cst.LessThanEqual)
@@ -84,16 +86,6 @@ def _where_test(ctx, node: cst.CSTNode, child: cst.CSTNode):
     return None
 
 
-def _exits(block) -> bool:
-    body = block.body
-    stmts = body if isinstance(block, cst.SimpleStatementSuite) else list(body)
-    for stmt in stmts:
-        smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
-        if any(isinstance(s, (cst.Return, cst.Continue, cst.Break, cst.Raise)) for s in smalls):
-            return True
-    return False
-
-
 def known_positive(ctx, node: cst.CSTNode, value: cst.BaseExpression, where: bool = False) -> Optional[cst.CSTNode]:
     """The condition that makes ``value`` positive wherever ``node`` runs, or None. ``where``: also
     the test of a ``torch.where(test, a, b)`` selecting the branch that holds ``node`` (only for a
@@ -155,127 +147,13 @@ def never_run_by_callers(ctx, node: cst.CSTNode) -> bool:
     default) that sends it down another branch (stable-dreamfusion's ``near_far_from_bound(...,
     type='sphere')``: the ``'cube'`` branch never runs). False when any call is not seen, passes a
     non-literal, or the function has no callers in sight (a library's API: its users pick)."""
-    from .callers import argument_for, passed_values  # noqa: PLC0415 (callers imports the precision model)
+    from .callers import passed_values  # noqa: PLC0415 (callers imports the precision model)
     from .precision import precision_model  # noqa: PLC0415
     fn = ctx.enclosing_function(node)
-    if fn is None:
-        return False
-    needs = []  # (parameter, literal, equal, truth the path needs)
-    child = node
-    for a in ctx.ancestors(node):
-        if a is fn:
-            break
-        if isinstance(a, cst.IndentedBlock):
-            # ``if return_logits: return logits`` earlier in the block: the rest runs only where it is false
-            for stmt in a.body:
-                if stmt is child:
-                    break
-                if isinstance(stmt, cst.If) and stmt.orelse is None and _exits(stmt.body):
-                    test = _literal_test(ctx, stmt.test)
-                    if test is not None:
-                        needs.append((*test, False))
-        child = a
-        if not isinstance(a, cst.If):
-            continue
-        test = _literal_test(ctx, a.test)
-        if test is None:
-            continue
-        if ctx.is_ancestor(a.body, node):
-            needs.append((*test, True))
-        elif a.orelse is not None and ctx.is_ancestor(a.orelse, node):
-            needs.append((*test, False))
+    needs = path_needs(ctx, node, fn) if fn is not None else []
     if not needs:
         return False
-    params = {p.name.value: p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
-    if any(name not in params for name, _, _, _ in needs):
-        return False
-    pm = precision_model(ctx)
-    method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
-    passed_all = passed_values(pm, fn, needs[0][0])
-    if not passed_all:
-        return False
-    for p in passed_all:
-        taken = True
-        for name, literal, equal, truth in needs:
-            known, value = argument_for(p.call, fn, name, method)
-            if not known:
-                return False
-            if value is None:
-                value = params[name].default
-            passed = _literal(value)
-            if passed is None and literal == _NONE and _not_none(p.model, value):
-                passed = _OBJECT  # ``args=training_args``: some object, not None
-            if passed is None or literal is _TRUTHY and passed == _OBJECT:
-                return False
-            holds = _truthy(passed) if literal is _TRUTHY else passed == literal
-            if (holds == equal) != truth:  # the test, as this call runs it, is not what the path needs
-                taken = False
-        if taken:
-            return False
-    return True
+    passed_all = passed_values(precision_model(ctx), fn, needs[0][0])
+    return bool(passed_all) and all(call_skips_path(ctx, fn, needs, p.call, p.model) for p in passed_all)
 
 
-_NONE, _OBJECT, _TRUTHY = "<None>", "<object>", "<truthy>"
-
-
-def _truthy(passed) -> bool:
-    """How ``if flag:`` reads a passed literal (None is the ``_NONE`` marker)."""
-    return passed != _NONE and bool(passed)
-
-
-def _not_none(pm, value) -> bool:
-    """Is the passed ``value`` (an expression of the caller's file) surely not None: a call, an
-    attribute, a literal, or a name the caller binds to one of those (not a parameter, which its own
-    callers may leave at None)?"""
-    for _ in range(3):
-        if isinstance(value, (cst.Call, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString, cst.List,
-                              cst.Dict, cst.Tuple)):
-            return True
-        if not isinstance(value, cst.Name) or value.value == "None":
-            return False
-        bound = pm.binding_at(value.value, value)
-        if isinstance(bound, tuple) and bound[0] == "part" and isinstance(bound[1], cst.Call):
-            return True  # ``(training_args,) = parser.parse_args_into_dataclasses()``
-        if not isinstance(bound, cst.BaseExpression):
-            return False
-        value = bound
-    return False
-
-
-def _literal(expr) -> Optional[object]:
-    if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[expr.value] if expr.value != "None" else "<None>"
-    if isinstance(expr, cst.Integer):
-        return int(expr.value)
-    return None
-
-
-def _literal_test(ctx, test: cst.BaseExpression) -> Optional[Tuple[str, object, bool]]:
-    """``name == 'lit'`` / ``name != 'lit'`` (either side), ``name is None`` / ``name is not None``,
-    ``name is True`` / ``name is False``: (name, literal, is equality); ``name`` / ``not name``:
-    (name, ``_TRUTHY``, whether the name must be true)."""
-    if isinstance(test, cst.Name) and test.value not in ("True", "False", "None"):
-        return test.value, _TRUTHY, True  # ``if return_logits:``
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
-            and isinstance(test.expression, cst.Name) and test.expression.value not in ("True", "False", "None"):
-        return test.expression.value, _TRUTHY, False  # ``if not return_loss:``
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-        return None
-    op = test.comparisons[0].operator
-    if isinstance(op, (cst.Is, cst.IsNot)):
-        left, right = test.left, test.comparisons[0].comparator
-        if isinstance(left, cst.Name) and isinstance(right, cst.Name) and right.value in ("None", "True", "False"):
-            # ``if init is True:`` (OpenNMT's data-dependent init, which no caller asks for)
-            return left.value, _literal(right), isinstance(op, cst.Is)
-        return None
-    if not isinstance(op, (cst.Equal, cst.NotEqual)):
-        return None
-    left, right = test.left, test.comparisons[0].comparator
-    if isinstance(right, cst.Name) and not isinstance(left, cst.Name):
-        left, right = right, left
-    literal = _literal(right)
-    if not isinstance(left, cst.Name) or literal is None or isinstance(literal, bool):
-        return None
-    return left.value, literal, isinstance(op, cst.Equal)

@@ -27,6 +27,7 @@ import libcst as cst
 from ..torch_api import autocast as autocast_ops
 from ..torch_api import grad_mode
 from .autocast_helpers import without_autocast_branch
+from .literal_paths import call_skips_path, path_needs
 from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model, autocast_device
 from .file_context import Evidence, FileContext
 
@@ -281,7 +282,7 @@ class PrecisionModel:
         """
         ctx = self.ctx
         region = ctx.region_of(node)
-        if region is None and without_autocast_branch(ctx, node):
+        if without_autocast_branch(ctx, node):
             return AutocastState(False, None, CERTAIN)
         if region is not None:
             if region.enabled and region.dtype in (F16, BF16):
@@ -305,11 +306,11 @@ class PrecisionModel:
         # (not where a launcher or a configured precision decides: its autocast is out of sight, and
         # the code is judged as under any float16 use of it)
         if fn is not None and regime.override is None and regime.launcher is None \
-                and self.called_only_outside_autocast(fn):
+                and self.called_only_outside_autocast(fn, node):
             return NOT_AUTOCAST
         return state
 
-    def called_only_outside_autocast(self, fn: cst.FunctionDef) -> bool:
+    def called_only_outside_autocast(self, fn: cst.FunctionDef, node: Optional[cst.CSTNode] = None) -> bool:
         """Is every call of the module-level function ``fn`` seen, in this file and in the project's
         other files (by its name: ``math_utils.intersect_aabb(...)``, ``intersect_aabb(...)`` after
         an import), made where autocast is off? Then ``fn`` runs without autocast, whatever the
@@ -317,10 +318,14 @@ class PrecisionModel:
         (nerfstudio's ``intersect_aabb``, called from camera code). False when no call is seen, when ``fn`` is referenced other than by a
         call (a callback, a hook), and for methods: ``model.compute_loss(x)`` on a local or a
         parameter is a call the project's call graph does not hold, so a method's calls are never
-        all seen (``module(x)`` runs ``forward`` without naming it)."""
+        all seen (``module(x)`` runs ``forward`` without naming it). ``node``: a node of ``fn``; a
+        call whose literal arguments send it past ``node``'s branch does not count (pytorch3d's
+        ``calc_bce(p.logit(), gt, pred_logits=True)`` under autocast never reaches the
+        ``F.binary_cross_entropy`` below ``if pred_logits: return ...``)."""
         if self.ctx.parent(fn) is not self.ctx.module:
             return False
-        key = ("called_outside", fn)
+        needs = tuple(path_needs(self.ctx, node, fn)) if node is not None else ()
+        key = ("called_outside", fn, needs)
         cache = self.ctx._cache
         if key in cache:
             found = cache[key]
@@ -335,7 +340,7 @@ class PrecisionModel:
         cuts = _CUTS[0]
         _OUTSIDE_ASKING.append(fn)
         try:
-            found = self._calls_outside_autocast(fn)
+            found = self._calls_outside_autocast(fn, needs)
         finally:
             _OUTSIDE_ASKING.pop()
             del cache[key]
@@ -343,14 +348,15 @@ class PrecisionModel:
             cache[key] = found  # kept only when no cycle cut the answer short
         return found
 
-    def _calls_outside_autocast(self, fn: cst.FunctionDef) -> bool:
+    def _calls_outside_autocast(self, fn: cst.FunctionDef, needs=()) -> bool:
         seen = self.seen_calls(fn)
         if seen is None:
             return False
         here, elsewhere = seen
         ctx = self.ctx
         name = fn.name.value
-        if any(self.autocast_at(call).active for call in here):
+        if any(self.autocast_at(call).active and not (needs and call_skips_path(ctx, fn, needs, call, self))
+               for call in here):
             return False
         for path, lines in elsewhere.items():
             other = ctx.other_file(path)
@@ -360,7 +366,8 @@ class PrecisionModel:
             calls = [c for c in other.nodes(cst.Call) if (c.func.attr.value if isinstance(c.func, cst.Attribute) else
                                                           getattr(c.func, "value", None)) == name
                      and other.on_lines(c, lines)]
-            if not calls or any(model.autocast_at(c).active for c in calls):
+            if not calls or any(model.autocast_at(c).active and not (needs and call_skips_path(ctx, fn, needs, c, model))
+                                for c in calls):
                 return False
         return True
 
