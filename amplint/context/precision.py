@@ -247,6 +247,7 @@ class PrecisionModel:
         self.ctx = ctx
         self._memo: Dict[cst.CSTNode, DTypeFact] = {}
         self._depth = 0
+        self._buffers: Dict[cst.ClassDef, Dict[str, List[cst.BaseExpression]]] = {}
 
     def model_for(self, ctx: FileContext) -> "PrecisionModel":
         """The precision model of another file's context (what a caller in that file passes)."""
@@ -1383,7 +1384,7 @@ class PrecisionModel:
     def _self_attribute(self, e: cst.Attribute) -> DTypeFact:
         value = self.init_attribute(e, e.attr.value)
         if value is None:
-            return UNKNOWN
+            return self._buffer(e)
         if isinstance(value, cst.Call):
             name = self.ctx.call_name(value) or ""
             if name.endswith("Parameter"):
@@ -1394,6 +1395,36 @@ class PrecisionModel:
                 return DTypeFact(F32, LIKELY, f"`self.{e.attr.value}` is a float32 parameter")
             return UNKNOWN
         return UNKNOWN
+
+    def _buffer(self, e: cst.Attribute) -> DTypeFact:
+        """``self.bias`` registered by its class as ``self.register_buffer("bias", torch.tril(
+        torch.ones(n, n)))``: a buffer of the dtype it was made with, float16 only when the model is
+        half (``.half()`` casts buffers too; autocast does not). A float16 activation times such a
+        float32 buffer is float32 (microsoft/LoRA's GPT-2 attention: ``w * b - 1e10 * (1 - b)``)."""
+        cls = self.ctx.enclosing_class(e)
+        if cls is None:
+            return UNKNOWN
+        buffers = self._buffers.get(cls)
+        if buffers is None:
+            buffers = self._buffers[cls] = {}
+            for call in self.ctx.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "register_buffer" \
+                        and isinstance(func.value, cst.Name) and func.value.value == "self" and len(call.args) >= 2 \
+                        and isinstance(call.args[0].value, cst.SimpleString) and self.ctx.enclosing_class(call) is cls:
+                    name = call.args[0].value.evaluated_value
+                    if isinstance(name, str):
+                        buffers.setdefault(name, []).append(call.args[1].value)
+        values = buffers.get(e.attr.value)
+        if not values or len(values) != 1:
+            return UNKNOWN
+        fact = self.dtype_of(values[0])
+        if fact.dtype != F32:
+            return UNKNOWN
+        regime = self.ctx.regime
+        if regime is not None and regime.half_params is not None:
+            return DTypeFact(F16, LIKELY, f"`self.{e.attr.value}` is a buffer of a pure-half model", regime.half_params)
+        return DTypeFact(F32, LIKELY, f"`self.{e.attr.value}` is a float32 buffer")
 
     def _binary(self, e: cst.BinaryOperation) -> DTypeFact:
         op = e.operator
