@@ -30,14 +30,14 @@ from .context.evidence import (AUTOCAST_NAMES, UNKNOWN, Dotted, Signal, ast_call
 from .context.imports import ImportTable
 from .file_graph import walk_with_parents
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
-from .torch_api.trainers import COLOSSALAI_MASTER_WEIGHT_PLUGINS
+from .torch_api.trainers import COLOSSALAI_MASTER_WEIGHT_PLUGINS, MMCV_FP16_HOOKS
 
 TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
 
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|precision[\"']\s*(?:\]\s*=|:)|opt_level|"
     rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision|"
-    rb"AmpOptimWrapper|amp_dtype|Accelerator\(|pytorch_accelerated|(?:LowLevelZero|Gemini|HybridParallel)Plugin\(|(?:Trainer|Fabric)\([^()]*\*\*"
+    rb"AmpOptimWrapper|amp_dtype|Fp16OptimizerHook|Accelerator\(|pytorch_accelerated|(?:LowLevelZero|Gemini|HybridParallel)Plugin\(|(?:Trainer|Fabric)\([^()]*\*\*"
 )
 # A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
 # any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
@@ -223,6 +223,32 @@ def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable, lookups: bool 
             if values:
                 out.setdefault(target, [])
                 out[target] = sorted(set(out[target]) | set(values))
+    return out
+
+
+def _fallback_imports(nodes: List[ast.AST], module: Optional[str], is_package: bool) -> Dict[str, List[str]]:
+    """Names a ``try:`` imports from another library and its ``except ImportError:`` from the project itself
+    (mmpose's ``try: from mmcv.runner import Fp16OptimizerHook`` / ``except ImportError: from mmpose.core import
+    Fp16OptimizerHook``): name -> [the library's, the project's fallback], both as dotted names. The library's
+    runs; the fallback only where the library lacks it."""
+    own = (module or "").split(".", 1)[0]
+    out: Dict[str, List[str]] = {}
+    for node in nodes:
+        if not isinstance(node, ast.Try) or not node.handlers:
+            continue
+        tried = {a.asname or a.name: f"{n.module}.{a.name}" for n in node.body if isinstance(n, ast.ImportFrom)
+                 and not n.level and n.module and n.module.split(".", 1)[0] != own for a in n.names}
+        for handler in node.handlers:
+            if not (handler.type is None or (_dotted(handler.type) or "").endswith(("ImportError", "ModuleNotFoundError"))):
+                continue
+            for n in ast.walk(handler):
+                if not isinstance(n, ast.ImportFrom) or not (n.level or (n.module or "").split(".", 1)[0] == own):
+                    continue
+                base = _imported_modules([n], module, is_package)
+                for a in n.names:
+                    name = a.asname or a.name
+                    if name in tried and base:
+                        out[name] = [tried[name], f"{base[0]}.{a.name}"]
     return out
 
 
@@ -461,6 +487,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
     facts["script"] = b"__main__" in source  # run as a program, not only imported
     facts["registered"] = _registered_names(nodes) if b"register" in source else []
+    facts["fallback_imports"] = _fallback_imports(nodes, module, is_package) if b"ImportError" in source else {}
     # backward / an optimizer / a trainer somewhere in the file (a project none of whose files trains
     # holds no training evidence: whisper's --fp16 is its decoder's)
     facts["trains"] = bool(TRAINING_WORDS.search(source)) or bool(entry)
@@ -571,7 +598,14 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                     if v.name in half_when:  # Time-MoE: ``elif precision == 'fp16': torch_dtype = torch.float16``
                         one_of += f" (float16 if {half_when[v.name]})"
         wrapper = _half_wrapper(node, parents)
-        sig = wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) \
+        primary = facts["fallback_imports"].get(_dotted(node.func) or "", [None])[0]
+        if primary in MMCV_FP16_HOOKS:
+            # ``try: from mmcv.runner import Fp16OptimizerHook`` / ``except ImportError: from mmpose.core import
+            # Fp16OptimizerHook``: mmcv's hook runs (the fallback is for an mmcv without it)
+            sig = Signal("flag", "float16", note="mmcv's Fp16OptimizerHook: fp16 autocast and a GradScaler (torch >= 1.6)")
+        else:
+            sig = None
+        sig = sig or wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) \
             or _cli_signal(node, deepspeed_options) or _trained_half_cast(node, call_facts, trained)
         if sig is None and not wrapper:
             sig, branch = _conditional_signal(seen_node, call_facts, imports, fields)

@@ -90,6 +90,9 @@ def settings_report(projects) -> str:
             words = MODE_WORDS.get(mode, mode)
             if mode == "fp32" and regime.launcher is not None:
                 words = "set by the launcher or the caller: fp32, fp16 or bf16 autocast; only what fails under any autocast or any float16 use is judged"
+            elif project.vendored_hook(ep) and project._fallback_hook(ep):
+                words = "the fallback of a library's own hook, for a library that lacks it (the library's runs): no " \
+                        "run of this project, its evidence is not counted"
             elif project.vendored_hook(ep):
                 words = "a copy of a third-party library's hook that nothing in the project builds: no run of this " \
                         "project, its evidence is not counted"

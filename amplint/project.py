@@ -693,6 +693,7 @@ class Project:
         "engine_methods": "the project's methods that run a GradScaler for their caller (context.training)",
         "config_selections": "configuration file (as shown) -> the registered class names it selects (regime_for)",
         "programs_below": "top directory -> whether it holds a program of its own (regime_for)",
+        "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
     }
     _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
 
@@ -1719,6 +1720,22 @@ class Project:
                     return False
         return bool(ep.functions)
 
+    def fallback_classes(self) -> set:
+        """The project classes some file imports only as the fallback of a library's own (mmpose's ``except
+        ImportError: from mmpose.core import Fp16OptimizerHook`` after ``try: from mmcv.runner import
+        Fp16OptimizerHook``; ``precision_facts._fallback_imports``), when no file imports them otherwise: they run
+        only with a library that lacks them, so no run of the project's (the library's class does)."""
+        memo = self.memo("fallback_classes")
+        if "all" not in memo:
+            index, found = self.index, set()
+            for path, facts in self.facts().items():
+                for _, fallback in facts.get("fallback_imports", {}).values():
+                    sym = index.resolve(fallback, facts.get("module") or "")
+                    if sym is not None and sym.kind == "class":
+                        found.add(sym.name)
+            memo["all"] = found
+        return memo["all"]
+
     def vendored_hook(self, ep: "EntryPoint") -> bool:
         """``ep`` trains only in methods of classes that no other file of the project builds, calls or
         derives from, in a copy of a third-party library (``_vendored``): that library's hook (ControlNet's
@@ -1726,9 +1743,28 @@ class Project:
         only by an mmcv runner that nothing in ControlNet builds). It is no run of this project: its
         precision is not the project's, nor that of the files no entry point reaches."""
         if ep.path not in self._vendored_hooks:
-            self._vendored_hooks[ep.path] = self._vendored(ep.path) and not self.facts().get(ep.path, {}).get("script") \
-                and self._nobody_builds(ep) and not any(sig.kind == "launcher" for sig, _ in ep.signals)
+            self._vendored_hooks[ep.path] = (self._vendored(ep.path) and self._nobody_builds(ep) or self._fallback_hook(ep)) \
+                and not self.facts().get(ep.path, {}).get("script") and not any(sig.kind == "launcher" for sig, _ in ep.signals)
         return self._vendored_hooks[ep.path]
+
+    def _fallback_hook(self, ep: "EntryPoint") -> bool:
+        """``ep`` trains only in methods of a class the project imports as a library's fallback (mmpose's
+        ``Fp16OptimizerHook.after_train_iter``, for an mmcv without its own), or in module-level functions of that
+        class's file that no other file calls (a method patched onto it)."""
+        fallbacks = self.fallback_classes()
+        if not fallbacks:
+            return False
+        index = self.index
+        symbols = index.symbols_in(ep.path)
+        if not any(s.name in fallbacks for s in symbols):
+            return False
+        for f in ep.functions:
+            named = [s for s in symbols if s.qualname.rsplit(".", 1)[-1] == f["function"]]
+            if not named or not all(s.qualname.rsplit(".", 1)[0] in {c.qualname for c in symbols if c.name in fallbacks}
+                                    or "." not in s.qualname and all(c.path == ep.path for c in index.callers(s.name))
+                                    for s in named):
+                return False
+        return True
 
     def _vendored(self, path: Path) -> bool:
         """``path`` lies in a copy of a third-party library: under a directory named for vendoring
@@ -1950,7 +1986,8 @@ class _Reached:
             # others (fairseq_cli/train.py's main builds the Trainer, then calls train())
             index = self.project.index
             # (and its module-level code: a script that builds the model and calls the loop at top level)
-            self._names = index.reachable([s.name for s in index.symbols_in(self.path)] + [index.module_level(self.path)])
+            self._names = index.reachable([s.name for s in index.symbols_in(self.path)] + [index.module_level(self.path)],
+                                          exclude=self.project.fallback_classes())
         named = [s for s in self.project.index.symbols_in(path) if s.qualname.rsplit(".", 1)[-1] == function]
         return not named or any(s.name in self._names for s in named)
 

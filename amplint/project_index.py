@@ -304,13 +304,13 @@ class ProjectIndex:
                     self._methods.setdefault(sym.name.rpartition(".")[0], []).append(sym)
         return list(self._methods.get(cls, ()))
 
-    def reachable(self, names: Iterable[str]) -> Set[str]:
+    def reachable(self, names: Iterable[str], exclude: Iterable[str] = ()) -> Set[str]:
         """Every project definition reached from ``names`` through calls: a called function, a
         built class and then all its methods and those of its project bases (an instance's
         methods are called through names the index does not follow: ``model(x)`` runs
         ``forward``). ``names`` (definitions, or modules for their module-level code) are
-        included."""
-        seen: Set[str] = set()
+        included; the definitions in ``exclude`` are not followed (a fallback that never runs)."""
+        seen: Set[str] = set(exclude)
         todo = [n for n in names if n in self._symbols or n in self._modules]
         while todo:
             name = todo.pop()
@@ -323,7 +323,7 @@ class ProjectIndex:
                 todo.extend(b.name for b in self.bases(name))
             else:
                 todo.extend(s.name for s in self.callees(name))
-        return seen
+        return seen - set(exclude)
 
     def module_level(self, path: Path) -> str:
         """The name standing for a file's module-level code in ``CallSite.caller`` (its module)."""

@@ -31,3 +31,14 @@ COLOSSALAI_MASTER_WEIGHT_PLUGINS: FrozenSet[str] = frozenset({
     "LowLevelZeroPlugin", "GeminiPlugin", "HybridParallelPlugin", "MoeHybridParallelPlugin",
 })
 COLOSSALAI_DEFAULT_PRECISION = "fp16"
+
+# mmcv 1.x's fp16 optimizer hook, built for ``fp16 = dict(loss_scale=...)`` configs: on torch >= 1.6 it trains in
+# fp16 mixed precision (``wrap_fp16_model`` casts nothing there and only switches ``fp16_enabled``, the models'
+# ``@auto_fp16`` forwards run under ``torch.cuda.amp.autocast``, and the hook scales the loss with a
+# ``torch.cuda.amp.GradScaler``). Source: mmcv 1.x mmcv/runner/hooks/optimizer.py (``if TORCH_VERSION !=
+# 'parrots' and digit_version(TORCH_VERSION) >= digit_version('1.6.0'): class Fp16OptimizerHook`` with
+# ``self.loss_scaler = GradScaler(...)``), mmcv/runner/fp16_utils.py (``wrap_fp16_model``, ``auto_fp16``).
+MMCV_FP16_HOOKS: FrozenSet[str] = frozenset({
+    "mmcv.runner.Fp16OptimizerHook", "mmcv.runner.hooks.Fp16OptimizerHook",
+    "mmcv.runner.hooks.optimizer.Fp16OptimizerHook",
+})
