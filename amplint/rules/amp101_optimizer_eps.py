@@ -7,6 +7,7 @@ from typing import Dict, Iterable, Optional
 import libcst as cst
 
 from ..context.conditions import never_run_by_callers
+from ..context.options import option_default
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
@@ -108,7 +109,11 @@ class OptimizerEpsUnderflow(Rule):
             return None  # a subclass whose own defaults are not literals: not known here
         optim = find_arg(call, "optim", None) or fields.get("optim")
         if optim is not None:
-            name = _string_or_default(optim.value)
+            value = optim.value
+            if isinstance(value, cst.Attribute) and value.attr.value == "optim":
+                # ``optim=args.optim``: the option's default in this file (a dataclass field, an argparse default)
+                value = option_default(ctx, "optim") or value
+            name = _string_or_default(value)
             if name is None or not name.lower().startswith(_HF_ADAM):
                 return None  # adafactor, sgd, or not known here
         arg = find_arg(call, "adam_epsilon", None)
