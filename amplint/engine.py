@@ -8,7 +8,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -18,6 +18,7 @@ from .noqa import is_suppressed, suppressed_at_uses, suppressions
 from .notebook import NotebookError, is_notebook
 from .notebook import from_bytes as read_notebook
 from .overlay import OverlayProject
+from .project import LIBRARY_SCOPE, Regime
 from .parsing import DEFAULT_LIMITS, TooComplex, parse_module, python_ast, screen
 from . import prefilter
 from .rules import all_rules
@@ -92,7 +93,12 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
         except Exception:  # a bug in one rule must not stop the others or the other files
             tb = traceback.format_exc(limit=-3)
             errors.append(f"{ctx.path}: internal error in rule {code}: {tb.strip().splitlines()[-1]}\n{tb}")
+    violations, unbuilt = _set_aside_classes_built_nowhere(ctx, violations)
     violations.extend(_library_policy(ctx, codes, violations, errors))
+    if unbuilt:
+        never_built = Regime([], None, f"{LIBRARY_SCOPE}: {NEVER_BUILT}").assuming_any_fp16_use()
+        violations.extend(_library_look(ctx, codes, violations, errors, never_built, f"library code: {NEVER_BUILT}",
+                                        within=unbuilt))
     # Rules that judge the other rules' results (AMP100: suppressions that suppress nothing).
     for code, rule in all_rules().items():
         after = getattr(rule, "check_results", None)
@@ -120,11 +126,6 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
     assumed = getattr(regime, "override", None) in ("fp16", "fp16-mixed", "fp16-master")
     if not (getattr(regime, "library", False) or launcher is not None or assumed):
         return []
-    rules = prefilter.rules_that_may_fire(ctx.source, ((code, rule) for code, rule in all_rules().items()
-                                                       if code in codes and getattr(rule, "any_fp16_use", False)))
-    if not rules:
-        return []
-    seen = {(v.code, id(v.node)) for v in found}
     if launcher is not None:
         # ``accelerate launch --mixed_precision fp16`` is one of the runs the launcher may make
         whose = f"its precision is the launcher's ({launcher.what} at {launcher.path}:{launcher.line}), fp16 included"
@@ -134,13 +135,66 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
         from .project import who_reaches
         words = who_reaches(regime.scope)
         whose = f"library code {words}" if words.startswith("no ") else f"library code that {words}"
+    return _library_look(ctx, codes, found, errors, regime.assuming_any_fp16_use(launched=launcher is not None), whose)
+
+
+# A module-level class nothing in the project builds or names (``instances.built_nowhere``): its code
+# runs in none of the project's trainings, so it is judged as library code, whatever its file's precision.
+NEVER_BUILT = "a class nothing in the project builds"
+PRECISION_FREE = {"AMP501"}  # rules whose findings do not depend on the precision
+
+
+def _module_level_class(ctx: FileContext, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+    for outer in ctx.ancestors(node):
+        if isinstance(outer, cst.ClassDef) and ctx.parent(outer) is ctx.module:
+            return outer
+    return None
+
+
+def _set_aside_classes_built_nowhere(ctx: FileContext, found: List[Violation]) -> Tuple[List[Violation], set]:
+    """``found`` less the findings inside module-level classes nothing in the project builds, and
+    those classes. Only where a precision is inferred for the file: a configured one (``--precision``,
+    ``assume-precision``) judges all its code, and library code is judged as such already."""
+    regime = ctx.regime
+    if regime is None or getattr(regime, "override", None) or getattr(regime, "library", False) or not found:
+        return found, set()
+    from .context.instances import built_nowhere  # noqa: PLC0415 (asked of a few findings' classes)
+    holders: Dict[cst.ClassDef, bool] = {}
+    kept: List[Violation] = []
+    for v in found:
+        cls = None if v.code in PRECISION_FREE else _module_level_class(ctx, v.node)
+        if cls is not None and _evidence_inside(ctx, v, cls):
+            cls = None  # its own autocast says float16, whoever builds it
+        if cls is not None and cls not in holders:
+            holders[cls] = built_nowhere(ctx, cls)
+        if cls is None or not holders[cls]:
+            kept.append(v)
+    return kept, {cls for cls, nowhere in holders.items() if nowhere}
+
+
+def _evidence_inside(ctx: FileContext, v: Violation, cls: cst.ClassDef) -> bool:
+    """Is some evidence of ``v`` written inside ``cls`` (a ``@torch.autocast`` of its own forward)?"""
+    first, _, last, _ = ctx.position(cls)
+    return any(getattr(ev, "path", None) == ctx.path and first <= (getattr(ev, "line", 0) or 0) <= last
+               for ev in v.evidence)
+
+
+def _library_look(ctx: FileContext, codes: Set[str], found: List[Violation], errors: List[str], regime, whose: str,
+                  within: Optional[set] = None) -> List[Violation]:
+    """The rules that report hazards under any float16 use, run again with the file judged under
+    ``regime`` (a library look at it); ``within``: only what they find inside those classes."""
+    rules = prefilter.rules_that_may_fire(ctx.source, ((code, rule) for code, rule in all_rules().items()
+                                                       if code in codes and getattr(rule, "any_fp16_use", False)))
+    seen = {(v.code, id(v.node)) for v in found}
     out: List[Violation] = []
-    with ctx.assuming(regime.assuming_any_fp16_use(launched=launcher is not None)):
+    with ctx.assuming(regime):
         for code, rule in rules:
             try:
                 for v in rule.check(ctx):
                     v.code = code
                     if (code, id(v.node)) in seen:
+                        continue
+                    if within is not None and _module_level_class(ctx, v.node) not in within:
                         continue
                     v.message += f" (a hazard under any float16 use of this code: {whose}, judged as under fp16 autocast)"
                     if v.confidence == Confidence.CERTAIN:

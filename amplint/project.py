@@ -614,7 +614,8 @@ class Project:
     # The facts rules read of the project, recorded while a file is analysed so that its cached
     # result is reused only while they are the same (amplint.results): name -> kinds of the arguments.
     RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",),
-                "callers": ("str",), "calls_named": ("str",), "subclasses": ("str",), "looked_into": ("path",)}
+                "callers": ("str",), "calls_named": ("str",), "subclasses": ("str",), "looked_into": ("path",),
+                "imported": ("str",), "named_in_configs": ("str",), "imported_by_name_only": ("str",)}
 
     def start_recording(self) -> None:
         self._recording = []
@@ -694,6 +695,7 @@ class Project:
         "config_selections": "configuration file (as shown) -> the registered class names it selects (regime_for)",
         "programs_below": "top directory -> whether it holds a program of its own (regime_for)",
         "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
+        "config_texts": "the text of each configuration file (named_in_configs)",
     }
     _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
 
@@ -1797,6 +1799,10 @@ class Project:
         return not facts.get("script", True) and self._published_package_file(ep.path) \
             and not _SCRIPT_DIR.search(self.relative(ep.path))
 
+    def in_package(self, path: Path) -> bool:
+        """Does ``path`` lie in a package of the project, its users' API (``_published_package_file``)?"""
+        return self._published_package_file(path)
+
     def _published_package_file(self, path: Path) -> bool:
         """``path`` lies in a package of the project: a directory with an ``__init__.py`` at the
         root (or under ``src/``). No setup.py is asked for: a package that only example scripts use
@@ -1956,6 +1962,28 @@ class Project:
         except (TypeError, ValueError):
             return None
         return out
+
+    def imported(self, name: str) -> bool:
+        """Does a project file import the definition ``name`` (``ProjectIndex.imported``)?"""
+        return self.index.imported(name)
+
+    def imported_by_name_only(self, module: str) -> bool:
+        """Do project files import names from ``module``, and none the module whole
+        (``ProjectIndex.imported_by_name_only``)?"""
+        return self.index.imported_by_name_only(module)
+
+    def named_in_configs(self, word: str) -> bool:
+        """Does a configuration file of the project name ``word`` (a Hydra ``_target_`` naming a
+        class, a ``type: Net`` entry)?"""
+        texts = self.memo("config_texts")
+        if not texts:
+            for f in self.config_files():
+                try:
+                    texts[f] = f.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    texts[f] = ""
+        rx = re.compile(rf"\b{re.escape(word)}\b")
+        return any(rx.search(text) for text in texts.values())
 
     def subclasses(self, name: str) -> List[Symbol]:
         """The project classes deriving from ``name``, directly or not (``ProjectIndex.subclasses``)."""

@@ -110,6 +110,9 @@ class ProjectIndex:
         self._raw_by_caller: Dict[Path, Dict[str, list]] = {}
         self._methods: Optional[Dict[str, List[Symbol]]] = None
         self._stars: Dict[Path, List[str]] = {}
+        self._imported: Optional[Set[str]] = None  # what the files' imports bind, resolved (``_imports``)
+        self._named_from: Set[str] = set()
+        self._whole: Set[str] = set()
         for path, (module, graph, content) in files.items():
             if not module or graph is None:
                 continue
@@ -290,6 +293,45 @@ class ProjectIndex:
             if found is not None and found not in out:
                 out.append(found)
         return out
+
+    def imported(self, name: str) -> bool:
+        """Does a project file import the definition ``name`` (``from .eva_model import Attention``,
+        a re-export included), or import ``*`` from its module?"""
+        self._imports()
+        symbol = self._symbols.get(name)
+        return name in self._imported or (symbol is not None and f"{symbol.module}.*" in self._imported)
+
+    def imported_by_name_only(self, module: str) -> bool:
+        """Do project files import names from ``module`` (``from eva_model import EVA_CLIP``), and none
+        the module itself (``import pkg.mod``, whose attributes may be looked up any way) nor ``*``?"""
+        self._imports()
+        return module in self._named_from and module not in self._whole and f"{module}.*" not in self._imported
+
+    def _imports(self) -> None:
+        """What the files' imports bind, resolved: definitions (``_imported``; ``<module>.*`` for a star
+        import), the modules names are imported from (``_named_from``), and modules bound whole."""
+        if self._imported is not None:
+            return
+        names: Set[str] = set()
+        named_from: Set[str] = set()
+        whole: Set[str] = set()
+        for path, graph in self._graphs.items():
+            module = self._module_of[path]
+            package = module.rpartition(".")[0]
+            for local, target in graph["names"].items():
+                if local.startswith("*"):
+                    names.add(f"{target}.*")
+                    continue
+                found = self.resolve(target, module)
+                if found is not None:
+                    names.add(found.name)
+                    named_from.add(found.module)
+                    continue
+                for candidate in _candidates(target, package):
+                    if candidate in self._modules:
+                        whole.add(candidate)
+                        break
+        self._imported, self._named_from, self._whole = names, named_from, whole
 
     def instantiates(self, name: str) -> List[Symbol]:
         """The project classes the function ``name`` builds (``Net(...)``)."""

@@ -15,6 +15,7 @@ Only asked for a finding about to be reported (a few per project), so the files 
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -170,3 +171,51 @@ def _freeze_in(ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
                     and ctx.code(call.func.value) == var:
                 return loop
     return None
+
+
+def built_nowhere(ctx, cls: cst.ClassDef) -> bool:
+    """Is the module-level class ``cls`` one nothing in the project builds or names? No decorator (a
+    registry's), no reference in its file outside its own body, no call of it and no import of it
+    in another file (``Project.callers`` / ``imported``), no ``<its module>.<Name>`` and no
+    ``getattr(<its module>, ...)`` lookup in the project's code, its name in no configuration file (a
+    Hydra ``_target_``), its module one other files import names from and none imports whole (it is
+    wired statically: what it defines that nothing names is dead there), and its file in no package of
+    the project (whose users build its classes). EVA's ``eva_model.Attention``, whose only construction is commented
+    out: its code runs in no training of the project, whatever precision the file's entry points
+    train in. Asked only of a class holding a finding."""
+    project = ctx.project
+    module = ctx.imports.module_name
+    if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
+            or not hasattr(project, "imported"):
+        return False
+    if not project.imported_by_name_only(module):
+        # a file no other file imports names from may be loaded at run time (a registry's), and a module
+        # imported whole may be looked into any way (``vars(mod)``): what it defines is judged by the
+        # project's precision (docs/precision.md, "Code no entry point reaches")
+        return False
+    if ctx.file is None or project.in_package(Path(ctx.file)):
+        # a package's class is its users' API, built in their code (fairseq's KmeansAttention, which its
+        # users train like fairseq's own models)
+        return False
+    name = cls.name.value
+    if any(not ctx.is_ancestor(cls, ref) and not _type_test(ctx, ref) for ref in ctx.semantic.references(name)):
+        return False
+    if b"globals()" in ctx.source or b"sys.modules[__name__]" in ctx.source:
+        return False  # a lookup of the file's own names by string
+    qualified = f"{module}.{name}"
+    if project.callers(qualified) or project.imported(qualified) or project.named_in_configs(name):
+        return False
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    last = re.escape(module.rsplit(".", 1)[-1])
+    pattern = rf"getattr\(\s*[\w.]*\b{last}\s*,|\b{last}\.{re.escape(name)}\b"
+    here = str(Path(ctx.path).resolve())
+    return not any(path != here and re.search(pattern, strip_comment(text)) for path, _, text in grep(ctx, pattern))
+
+
+def _type_test(ctx, ref: cst.Name) -> bool:
+    """Is ``ref`` a class tested against in ``isinstance(x, (A, ref))`` / ``issubclass``: no use that builds one
+    (EVA's ``convert_weights_to_fp16`` checks for its Attention)."""
+    node = ctx.parent(ref)
+    while isinstance(node, (cst.Tuple, cst.Element, cst.Arg)):
+        node = ctx.parent(node)
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass")

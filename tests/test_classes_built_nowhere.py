@@ -1,0 +1,104 @@
+"""A module-level class nothing in the project builds or names runs in none of its trainings: its findings
+are judged as library code (docs/precision.md), not by its file's precision (triage T8-4: EVA's
+eva_model.Attention, whose only construction is commented out, judged under a DeepSpeed fp16 training)."""
+import json
+import textwrap
+
+import pytest
+
+from cliutil import run, write_project
+
+TRAIN = """
+import deepspeed
+import torch
+from model import Net
+
+
+def train(loader):
+    model = Net()
+    ds_config = {"train_batch_size": 8, "fp16": {"enabled": True}}
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=ds_config)
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(engine(x), y)
+        engine.backward(loss)
+        engine.step()
+"""
+
+MODEL = """
+from torch import nn
+from layers import convert
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.head = nn.Linear(dim, 2)
+
+    def forward(self, x):
+        return self.head(x)
+"""
+
+# a cosine attention no file builds, in a module the model imports (the default eps of F.normalize is 0 in
+# float16 under a half model)
+LAYERS = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+{decorator}class CosineAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x):
+        q, k, v = F.linear(x, self.qkv.weight, self.qkv.bias).chunk(3, dim=-1)
+        attn = torch.bmm(F.normalize(x, dim=-1), k.transpose(-1, -2))
+        return torch.bmm(attn.softmax(-1), v)
+
+
+def convert(module):
+    if isinstance(module, (nn.MultiheadAttention, CosineAttention)):
+        module.half()
+{extra}"""
+
+
+def _findings(tmp_path, name, *argv, decorator="", extra="", **files):
+    layers = LAYERS.replace("{decorator}", decorator).replace("{extra}", extra)
+    root = write_project(tmp_path / name, {k: textwrap.dedent(v) for k, v in
+                                           {"train.py": TRAIN, "model.py": MODEL, "layers.py": layers, **files}.items()})
+    r = run(["check", "--no-cache", "--output-format", "json", *argv, "."], root)
+    return [(f["filename"].replace("\\", "/").rsplit("/", 1)[-1], f["code"])
+            for f in json.loads(r.out) if f["code"] != "AMP501"]
+
+
+def test_a_class_nothing_builds_is_not_judged_by_the_trainings_precision(tmp_path):
+    # (an isinstance test names the class but builds none)
+    assert _findings(tmp_path, "nowhere") == []
+
+
+@pytest.mark.parametrize("files, extra, decorator", [
+    ({}, "\n\ndef build(dim):\n    return CosineAttention(dim)\n", ""),  # built in its file
+    ({"model.py": "from layers import CosineAttention\n" + MODEL}, "", ""),  # imported by another file
+    ({"model.py": MODEL.replace("from layers import convert", "")}, "", ""),  # a file nothing imports (a registry's)
+    ({"zoo.py": "import layers\n\ndef make(name, dim):\n    return getattr(layers, name)(dim)\n"}, "", ""),  # a lookup by name
+    ({"conf/attn.yaml": "_target_: layers.CosineAttention\ndim: 8\n"}, "", ""),  # a config builds it
+    ({}, "", "@register('cosine')\n"),  # a registry builds it
+])
+def test_near_misses_a_class_the_project_builds_keeps_the_precision(tmp_path, files, extra, decorator):
+    found = _findings(tmp_path, "built", decorator=decorator, extra=extra, **files)
+    assert ("layers.py", "AMP102") in found
+
+
+def test_a_configured_precision_judges_every_class(tmp_path):
+    assert ("layers.py", "AMP102") in _findings(tmp_path, "forced", "--precision", "fp16-master")
+
+
+def test_near_miss_a_packages_class_is_its_users_api(tmp_path):
+    # fairseq's KmeansAttention: no file of fairseq builds it; its users do, and train like fairseq's models
+    layers = LAYERS.replace("{decorator}", "").replace("{extra}", "")
+    root = write_project(tmp_path / "pkg", {k: textwrap.dedent(v) for k, v in {
+        "train.py": TRAIN, "model.py": MODEL.replace("from layers", "from pkg.layers"), "pkg/__init__.py": "",
+        "pkg/layers.py": layers}.items()})
+    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
+    assert "AMP102" in [f["code"] for f in json.loads(r.out)]
