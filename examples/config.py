@@ -10,6 +10,7 @@ class ModelConfig:
     n_layers: int = 8
     n_heads: int = 8
     dropout: float = 0.1
+    linear_attention: bool = False  # O(T) attention for long contexts
 
 
 @dataclass

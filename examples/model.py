@@ -47,7 +47,7 @@ class LinearAttention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
 
-    def forward(self, x):
+    def forward(self, x, padding_mask=None):
         B, T, C = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).unbind(2)
         q, k = F.elu(q) + 1, F.elu(k) + 1
@@ -61,7 +61,10 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.ln1 = nn.LayerNorm(cfg.dim)
-        self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.dropout)
+        if cfg.linear_attention:
+            self.attn = LinearAttention(cfg.dim, cfg.n_heads)
+        else:
+            self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.dropout)
         self.ln2 = nn.LayerNorm(cfg.dim)
         self.mlp = nn.Sequential(
             nn.Linear(cfg.dim, 4 * cfg.dim),
