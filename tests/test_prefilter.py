@@ -138,3 +138,32 @@ def test_a_bracket_before_a_banner_of_comment_signs_is_read_in_linear_time():
     source = b"x = 1\n# questions = [...]\n" + b"#" * 200 + b"\nprint(x)\n"
     assert may_fire(all_rules()["AMP103"], source) is False
     assert may_fire(all_rules()["AMP103"], b"a[0]  # note\n" + b"#" * 200 + b"\n= 1\n") is True
+
+
+def _needs_patterns():
+    for rule in all_rules().values():
+        needs = getattr(rule, "needs", None)
+        if needs is None:
+            continue
+        for group in (needs,) if isinstance(needs, str) else needs:
+            yield from (a for a in ((group,) if isinstance(group, str) else group) if a != prefilter.MATMUL)
+
+
+# Patterns the fast paths must get right or leave to ``re``: classes holding ``|`` and ``)``, optional
+# and repeated groups, ``\w*`` before a possessive or lazy quantifier, case-insensitive choices.
+TRICKY = [r"[|)]x|y", r"\b(?:ab)?c", r"\b(?:a|b)*z", r"\b(?:|ab)\b", r"\w*?Args\b", r"\w*x", r"(?i:NoQa|x\+)",
+          r"(?i:a.b)", r"\b_x\b", r"\ba?b", r"(?:ab|ac|d)\b", r"\b(?:ab|ac|d)e", r"\]\s*=", r"\+|/|\*", r"\b\d+x"]
+
+
+def test_the_needs_searches_answer_as_the_regular_expressions_do():
+    import random
+    import re
+    patterns = [*_needs_patterns(), *TRICKY]
+    words = sorted({w for p in patterns for w in re.findall(r"[A-Za-z_0-9]+", p)} | {"NOQA", "Amplint:", "logits"})
+    pieces = [*words, " ", "_", "x", "0", ".", "(", ")", "]", "=", "==", "#", "\n", "/", "*", "+", "@", "|", "\\"]
+    rng = random.Random(7)
+    texts = [b"", b"x"] + ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 8))).encode() for _ in range(3000)]
+    for pattern in patterns:
+        rx, fast = re.compile(pattern.encode()), prefilter.searcher(pattern)
+        for text in texts:
+            assert fast(text) == (rx.search(text) is not None), (pattern, text)
