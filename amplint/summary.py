@@ -42,6 +42,10 @@ CONSTANT_LINE = re.compile(rb"^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*[-+(\s]*(?:\.?\d|
 # The lines kept for project-wide text questions (``project_text.grep``): a pattern asked there must
 # only match lines that match this one.
 INDEXED_LINE = re.compile(rb"clamp|clip|update|GradScaler", re.I)
+# The same words searched in the lower-cased text (at the same positions: ``bytes.lower`` changes
+# ASCII letters only, as a bytes pattern's IGNORECASE matches them): ~5x faster than with re.I,
+# which a search of every file's text pays (INDEXED_LINE is plain words, so lower-casing it is exact).
+_INDEXED_LOWER = re.compile(INDEXED_LINE.pattern.lower())
 
 
 @dataclass
@@ -136,8 +140,9 @@ def summarise(source: bytes, path: str = "", module_name: Optional[str] = None,
     from .precision_facts import _Parents, file_facts  # noqa: PLC0415 (precision_facts imports project, which imports this)
 
     summary = FileSummary()
-    if INDEXED_LINE.search(source):
-        summary.lines = _indexed_lines(source)
+    lowered = source.lower()
+    if _INDEXED_LOWER.search(lowered):
+        summary.lines = _indexed_lines(source, lowered)
     try:
         tree = python_ast(source, limits)  # screened: a file over the limits is never parsed here
     except TooComplex:
@@ -156,7 +161,7 @@ def summarise(source: bytes, path: str = "", module_name: Optional[str] = None,
     return summary
 
 
-def _indexed_lines(source: bytes) -> List[Tuple[int, str]]:
+def _indexed_lines(source: bytes, lowered: Optional[bytes] = None) -> List[Tuple[int, str]]:
     """The (line, text) of the lines matching INDEXED_LINE, as ``source.splitlines()`` numbers them:
     found by searching the whole text (at C speed) and taking the lines of the matches, not by
     searching each line (a Python-level loop over every line of the file)."""
@@ -165,7 +170,7 @@ def _indexed_lines(source: bytes) -> List[Tuple[int, str]]:
                 for i, line in enumerate(source.splitlines(), 1) if INDEXED_LINE.search(line)]
     out = []
     line, counted, end = 1, 0, -1
-    for m in INDEXED_LINE.finditer(source):
+    for m in _INDEXED_LOWER.finditer(source.lower() if lowered is None else lowered):
         at = m.start()
         if at < end:
             continue  # on the line taken last

@@ -169,6 +169,17 @@ def test_a_file_that_does_not_parse_has_no_graph():
     assert summarise(b"def broken(:\n", "x.py", "x").graph is None
 
 
+def test_the_indexed_lines_are_those_a_search_of_each_line_finds():
+    from amplint.summary import INDEXED_LINE
+    sources = [b"x = y.CLAMP(0)\nz = 1\nscaler = amp.gradscaler()  # Update\ns.update(); s.update()",
+               b"a = 1\r\nb = x.Clip(2)\r\n", b"\xff\xfeclamp \xc4\xb0update\n\nGRADSCALER\n", b"no words\n", b"clip"]
+    for source in sources:
+        want = [(i, line.decode("utf-8", "replace")) for i, line in enumerate(source.splitlines(), 1)
+                if INDEXED_LINE.search(line)]
+        assert summarise(source, "m.py", "m").lines == want, source
+    assert summarise(sources[0], "m.py", "m").lines[0] == (1, "x = y.CLAMP(0)")
+
+
 def test_a_function_mapped_over_a_sequence_is_called_on_each_element(tmp_path):
     # audiolm-pytorch soundstream.py: `log_orig, log_recon = map(log, (orig_mel, recon_mel))`
     files = {
