@@ -30,6 +30,7 @@ from .context.evidence import (AUTOCAST_NAMES, UNKNOWN, Dotted, Signal, ast_call
 from .context.imports import ImportTable
 from .file_graph import walk_with_parents
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
+from .prefilter import searcher
 from .torch_api.trainers import COLOSSALAI_MASTER_WEIGHT_PLUGINS, MMCV_FP16_HOOKS
 
 TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
@@ -42,6 +43,9 @@ PRECISION_WORDS = re.compile(
 # A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in
 # any word: yolov5's export.py imports torch.utils.mobile_optimizer.)
 TRAINING_WORDS = re.compile(rb"\.backward\(|\boptim\.[A-Z]|torch\.optim\b|\boptimi[sz]er\.step\(|\.zero_grad\(")
+# Both searched in every file's text: by prefilter.searcher (the same answers, ~6x faster than ``re``)
+_precision_words = searcher(PRECISION_WORDS.pattern.decode("ascii"))
+_training_words = searcher(TRAINING_WORDS.pattern.decode("ascii"))
 
 _INFERENCE_HELP = re.compile(r"(?i)\b(inference|infer|decod\w*|generat\w*|transcri\w*|sampl\w*|predict\w*|evaluat\w*)\b")
 _INFERENCE_FUNCTION = re.compile(
@@ -490,16 +494,16 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["fallback_imports"] = _fallback_imports(nodes, module, is_package) if b"ImportError" in source else {}
     # backward / an optimizer / a trainer somewhere in the file (a project none of whose files trains
     # holds no training evidence: whisper's --fp16 is its decoder's)
-    facts["trains"] = bool(TRAINING_WORDS.search(source)) or bool(entry)
+    facts["trains"] = _training_words(source) or bool(entry)
     training_helpers = _training_helpers(functions, training_lines)
     facts["precision_functions"] = _precision_functions(functions, [n for n in nodes if isinstance(n, ast.Return)])
     facts["master_optimizers"] = sorted(
         n.name for n in nodes if isinstance(n, ast.ClassDef) and _MASTER_OPTIMIZER.search(n.name)
     ) if _MASTER_COPY.search(source) else []
 
-    if not PRECISION_WORDS.search(source):
+    if not _precision_words(source):
         return facts
-    trains = bool(TRAINING_WORDS.search(source)) or bool(entry)
+    trains = _training_words(source) or bool(entry)
     script = b"__main__" in source
     imports = _imports(nodes, module)
     # a library's master-weights optimizer wrapped around the project's (SpanBERT: apex's

@@ -158,9 +158,11 @@ TRICKY = [r"[|)]x|y", r"\b(?:ab)?c", r"\b(?:a|b)*z", r"\b(?:|ab)\b", r"\w*?Args\
 def test_the_needs_searches_answer_as_the_regular_expressions_do():
     import random
     import re
-    patterns = [*_needs_patterns(), *TRICKY]
+    from amplint.precision_facts import PRECISION_WORDS, TRAINING_WORDS  # (the summaries search them alike)
+    patterns = [*_needs_patterns(), *TRICKY, PRECISION_WORDS.pattern.decode(), TRAINING_WORDS.pattern.decode()]
     words = sorted({w for p in patterns for w in re.findall(r"[A-Za-z_0-9]+", p)} | {"NOQA", "Amplint:", "logits"})
-    pieces = [*words, " ", "_", "x", "0", ".", "(", ")", "]", "=", "==", "#", "\n", "/", "*", "+", "@", "|", "\\"]
+    pieces = [*words, " ", "_", "x", "0", ".", "(", ")", "]", "=", "==", "#", "\n", "/", "*", "+", "@", "|", "\\",
+              "-", "'", '"', ":"]
     rng = random.Random(7)
     texts = [b"", b"x"] + ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 8))).encode() for _ in range(3000)]
     for pattern in patterns:
