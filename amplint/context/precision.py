@@ -1008,7 +1008,12 @@ class PrecisionModel:
             # a mask / ids / lengths argument: data, unless a caller passes it float16 (Open-Sora-Plan's
             # ``self.make_attn_bias(attn_mask)`` after ``attn_mask = attn_mask.to(q.dtype)``)
             from_callers = self._from_callers(fn, name) if param.default is None else None
-            return from_callers if from_callers is not None and from_callers.is_half else UNKNOWN
+            # (a value computed float16, not one only taken so from the regime: fairseq's
+            # ``encoder_out["encoder_padding_mask"]`` of a half model is the boolean padding mask)
+            regime = self.ctx.regime
+            by_regime = from_callers is not None and (from_callers.assumed or regime is not None and (
+                from_callers.evidence is regime.half_params or from_callers.evidence == regime.half_params))
+            return from_callers if from_callers is not None and from_callers.is_half and not by_regime else UNKNOWN
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             return UNKNOWN  # a default like 1e-6 or True: not a tensor
         if name in self.required_complex(fn):
