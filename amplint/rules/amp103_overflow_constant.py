@@ -10,6 +10,7 @@ from ..edits import attribute_chain, find_arg, is_simple_reference, module_alias
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, finfo, fmt
 from ..context.conditions import never_run_by_callers
+from ..context.sentinels import only_added_or_selected
 from ..context.precision import DTypeFact, precision_model
 from ..torch_api.fill_helpers import FILL_HELPERS
 from ..prefilter import words
@@ -164,6 +165,8 @@ class Fp16OverflowConstant(Rule):
                 continue  # only a float16 tensor cannot hold the value
             if never_run_by_callers(ctx, value):
                 continue  # a branch of a helper that no caller's literal argument takes
+            if what == "x[mask] =" and v < 0 and only_added_or_selected(ctx, ctx.parent(tensor)):
+                continue  # -inf as a "dead entry" sentinel, only added to scores and top-k'd (beam search)
             bound = "min" if v < 0 else "max"
             message = (f"{what} with {fmt(v)} on a float16 tensor: beyond float16's largest value "
                        f"±{fmt(FLOAT16.max)}, it raises 'value cannot be converted to type c10::Half "
