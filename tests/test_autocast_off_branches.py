@@ -51,3 +51,52 @@ def test_the_probability_path_runs_only_where_autocast_is_off():
 @pytest.mark.parametrize("body", ["loss = calc_bce(prob, gt)", BRANCHES.replace("{flag}", "flag")])
 def test_near_miss_the_probability_path_under_autocast(body):
     assert amp202(body) == [("metric_utils.py", 8)]
+
+
+METRICS = """
+import torch
+
+import metric_utils as utils
+
+
+class ViewMetrics(torch.nn.Module):
+    def forward(self, pred, gt):
+        {body}
+"""
+LAUNCHED = """
+import torch
+from accelerate import Accelerator
+
+from metrics import ViewMetrics
+
+
+def run(model, loader):
+    accelerator = Accelerator()
+    metrics = ViewMetrics()
+    opt = torch.optim.Adam(model.parameters())
+    model, opt = accelerator.prepare(model, opt)
+    for x, gt in loader:
+        loss = metrics(model(x).sigmoid(), gt)
+        accelerator.backward(loss)
+        opt.step()
+"""
+BRANCHES_IN_FORWARD = """if torch.is_autocast_enabled():
+            return utils.calc_bce(pred.logit(), gt, pred_logits=True)
+        else:
+            return utils.calc_bce(pred, gt, pred_logits=False)"""
+
+
+def launched_amp202(body):
+    files = {"metrics.py": METRICS.replace("{body}", body), "train.py": LAUNCHED}
+    return [(f.path.rsplit("/", 1)[-1], f.line) for f in lint_source(HELPER, filename="metric_utils.py", extra_files=files)
+            if f.code == "AMP202"]
+
+
+def test_under_a_launcher_the_branches_in_a_module_forward():
+    """pytorch3d's real shape (triage repro_1b): the branches sit in a metrics Module's forward and the
+    precision is accelerate's, out of sight: only the calls surely made with autocast off count."""
+    assert launched_amp202(BRANCHES_IN_FORWARD) == []
+
+
+def test_near_miss_under_a_launcher_a_plain_call():
+    assert launched_amp202("return utils.calc_bce(pred, gt)") == [("metric_utils.py", 8)]

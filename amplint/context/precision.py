@@ -304,14 +304,16 @@ class PrecisionModel:
             state = AutocastState(True, BF16, LIKELY, regime.bf16)
         else:
             return NOT_AUTOCAST
-        # (not where a launcher or a configured precision decides: its autocast is out of sight, and
-        # the code is judged as under any float16 use of it)
-        if fn is not None and regime.override is None and regime.launcher is None \
-                and self.called_only_outside_autocast(fn, node):
+        # (where a launcher or a configured precision decides, its autocast is out of sight and the
+        # code is judged as under any float16 use of it: only calls made where autocast is surely
+        # off count then, the else of ``if torch.is_autocast_enabled():`` or ``autocast(enabled=False)``)
+        if fn is not None and self.called_only_outside_autocast(
+                fn, node, surely=regime.override is not None or regime.launcher is not None):
             return NOT_AUTOCAST
         return state
 
-    def called_only_outside_autocast(self, fn: cst.FunctionDef, node: Optional[cst.CSTNode] = None) -> bool:
+    def called_only_outside_autocast(self, fn: cst.FunctionDef, node: Optional[cst.CSTNode] = None,
+                                     surely: bool = False) -> bool:
         """Is every call of the module-level function ``fn`` seen, in this file and in the project's
         other files (by its name: ``math_utils.intersect_aabb(...)``, ``intersect_aabb(...)`` after
         an import), made where autocast is off? Then ``fn`` runs without autocast, whatever the
@@ -322,11 +324,13 @@ class PrecisionModel:
         all seen (``module(x)`` runs ``forward`` without naming it). ``node``: a node of ``fn``; a
         call whose literal arguments send it past ``node``'s branch does not count (pytorch3d's
         ``calc_bce(p.logit(), gt, pred_logits=True)`` under autocast never reaches the
-        ``F.binary_cross_entropy`` below ``if pred_logits: return ...``)."""
+        ``F.binary_cross_entropy`` below ``if pred_logits: return ...``). ``surely``: only a call
+        certainly made with autocast off counts as outside it (an autocast out of sight may cover
+        the others)."""
         if self.ctx.parent(fn) is not self.ctx.module:
             return False
         needs = tuple(path_needs(self.ctx, node, fn)) if node is not None else ()
-        key = ("called_outside", fn, needs)
+        key = ("called_outside", fn, needs, surely)
         cache = self.ctx._cache
         if key in cache:
             found = cache[key]
@@ -341,7 +345,7 @@ class PrecisionModel:
         cuts = _CUTS[0]
         _OUTSIDE_ASKING.append(fn)
         try:
-            found = self._calls_outside_autocast(fn, needs)
+            found = self._calls_outside_autocast(fn, needs, surely)
         finally:
             _OUTSIDE_ASKING.pop()
             del cache[key]
@@ -349,15 +353,23 @@ class PrecisionModel:
             cache[key] = found  # kept only when no cycle cut the answer short
         return found
 
-    def _calls_outside_autocast(self, fn: cst.FunctionDef, needs=()) -> bool:
+    def _calls_outside_autocast(self, fn: cst.FunctionDef, needs=(), surely: bool = False) -> bool:
         seen = self.seen_calls(fn)
         if seen is None:
             return False
         here, elsewhere = seen
         ctx = self.ctx
         name = fn.name.value
-        if any(self.autocast_at(call).active and not (needs and call_skips_path(ctx, fn, needs, call, self))
-               for call in here):
+
+        def may_autocast(model, call) -> bool:
+            if needs and call_skips_path(ctx, fn, needs, call, model):
+                return False
+            state = model.autocast_at(call)
+            return state.active or surely and state.confidence != CERTAIN
+
+        if surely and not needs:
+            return False  # nothing but a branch's test can say more than the launcher's autocast
+        if any(may_autocast(self, call) for call in here):
             return False
         for path, lines in elsewhere.items():
             other = ctx.other_file(path)
@@ -367,8 +379,7 @@ class PrecisionModel:
             calls = [c for c in other.nodes(cst.Call) if (c.func.attr.value if isinstance(c.func, cst.Attribute) else
                                                           getattr(c.func, "value", None)) == name
                      and other.on_lines(c, lines)]
-            if not calls or any(model.autocast_at(c).active and not (needs and call_skips_path(ctx, fn, needs, c, model))
-                                for c in calls):
+            if not calls or any(may_autocast(model, c) for c in calls):
                 return False
         return True
 
@@ -519,6 +530,8 @@ class PrecisionModel:
         loss_object = cls is not None and re.search(r"(?i)loss|criterion", cls.name.value)  # Loss.__call__
         if not (self.model_code(fn) or loss_object):
             return NOT_AUTOCAST
+        if without_autocast_branch(self.ctx, node) or self.called_only_outside_autocast(fn, node, surely=True):
+            return NOT_AUTOCAST  # every call reaching it is made where autocast is off (pytorch3d's calc_bce)
         return AutocastState(True, "fp16 or bf16 (set by the launcher or the caller)", LIKELY, evidence)
 
     def model_code(self, fn: Optional[cst.FunctionDef]) -> bool:
