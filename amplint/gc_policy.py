@@ -21,7 +21,9 @@ from typing import Optional, Tuple
 # they live only walks them (nothing there is garbage) and moves them to an older generation, to be
 # walked again. At 20k, young collections were ~9 % of a cold run of transformers' 250k-line subset
 # (356 of them, 5.2 s of 60 s), at 500k ~2 % (63, 1.1 s of 39 s) for 6 % more peak memory
-# (267 -> 283 MiB); 1M gained little more (1.0 s) for 17 % (312 MiB).
+# (260 -> 276 MiB); a 1M threshold gained little more (1.0 s) for 17 % (305 MiB). On the whole package
+# (1M lines) the peak grows more: 463 -> 595 MiB (+28 %), and a 200k threshold gives none of it back
+# (benchmarks/results/cache_speed.md, session 8).
 THRESHOLDS = (500_000, 20, 20)
 
 _saved: Optional[Tuple[int, int, int]] = None
