@@ -142,6 +142,20 @@ def searcher(pattern: str) -> _Test:
     return lambda source: rx.search(source) is not None
 
 
+def _class_end(pattern: str, i: int) -> int:
+    """The index of the ``]`` closing the character class opened at ``i`` (``len(pattern)`` if none):
+    a ``]`` right after ``[`` or ``[^`` is a member, not its end."""
+    n = len(pattern)
+    i += 1
+    if i < n and pattern[i] == "^":
+        i += 1
+    if i < n and pattern[i] == "]":
+        i += 1
+    while i < n and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i
+
+
 def _alternatives(pattern: str) -> list:
     """``pattern`` split at its top-level ``|`` (outside groups and character classes)."""
     parts, depth, start, i, n = [], 0, 0, 0, len(pattern)
@@ -150,14 +164,8 @@ def _alternatives(pattern: str) -> list:
         if ch == "\\":
             i += 2
             continue
-        if ch == "[":  # a class: ``]`` right after ``[`` or ``[^`` is a member, not its end
-            i += 1
-            if i < n and pattern[i] == "^":
-                i += 1
-            if i < n and pattern[i] == "]":
-                i += 1
-            while i < n and pattern[i] != "]":
-                i += 2 if pattern[i] == "\\" else 1
+        if ch == "[":
+            i = _class_end(pattern, i)
         elif ch == "(":
             depth += 1
         elif ch == ")":
@@ -207,13 +215,7 @@ def _group_end(pattern: str) -> int:
             i += 2
             continue
         if ch == "[":
-            i += 1
-            if i < n and pattern[i] == "^":
-                i += 1
-            if i < n and pattern[i] == "]":
-                i += 1
-            while i < n and pattern[i] != "]":
-                i += 2 if pattern[i] == "\\" else 1
+            i = _class_end(pattern, i)
         elif ch == "(":
             depth += 1
         elif ch == ")":
