@@ -156,9 +156,10 @@ def _class_end(pattern: str, i: int) -> int:
     return i
 
 
-def _alternatives(pattern: str) -> list:
-    """``pattern`` split at its top-level ``|`` (outside groups and character classes)."""
-    parts, depth, start, i, n = [], 0, 0, 0, len(pattern)
+def _structure(pattern: str):
+    """(index, character, depth after it) of each ``(``, ``)`` and ``|`` of ``pattern`` that is
+    not escaped and not in a character class."""
+    depth, i, n = 0, 0, len(pattern)
     while i < n:
         ch = pattern[i]
         if ch == "\\":
@@ -166,14 +167,19 @@ def _alternatives(pattern: str) -> list:
             continue
         if ch == "[":
             i = _class_end(pattern, i)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
+        elif ch in "()|":
+            depth += 1 if ch == "(" else -1 if ch == ")" else 0
+            yield i, ch, depth
+        i += 1
+
+
+def _alternatives(pattern: str) -> list:
+    """``pattern`` split at its top-level ``|`` (outside groups and character classes)."""
+    parts, start = [], 0
+    for i, ch, depth in _structure(pattern):
+        if ch == "|" and depth == 0:
             parts.append(pattern[start:i])
             start = i + 1
-        i += 1
     parts.append(pattern[start:])
     return parts
 
@@ -208,22 +214,7 @@ def _whole_group(pattern: str, opening: str):
 
 def _group_end(pattern: str) -> int:
     """The index of the ``)`` closing the group that opens ``pattern`` (-1 if none)."""
-    depth, i, n = 0, 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            i = _class_end(pattern, i)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
+    return next((i for i, ch, depth in _structure(pattern) if ch == ")" and depth == 0), -1)
 
 
 def _starts_with_word_char(pattern: str) -> bool:
