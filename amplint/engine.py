@@ -163,11 +163,11 @@ def _set_aside_classes_built_nowhere(ctx: FileContext, found: List[Violation]) -
     kept: List[Violation] = []
     for v in found:
         cls = None if v.code in PRECISION_FREE else _module_level_class(ctx, v.node)
-        if cls is not None and _evidence_inside(ctx, v, cls):
-            cls = None  # its own autocast says float16, whoever builds it
         if cls is not None and cls not in holders:
             holders[cls] = built_nowhere(ctx, cls)
-        if cls is None or not holders[cls]:
+        # (a finding resting on the class's own autocast stays, whoever builds it; asked last: it needs
+        # the file's positions)
+        if cls is None or not holders[cls] or _evidence_inside(ctx, v, cls):
             kept.append(v)
     return kept, {cls for cls, nowhere in holders.items() if nowhere}
 
