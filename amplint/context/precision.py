@@ -462,40 +462,123 @@ class PrecisionModel:
     def half_unsupported_call(self, fn: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
         """A call in ``fn``, on every path through it, of an op with no float16 kernel
         (``torch.linalg.inv``, ``.inverse()``, svd, solve, ...: ``grad_mode.NO_HALF``) whose input is
-        float16 here: ``fn`` raises before it returns whenever it runs in float16 (autocast casts none
-        of those ops), so no float16 value it computes is ever used. None if there is none."""
+        float16 here, or of a helper of this file that makes one: ``fn`` raises before it returns
+        whenever it runs in float16 (autocast casts none of those ops), so no float16 value it
+        computes is ever used. None if there is none."""
         if fn is None:
             return None
-        key = ("half_unsupported_call", fn)
+        return next((call for call in self._unconditional_calls(fn) if self._raises_in_half(call)), None)
+
+    def raised_in_half_before(self, node: cst.CSTNode) -> Optional[cst.Call]:
+        """A call before ``node`` in its function that raises whenever the function runs in float16
+        (see ``half_unsupported_call``): code after it runs only in float32 (pytorch3d's
+        ``efficient_pnp``, whose ``torch.linalg.eigh`` comes before its ``_reproj_error(y_hat, y)``
+        call). None if there is none."""
+        ctx = self.ctx
+        fn = ctx.enclosing_function(node)
+        if fn is None:
+            return None
+        at = ctx.order(node)
+        for call in self._unconditional_calls(fn):
+            if ctx.order(call) >= at:
+                return None
+            if not ctx.is_ancestor(call, node) and self._raises_in_half(call):
+                return call
+        return None
+
+    def passed_dtype(self, call: cst.Call, value: cst.BaseExpression) -> DTypeFact:
+        """The dtype of what ``call`` (of this file) passes as ``value``: not float16 when the calling
+        function has already raised in float16 before the call (``raised_in_half_before``), or is
+        itself called only so (``only_called_in_float32``)."""
+        fact = self.dtype_of(value)
+        if fact.is_half:
+            raised = self.raised_in_half_before(call)
+            if raised is not None:
+                return DTypeFact(F32, LIKELY, f"`{self.ctx.code(raised.func)}` before this call has no float16 kernel")
+            caller = self.ctx.enclosing_function(call)
+            if caller is not None and self.only_called_in_float32(caller):
+                return DTypeFact(F32, LIKELY, f"`{caller.name.value}` is called only where float16 has raised before")
+        return fact
+
+    def only_called_in_float32(self, fn: cst.FunctionDef) -> bool:
+        """Is every call of the private helper ``fn`` (all seen, in this file) made after its caller
+        has raised in float16 (``raised_in_half_before``), or by such a helper itself? Then ``fn``
+        never runs in float16 (pytorch3d's ``_compute_norm_sign_scaling_factor``, called only after
+        ``efficient_pnp``'s eigh)."""
+        name = fn.name.value
+        if not name.startswith("_") or name.endswith("__") or not self._calls_ops_without_half():
+            return False
         cache = self.ctx._cache
+        key = ("only_called_in_float32", fn)
         if key not in cache:
-            cache[key] = self._half_unsupported_call(fn)
+            cache[key] = False  # recursion through mutual calls ends here
+            seen = self.seen_calls(fn, private_methods=True)
+            cache[key] = seen is not None and not seen[1] and all(
+                self.raised_in_half_before(c) is not None
+                or self.ctx.enclosing_function(c) is not None
+                and self.only_called_in_float32(self.ctx.enclosing_function(c)) for c in seen[0])
         return cache[key]  # type: ignore[return-value]
 
-    def _half_unsupported_call(self, fn: cst.FunctionDef) -> Optional[cst.Call]:
+    def _unconditional_calls(self, fn: cst.FunctionDef) -> List[cst.Call]:
+        """The calls ``fn`` makes on every path through it (not in a branch, loop, ``try``, nested
+        function or short-circuit), in order; none in a file that calls no op without a float16
+        kernel (the cheap test first)."""
         ctx = self.ctx
-        for call in ctx.nodes(cst.Call):
-            if not ctx.is_ancestor(fn, call):
-                continue
-            name = ctx.call_name(call)
-            positional = [a.value for a in call.args if a.keyword is None and not a.star]
-            if name in grad_mode.NO_HALF and positional:
-                operand = positional[0]
-            elif isinstance(call.func, cst.Attribute) and call.func.attr.value in grad_mode.NO_HALF_METHODS \
-                    and not (isinstance(call.func.value, cst.Name) and ctx.imports.binds(call.func.value.value)):
-                operand = call.func.value
+        cache = ctx._cache
+        if not self._calls_ops_without_half():
+            return []
+        key = ("unconditional_calls", fn)
+        if key not in cache:
+            calls = []
+            for call in ctx.nodes(cst.Call):
+                if not ctx.is_ancestor(fn, call):
+                    continue
+                for a in ctx.ancestors(call):
+                    if a is fn:
+                        calls.append(call)
+                        break
+                    if isinstance(a, (cst.If, cst.IfExp, cst.For, cst.While, cst.Try, cst.FunctionDef, cst.Lambda,
+                                      cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
+                                      cst.GeneratorExp)):
+                        break
+            cache[key] = calls
+        return cache[key]  # type: ignore[return-value]
+
+    def _calls_ops_without_half(self) -> bool:
+        """Does this file call an op with no float16 kernel at all (by name: the cheap test first)?"""
+        cache = self.ctx._cache
+        if "no_half_candidates" not in cache:
+            cache["no_half_candidates"] = any(self._no_half_operand(c) is not None for c in self.ctx.nodes(cst.Call))
+        return cache["no_half_candidates"]  # type: ignore[return-value]
+
+    def _raises_in_half(self, call: cst.Call) -> bool:
+        """Does ``call`` raise when its function runs in float16: an op with no float16 kernel on a
+        float16 input, or a helper of this file that always makes one (``_null_space``'s eigh)?"""
+        cache = self.ctx._cache
+        key = ("raises_in_half", call)
+        if key not in cache:
+            cache[key] = False  # recursion through mutual calls ends here
+            operand = self._no_half_operand(call)
+            if operand is not None:
+                cache[key] = self.dtype_of(operand).is_half
             else:
-                continue
-            conditional = False
-            for a in ctx.ancestors(call):
-                if a is fn:
-                    break
-                if isinstance(a, (cst.If, cst.IfExp, cst.For, cst.While, cst.Try, cst.FunctionDef, cst.Lambda,
-                                  cst.BooleanOperation)):
-                    conditional = True
-                    break
-            if not conditional and self.dtype_of(operand).is_half:
-                return call
+                callee = self._callee(call)
+                cache[key] = callee is not None and callee is not self.ctx.enclosing_function(call) \
+                    and self.half_unsupported_call(callee) is not None
+        return cache[key]  # type: ignore[return-value]
+
+    def _no_half_operand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The input of ``call`` if it is an op with no float16 kernel (``grad_mode.NO_HALF``)."""
+        ctx = self.ctx
+        func = call.func
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return None
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if ctx.call_name(call) in grad_mode.NO_HALF:
+            return positional[0] if positional else None
+        if isinstance(func, cst.Attribute) and func.attr.value in grad_mode.NO_HALF_METHODS \
+                and not (isinstance(func.value, cst.Name) and ctx.imports.binds(func.value.value)):
+            return func.value
         return None
 
     def _loss_code(self, node: cst.CSTNode) -> bool:
@@ -1209,7 +1292,7 @@ class PrecisionModel:
         if p.value is None:
             fact, known = UNKNOWN, False
         else:
-            fact = p.model.dtype_of(p.value)
+            fact = p.model.passed_dtype(p.call, p.value)
             known = fact.dtype is not None or p.model.not_a_tensor(p.value)
         ctx = p.model.ctx
 

@@ -314,8 +314,9 @@ class Fp16UnsafeEpsilon(Rule):
         if found and all(known_positive(ctx, u.node, plain, where=not pm.gradient_flows(u.node)) is not None
                          for u in found):
             return None  # ``if norm > eps: x / (norm + 1e-12)``: the guard is never needed
-        if pm.half_unsupported_call(ctx.enclosing_function(guarded)) is not None:
-            return None  # ``.inverse()`` of what it computes: the function cannot run in float16 at all
+        fn = ctx.enclosing_function(guarded)
+        if pm.half_unsupported_call(fn) is not None or fn is not None and pm.only_called_in_float32(fn):
+            return None  # ``.inverse()`` of what it computes, or only called after one: never run in float16
         if uniform_draw(ctx, plain):
             return None  # Gumbel / exponential sampling noise: a 0 draw only keeps one candidate unsampled
         if never_run_by_callers(ctx, guarded):
@@ -444,7 +445,7 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode):
                 return True
             if uniform_draw(p.model.ctx, value):
                 continue  # ``log(noise)`` of Gumbel sampling: see uniform_draw
-            fact = p.model.dtype_of(value)
+            fact = p.model.passed_dtype(p.call, value)
             where = f"{p.path}:{p.model.ctx.line_of(p.call)}"
             if fact.is_half:
                 return DTypeFact(F16, fact.confidence, f"`{name}` of `{fn.name.value}` is passed a float16 value "
