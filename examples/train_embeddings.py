@@ -1,7 +1,9 @@
 """Turn the pre-trained TinyGPT into a sentence encoder with an in-batch contrastive loss (SimCSE:
 two dropout views of a batch are each other's positives), float16 autocast with loss scaling and
 gradient accumulation."""
+import math
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -63,11 +65,15 @@ def main(cfg: TrainConfig = TrainConfig(), model_cfg: ModelConfig = ModelConfig(
             logits, covariance = encoder(x)
             labels = torch.arange(logits.shape[0], device=logits.device)
             loss = (F.cross_entropy(logits, labels) + 0.04 * covariance) / accum_steps
-        if torch.isnan(loss):
-            raise RuntimeError(f"loss became NaN at step {step}")
+        loss_value = loss.item() * accum_steps
+        if not math.isfinite(loss_value):
+            print(f"Loss is {loss_value}, stopping training")
+            sys.exit(1)
         grad_scaler.scale(loss).backward()
         if (step + 1) % accum_steps == 0:
-            torch.nn.utils.clip_grad_norm_(encoder.parameters(), cfg.grad_clip)
+            grad_norm = torch.nn.utils.clip_grad_norm_(encoder.parameters(), cfg.grad_clip)
+            if not torch.isfinite(grad_norm):
+                raise RuntimeError(f"gradient norm became {grad_norm} at step {step}")
             grad_scaler.step(optimizer)
             optimizer.zero_grad(set_to_none=True)
         if step % 100 == 0:
