@@ -281,9 +281,25 @@ def _conditional_update(ctx, step: Step, unscale) -> Optional[Tuple[object, str,
     for update in step.following(unscale, "update", unscale.scaler):
         for a in ctx.ancestors(update.call):
             if isinstance(a, cst.If) and not ctx.is_ancestor(a, unscale.call) \
-                    and not (ctx.is_ancestor(a.body, update.call) and holds_at(ctx, unscale.call, a.test)):
+                    and not (ctx.is_ancestor(a.body, update.call) and holds_at(ctx, unscale.call, a.test)) \
+                    and not _alternative_step(ctx, a, update.call, unscale.call):
                 return update, ctx.code(a.test), a.test
     return None
+
+
+def _alternative_step(ctx, branch: cst.If, update: cst.Call, unscale: cst.Call) -> bool:
+    """Is ``update`` in an ``elif`` of ``branch`` whose own test holds wherever the unscale_ runs, with
+    ``branch``'s body stepping the optimizer another way? ``if on_tpu(): xm.optimizer_step(opt)`` /
+    ``elif use_amp: scaler.step(opt); scaler.update()`` (HF Trainer 4.x): the earlier branch is another
+    backend's step, not a condition on the update."""
+    inner = branch.orelse
+    while isinstance(inner, cst.If) and not ctx.is_ancestor(inner.body, update):
+        inner = inner.orelse
+    if not isinstance(inner, cst.If) or not holds_at(ctx, unscale, inner.test):
+        return False
+    def name(c: cst.Call) -> str:
+        return c.func.attr.value if isinstance(c.func, cst.Attribute) else getattr(c.func, "value", "")
+    return any(ctx.is_ancestor(branch.body, c) and str(name(c)).endswith("step") for c in ctx.nodes(cst.Call))
 
 
 def _accumulation_boundary(ctx, test: cst.BaseExpression) -> bool:
