@@ -435,3 +435,42 @@ def test_probabilities_times_a_mask_are_still_probabilities(factor, expected):
     train = "import torch\nimport snippet\ndef main(model, opt, x):\n    with torch.autocast('cuda'):\n" \
             "        loss = model(x)\n    torch.amp.GradScaler('cuda').scale(loss).backward()\n"
     assert [c for c in codes(GLINER.format(factor=factor), extra_files={"train.py": train}) if c == "AMP201"] == expected
+
+
+# ---- the in-place sigmoid: `x.sigmoid_()` is a sigmoid that overwrites its logits -------------------
+FOCAL = """
+    import torch
+    import torch.nn as nn
+    class Head(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.conv = nn.Conv2d(dim, 4, 3)
+        @torch.autocast("cuda")
+        def forward(self, x, targets):
+            inputs = self.conv(x)
+            pred = torch.clamp(SIGMOID, min=1e-4, max=1 - 1e-4)
+            pos = torch.log(pred) * targets.eq(1)
+            neg = torch.log(1 - pred) * torch.pow(1 - targets, 4)
+            return -(pos + neg).sum()
+"""
+
+
+@pytest.mark.parametrize("sigmoid", ["inputs.sigmoid_()", "torch.sigmoid_(inputs)", "inputs.sigmoid()"])
+def test_the_in_place_sigmoid_is_a_sigmoid(sigmoid):
+    """CenterNet2's heatmap focal loss (fixed upstream for fp16): 1 - 1e-4 rounds to 1.0 in float16,
+    so the clamp does not keep log(1 - p) finite, whichever form computes the sigmoid."""
+    [f] = findings(FOCAL.replace("SIGMOID", sigmoid))
+    assert "log(1 - p)" in f.message and "rounds to 1.0 in float16" in f.message
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_no_fix_for_the_in_place_sigmoid(unsafe):
+    """The logits were overwritten by the probabilities: neither logsigmoid of them nor a float32
+    copy (which no longer overwrites them) is the same program."""
+    src = FOCAL.replace("SIGMOID", "inputs.sigmoid_()")
+    assert fixed(src, unsafe=unsafe) == textwrap.dedent(src)
+
+
+def test_an_in_place_sigmoid_of_a_float32_value_is_silent():
+    src = FOCAL.replace("SIGMOID", "inputs.float().sigmoid_()")
+    assert findings(src) == []

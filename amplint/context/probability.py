@@ -24,7 +24,8 @@ import libcst as cst
 from ..fp16 import BFLOAT16, FLOAT16, Representation
 from .precision import BF16, F16, DTypeFact, precision_model
 
-SIGMOID_NAMES = {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid"}
+SIGMOID_NAMES = {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid",
+                 "torch.sigmoid_", "torch.Tensor.sigmoid_"}
 SOFTMAX_NAMES = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax"}
 LOG_NAMES = {"torch.log": "log", "torch.log2": "log2", "torch.log10": "log10", "torch.log1p": "log1p",
              "torch.special.log1p": "log1p"}
@@ -81,7 +82,9 @@ class ProbabilityCall:
     kind: str  # "sigmoid" | "softmax"
     call: cst.Call
     logits: Optional[cst.BaseExpression]
-    form: str  # "function" (torch.sigmoid(x)) | "method" (x.sigmoid()) | "module" (self.act(x))
+    # "function" (torch.sigmoid(x)) | "method" (x.sigmoid()) | "module" (self.act(x)) | "inplace"
+    # (x.sigmoid_(), torch.sigmoid_(x): the logits are overwritten by the probabilities)
+    form: str
 
 
 def probability_call(ctx, expr: cst.BaseExpression) -> Optional[ProbabilityCall]:
@@ -91,10 +94,12 @@ def probability_call(ctx, expr: cst.BaseExpression) -> Optional[ProbabilityCall]
     for kind, names in (("sigmoid", SIGMOID_NAMES), ("softmax", SOFTMAX_NAMES)):
         if name in names and (not isinstance(expr.func, cst.Attribute) or _is_module_receiver(ctx, expr.func.value)
                               or isinstance(expr.func, cst.Name)):
-            return ProbabilityCall(kind, expr, _first_arg(expr), "function")
+            return ProbabilityCall(kind, expr, _first_arg(expr), "inplace" if name.endswith("_") else "function")
     m = method_of(ctx, expr)
     if m is not None and m[0] in ("sigmoid", "softmax"):
         return ProbabilityCall(m[0], expr, m[1], "method")
+    if m is not None and m[0] == "sigmoid_":
+        return ProbabilityCall("sigmoid", expr, m[1], "inplace")
     cls = precision_model(ctx).module_class(expr.func) or ""
     if cls.startswith("torch.nn.") and cls.rsplit(".", 1)[-1] in ("Sigmoid", "Softmax"):
         return ProbabilityCall(cls.rsplit(".", 1)[-1].lower(), expr, _first_arg(expr), "module")

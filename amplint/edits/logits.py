@@ -97,8 +97,8 @@ def logits_at(ctx, trace: Trace, at: cst.CSTNode) -> Optional[cst.BaseExpression
     the argument itself when the call is inside ``at``; when the probabilities were bound to a
     local name, only logits that still hold the same value at ``at``. None otherwise."""
     prob: Optional[ProbabilityCall] = trace.source.prob
-    if prob is None or prob.logits is None or not trace.direct:
-        return None
+    if prob is None or prob.logits is None or not trace.direct or prob.form == "inplace":
+        return None  # (``x.sigmoid_()`` overwrote the logits with the probabilities)
     if any(a is at for a in ctx.ancestors(prob.call)):
         return prob.logits
     if stable(ctx, prob.logits, prob.call, at):

@@ -141,8 +141,8 @@ def _fix(ctx, u: LogUse) -> Optional[Fix]:
             func, imports = name if name is not None else (None, [])
         if func is not None:
             return _replace_log(u, prob.call.deep_clone().with_changes(func=func, lpar=[], rpar=[]), imports)
-    if prob.logits is None:
-        return None
+    if prob.logits is None or prob.form == "inplace":
+        return None  # (``x.float().sigmoid_()`` would no longer overwrite ``x``: rewrite by hand)
     new_logits = as_float(prob.logits)
     return Fix(f"Compute the {prob.kind} in float32: `{_text(new_logits)}`", Applicability.UNSAFE,
                replacements=[(prob.logits, new_logits)])
