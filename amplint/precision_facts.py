@@ -1111,12 +1111,15 @@ def _or_default(node: ast.Call, fn) -> ast.Call:
 
 def _amp_optim_wrapper(node: ast.AST) -> Optional[Signal]:
     """mmengine's ``AmpOptimWrapper`` named as an optimizer wrapper's type: an assignment of the string
-    (``cfg.optim_wrapper.type = "AmpOptimWrapper"``), ``dict(type="AmpOptimWrapper", dtype=...)`` or the
-    dict literal. Its ``dtype`` defaults to float16 (``"bfloat16"``: bf16 autocast, no scaling needed)."""
+    (``cfg.optim_wrapper.type = "AmpOptimWrapper"``), ``dict(type="AmpOptimWrapper", dtype=...)``, the
+    dict literal, or the wrapper built directly (``AmpOptimWrapper(optimizer=..., dtype=...)``). Its ``dtype`` defaults to float16 (``"bfloat16"``: bf16 autocast, no scaling needed)."""
     pairs: List[Tuple[Optional[str], ast.AST]] = []
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value == "AmpOptimWrapper":
         return Signal("flag", "float16", note="mmengine AmpOptimWrapper (fp16 autocast, dynamic loss scaling)")
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+    if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] == "AmpOptimWrapper":
+        # built directly: ``AmpOptimWrapper(optimizer=..., dtype="float16")``
+        pairs = [("type", ast.Constant("AmpOptimWrapper"))] + [(k.arg, k.value) for k in node.keywords]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
         pairs = [(k.arg, k.value) for k in node.keywords]
     elif isinstance(node, ast.Dict):
         pairs = [(k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None, v)

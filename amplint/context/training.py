@@ -1428,3 +1428,65 @@ def _scaled_backward_near(ctx, node: cst.CSTNode) -> Optional[Tuple[str, int, st
             if ctx.call_name(c) in GRAD_SCALER_NAMES and near(c) and isinstance(ctx.parent(c), (cst.Assign, cst.IfExp)):
                 return here, ctx.line_of(c), "the GradScaler"
     return None
+
+
+# ---- mmengine optimizer wrappers ------------------------------------------------------------------
+
+# mmengine's name for the optimizer wrapper a model's ``train_step(self, data, optim_wrapper)`` gets
+# (``optim_wrapper``, ``optim_wrapper["generator"]``, ``self.optim_wrapper``).
+_OPTIM_WRAPPER = re.compile(r"optim_wrapper", re.I)
+_AMP_OPTIM_WRAPPER = re.compile(r"\bAmpOptimWrapper\b")
+
+
+@dataclass(frozen=True)
+class WrapperStep:
+    """``<wrapper>.step()`` of an mmengine optimizer wrapper after a plain ``loss.backward()``."""
+    backward: Event
+    step: cst.Call
+    wrapper: str  # the wrapper as written (``optim_wrapper["disc"]``)
+    bound_here: bool  # the wrapper is built as ``AmpOptimWrapper(...)`` in this file
+
+
+def wrapper_steps_after_plain_backward(ctx, step: Step) -> List[WrapperStep]:
+    """mmengine: ``loss.backward()`` then ``optim_wrapper.step()`` with no ``optim_wrapper.backward(loss)``
+    (or ``update_params``) between, in a project where the wrapper may be an ``AmpOptimWrapper`` (built
+    as one, named in a config, or chosen by tools/train.py's ``--amp``). An AmpOptimWrapper's
+    ``step`` is its GradScaler's ``step``: it unscales gradients that the plain backward never scaled.
+    """
+    plain = [e for e in step.backwards if e.how in ("plain", "unknown")]
+    if not plain:
+        return []
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    if not any(_AMP_OPTIM_WRAPPER.search(strip_comment(line)) for _, _, line in grep(ctx, r"AmpOptimWrapper")):
+        return []
+    calls = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and scope_of(ctx, c) is step.scope
+             and _OPTIM_WRAPPER.search(ctx.code(c.func.value))]
+    out = []
+    for call in calls:
+        if call.func.attr.value != "step" or call.args:  # type: ignore[attr-defined]
+            continue
+        wrapper = ctx.code(call.func.value)  # type: ignore[attr-defined]
+        line = ctx.line_of(call)
+        # the wrapper's own backward / update_params since the last plain backward before this step
+        before = [e for e in plain if ctx.line_of(e.call) < line]
+        if not before:
+            continue
+        last = before[-1]
+        scaled_by_wrapper = any(
+            c.func.attr.value in ("backward", "update_params") and ctx.code(c.func.value) == wrapper  # type: ignore[attr-defined]
+            and ctx.line_of(last.call) <= ctx.line_of(c) < line for c in calls)
+        if scaled_by_wrapper:
+            continue
+        out.append(WrapperStep(last, call, wrapper, _built_as_amp_wrapper(ctx, wrapper)))
+    return out
+
+
+def _built_as_amp_wrapper(ctx, wrapper: str) -> bool:
+    """``<wrapper> = AmpOptimWrapper(...)`` in this file."""
+    for call in ctx.nodes(cst.Call):
+        if (ctx.call_name(call) or "").rsplit(".", 1)[-1] != "AmpOptimWrapper":
+            continue
+        parent = ctx.parent(call)
+        if isinstance(parent, cst.Assign) and any(ctx.code(t.target) == wrapper for t in parent.targets):
+            return True
+    return False

@@ -9,7 +9,7 @@ import libcst as cst
 from ..context.conditions import holds_at
 from ..context.project_text import grep, strip_comment
 from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, bf16_only, insertion_anchor, is_grad_scaler,
-                                repeated_updates, training_steps)
+                                repeated_updates, training_steps, wrapper_steps_after_plain_backward)
 from ..findings import Location, Applicability, Confidence, Fix, Violation
 from .base import Rule
 
@@ -63,6 +63,7 @@ class GradScalerMisuse(Rule):
             yield from self._direct_steps(ctx, step)
             yield from self._missing_update(ctx, step)
             yield from self._unscaled_backward(ctx, step)
+            yield from self._wrapper_step_on_plain_backward(ctx, step)
             yield from self._double_unscale(ctx, step)
             yield from self._unscale_without_step(ctx, step)
             yield from self._update_twice(ctx, step)
@@ -143,6 +144,28 @@ class GradScalerMisuse(Rule):
                            f"underflow")
                 yield Violation(bw.call, message, Confidence.CERTAIN, help=f"use `{e.scaler}.scale(loss).backward()`",
                                 related=[Location(ctx.path, ctx.line_of(e.call), f"`{e.scaler}.step(...)` unscales")])
+
+    # mmengine: loss.backward() then optim_wrapper.step() ------------------------------------------------
+    def _wrapper_step_on_plain_backward(self, ctx, step: Step) -> Iterable[Violation]:
+        seen: Set[int] = set()
+        for w in wrapper_steps_after_plain_backward(ctx, step):
+            if w.backward.index in seen:
+                continue
+            seen.add(w.backward.index)
+            bw = w.backward.call
+            loss = bw.func.value if isinstance(bw.func, cst.Attribute) else None
+            how = "is an `AmpOptimWrapper`" if w.bound_here else "may be an `AmpOptimWrapper` (the project uses one)"
+            message = (f"`{ctx.code(bw)}` is not scaled, but `{w.wrapper}` {how}, whose `step()` is its "
+                       f"GradScaler's: it divides these gradients by the loss scale ({GRAD_SCALER_INIT_SCALE:g} at "
+                       f"the start), so the update is that many times too small, and small float16 gradients "
+                       f"underflow")
+            fix = None
+            if loss is not None and not bw.args:
+                new = cst.parse_expression(f"{w.wrapper}.backward({ctx.code(loss)})")
+                fix = Fix(f"Use `{w.wrapper}.backward({ctx.code(loss)})`", Applicability.SAFE, replacements=[(bw, new)])
+            yield Violation(bw, message, Confidence.CERTAIN if w.bound_here else Confidence.LIKELY, fix,
+                            help=f"use `{w.wrapper}.backward(loss)` (or `{w.wrapper}.update_params(loss)`)",
+                            related=[Location(ctx.path, ctx.line_of(w.step), f"`{w.wrapper}.step()` unscales")])
 
     # scaler.unscale_(opt) twice before the step -----------------------------------------------------
     def _double_unscale(self, ctx, step: Step) -> Iterable[Violation]:
