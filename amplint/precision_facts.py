@@ -111,9 +111,33 @@ def _imported_modules(nodes: List[ast.AST], module: Optional[str], is_package: b
 
 class _Parents:
     """Every node of a tree (in ``ast.walk``'s order) and each one's parent, from one pass: the
-    other questions about the file iterate ``nodes`` instead of walking the tree again."""
+    other questions about the file iterate ``nodes`` instead of walking the tree again, or only
+    the nodes of the types they look at (``of``)."""
     def __init__(self, tree: ast.AST) -> None:
         self.nodes, self.parent = walk_with_parents(tree)
+        self._of: Dict[tuple, List[ast.AST]] = {}
+
+    def of(self, *types: type) -> List[ast.AST]:
+        """The nodes of exactly these types, in ``nodes``' order (the parser makes no subclasses of
+        them): some twenty questions each looked at every node of the file and kept a few types."""
+        found = self._of.get(types)
+        if found is None:
+            if not self._of:  # the nodes grouped by type, in one pass
+                groups: Dict[type, List[ast.AST]] = {}
+                for node in self.nodes:
+                    group = groups.get(node.__class__)
+                    if group is None:
+                        groups[node.__class__] = [node]
+                    else:
+                        group.append(node)
+                self._of.update(((t,), g) for t, g in groups.items())
+            if len(types) == 1:
+                found = self._of.get(types, [])
+            else:
+                wanted = frozenset(types)
+                found = [node for node in self.nodes if node.__class__ in wanted]
+            self._of[types] = found
+        return found
 
     def chain(self, node: ast.AST):
         p = self.parent.get(id(node))
@@ -443,9 +467,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             return facts
     is_package = path.endswith("__init__.py")
     parents = parents if parents is not None else _Parents(tree)
-    nodes = parents.nodes
-    facts["imports"] = _imported_modules(nodes, module, is_package)
-    functions = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    facts["imports"] = _imported_modules(parents.of(ast.Import, ast.ImportFrom), module, is_package)
+    functions = parents.of(ast.FunctionDef, ast.AsyncFunctionDef)
 
     def owner(node: ast.AST) -> Optional[ast.AST]:
         for p in parents.chain(node):
@@ -456,8 +479,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # Training calls per function (None: module level), for entry points and "after the last step".
     training_lines: Dict[int, List[int]] = {}
     entry: Dict[int, Dict[str, Any]] = {}
-    trainers = frozenset(_trainer_names(nodes))
-    for node in nodes:
+    trainers = frozenset(_trainer_names(parents.of(ast.Assign)))
+    for node in parents.of(ast.Call):
         if isinstance(node, ast.Call):
             why = _is_training_call(node, trainers) or _trainer_self_train(node, parents)
             if why is None:
@@ -490,41 +513,41 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     entry = {k: e for k, e in entry.items() if e["why"] != [_GIVEN_GRADIENTS]}
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
     facts["script"] = b"__main__" in source  # run as a program, not only imported
-    facts["registered"] = _registered_names(nodes) if b"register" in source else []
-    facts["fallback_imports"] = _fallback_imports(nodes, module, is_package) if b"ImportError" in source else {}
+    facts["registered"] = _registered_names(parents.of(ast.ClassDef)) if b"register" in source else []
+    facts["fallback_imports"] = _fallback_imports(parents.of(ast.Try), module, is_package) if b"ImportError" in source else {}
     # backward / an optimizer / a trainer somewhere in the file (a project none of whose files trains
     # holds no training evidence: whisper's --fp16 is its decoder's)
     facts["trains"] = _training_words(source) or bool(entry)
     training_helpers = _training_helpers(functions, training_lines)
-    facts["precision_functions"] = _precision_functions(functions, [n for n in nodes if isinstance(n, ast.Return)])
+    facts["precision_functions"] = _precision_functions(functions, parents.of(ast.Return))
     facts["master_optimizers"] = sorted(
-        n.name for n in nodes if isinstance(n, ast.ClassDef) and _MASTER_OPTIMIZER.search(n.name)
+        n.name for n in parents.of(ast.ClassDef) if isinstance(n, ast.ClassDef) and _MASTER_OPTIMIZER.search(n.name)
     ) if _MASTER_COPY.search(source) else []
 
     if not _precision_words(source):
         return facts
     trains = _training_words(source) or bool(entry)
     script = b"__main__" in source
-    imports = _imports(nodes, module)
+    imports = _imports(parents.of(ast.Import, ast.ImportFrom), module)
     # a library's master-weights optimizer wrapped around the project's (SpanBERT: apex's
     # ``FP16_Optimizer(FusedAdam(model.parameters()))`` beside ``model.half()``): fp32 master weights
     facts["master_optimizers"] = sorted(set(facts["master_optimizers"]) | {
-        q.rsplit(".", 1)[-1] for q in (imports.resolve(_dotted(n.func) or "") or "" for n in nodes if isinstance(n, ast.Call))
+        q.rsplit(".", 1)[-1] for q in (imports.resolve(_dotted(n.func) or "") or "" for n in parents.of(ast.Call) if isinstance(n, ast.Call))
         if q.split(".", 1)[0] in ("apex", "fairseq") and _MASTER_OPTIMIZER.search(q.rsplit(".", 1)[-1])})
-    dtype_vars = _value_dtype_vars(nodes, imports)
-    facts["dtype_defaults"] = _dtype_defaults(nodes, imports)
-    fields = _Fields(nodes, imports, facts["dtype_defaults"])
-    autocast_dtype_vars = _value_dtype_vars(nodes, imports, lookups=True)
-    frozen = _frozen_objects(nodes, parents)
-    adapted = _adapter_wrapped(nodes)
-    trained = _parameter_owners(nodes)
+    dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports)
+    facts["dtype_defaults"] = _dtype_defaults(parents.of(ast.ClassDef), imports)
+    fields = _Fields(parents.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign), imports, facts["dtype_defaults"])
+    autocast_dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports, lookups=True)
+    frozen = _frozen_objects(parents.of(ast.Call, ast.For, ast.AsyncFor), parents)
+    adapted = _adapter_wrapped(parents.of(ast.Call))
+    trained = _parameter_owners(parents.of(ast.Call))
     lines = source.decode("utf-8", "replace").splitlines()
-    half_when = _half_conditions(nodes, parents, lines, imports)
-    saved = _saved_names(nodes, parents.parent)
+    half_when = _half_conditions(parents.of(ast.Assign), parents, lines, imports)
+    saved = _saved_names(parents.of(ast.Call, ast.Assign), parents.parent)
     targets: Dict[int, Optional[str]] = {}
     standalone = set()
     skipped = set()
-    for node in nodes:
+    for node in parents.of(ast.Assign, ast.Expr):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id in saved.get(id(node), ()) and _casts(node.value):
             value = node.value
@@ -543,7 +566,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
 
     # ``Adam(model.half().parameters())``: the parameters of the model made half in the same
     # expression are what trains, as with ``model = model.half()`` on a line of its own.
-    for node in nodes:
+    for node in parents.of(ast.Call):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in ("parameters", "named_parameters"):
             value = node.func.value
@@ -551,10 +574,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 standalone.add(id(value))
                 value = value.func.value if isinstance(value.func, ast.Attribute) else None
 
-    skipped |= _recast_to_float32(nodes, parents)
-    part_float32 = _parts_recast_to_float32(nodes, parents)
-    deepspeed_options = _deepspeed_only_options(nodes, parents)
-    for node in nodes:
+    skipped |= _recast_to_float32(parents.of(ast.Call), parents)
+    part_float32 = _parts_recast_to_float32(parents.of(ast.Expr), parents)
+    deepspeed_options = _deepspeed_only_options(parents.of(ast.Attribute), parents)
+    for node in parents.of(ast.Dict, ast.Assign, ast.Call):
         if isinstance(node, ast.Dict):
             # a DeepSpeed block under ``if precision == "bfloat16":`` is one of the options (gpt-neox)
             cond = _dtype_condition(node, parents, lines)
@@ -685,8 +708,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             record["param"] = param
             record["alternatives"] = {v: _plugin_record(node, v) for v in ("fp16", "bf16", "fp32")}
         facts["signals"].append(record)
-    facts["literal_args"] = _literal_args(nodes, owner)
-    facts["config_runs"], facts["config_defaults"] = _config_runs(nodes, imports)
+    facts["literal_args"] = _literal_args(parents.of(ast.Call), owner)
+    facts["config_runs"], facts["config_defaults"] = _config_runs(parents.of(ast.ClassDef, ast.Call), imports)
     if any(w.endswith("runner.train") for e in facts["entry_points"] for w in e["why"]):
         # mmengine's tools/train.py: `--amp` switches the config's optim_wrapper to AmpOptimWrapper, and the
         # configs pick theirs: the run's precision is the launch's (fp32 or fp16 autocast), as accelerate's is
