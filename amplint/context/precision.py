@@ -354,10 +354,6 @@ class PrecisionModel:
         return found
 
     def _calls_outside_autocast(self, fn: cst.FunctionDef, needs=(), surely: bool = False) -> bool:
-        seen = self.seen_calls(fn)
-        if seen is None:
-            return False
-        here, elsewhere = seen
         ctx = self.ctx
         name = fn.name.value
 
@@ -369,6 +365,13 @@ class PrecisionModel:
 
         if surely and not needs:
             return False  # nothing but a branch's test can say more than the launcher's autocast
+        seen = self.seen_calls(fn)
+        if seen is None:
+            # no call names it: a function a decorator registers, called through the registry's lookup
+            from .registries import registered_calls  # noqa: PLC0415 (asked of few functions)
+            through = registered_calls(self, fn)
+            return through is not None and not any(may_autocast(model, call) for model, call in through)
+        here, elsewhere = seen
         if any(may_autocast(self, call) for call in here):
             return False
         for path, lines in elsewhere.items():
@@ -644,6 +647,8 @@ class PrecisionModel:
         cls = ctx.enclosing_class(fn)
         if fn.name.value != "forward" and self._writes_parameter_data(fn):
             return False  # weight surgery (merge / unmerge an adapter into .weight.data): not the forward
+        if fn.name.value != "forward" and self._runs_a_training_step(fn):
+            return False  # it runs the model, a backward and the optimizer's step: not the model
         if cls is not None and self._module_like(cls):
             # An nn.Module under a preprocessing / data directory is a feature extractor run over
             # the data set (fairseq's speech_synthesis/preprocessing/speaker_embedder), not the
@@ -672,6 +677,18 @@ class PrecisionModel:
             # it, and the entry point's fp16 regime says nothing about how its users call it.
             return False
         return True  # a module-level helper whose callers are elsewhere
+
+    def _runs_a_training_step(self, fn: cst.FunctionDef) -> bool:
+        """Does ``fn`` itself run a tensor's ``.backward()`` and step an optimizer (directly or through
+        a GradScaler)? An RL actor's ``update_policy`` beside the ``forward`` that opens the autocast
+        region (verl): the training step, whose own code runs outside autocast."""
+        from .training import training_steps  # noqa: PLC0415 (training imports this module's peers)
+        step = training_steps(self.ctx).get(fn)
+        if step is None:
+            return False
+        backward = any(isinstance(e.call.func, cst.Attribute) and e.call.func.attr.value == "backward"
+                       and e.how != "engine" for e in step.of_kind("backward"))
+        return backward and bool(step.of_kind("opt_step", "scaler_step"))
 
     def _called_by_model_elsewhere(self, cls: cst.ClassDef, fn: cst.FunctionDef) -> bool:
         """Is the method ``fn`` of the module-level class ``cls`` called, through an instance, from
