@@ -115,39 +115,39 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
         return None
 
     functions, classes, calls = [], [], []
-    for node in parents.nodes:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.append([qualname(node), node.lineno, *_params(node)])
-        elif isinstance(node, ast.ClassDef):
-            classes.append([qualname(node), node.lineno, [d for d in map(ast_dotted, node.bases) if d is not None]])
-        elif isinstance(node, ast.Call):
-            func = node.func
-            # ``(AMPTrainer if cfg.amp else SimpleTrainer)(model, ...)`` calls one of the branches:
-            # each is recorded (detectron2's lazyconfig_train_net picks its trainer so)
-            branches = []
-            while isinstance(func, ast.IfExp):
-                branches.append(func.body)
-                func = func.orelse
-            for b in (*branches, func):
-                d = ast_dotted(b)
-                if d is not None:
-                    calls.append((node, d, None))
-            if isinstance(func, ast.Name) and func.id == "map" and len(node.args) == 2 \
-                    and not any(isinstance(a, ast.Starred) for a in node.args):
-                # ``map(log, (orig_mel, recon_mel))`` / ``map(self.f, xs)`` calls ``f`` on each element
-                # (audiolm-pytorch's soundstream loss): one call per element of a literal sequence,
-                # else one whose argument is unknown (``*xs``)
-                d = ast_dotted(node.args[0])
-                seq = node.args[1]
-                if d is not None:
-                    if isinstance(seq, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in seq.elts):
-                        calls.extend((node, d, [["", src.text(e), _kind(e)]]) for e in seq.elts)
-                    else:
-                        calls.append((node, d, [["*", src.text(seq), _kind(seq)]]))
-        elif isinstance(node, ast.Import):
+    for node in parents.of(ast.FunctionDef, ast.AsyncFunctionDef):
+        functions.append([qualname(node), node.lineno, *_params(node)])
+    for node in parents.of(ast.ClassDef):
+        classes.append([qualname(node), node.lineno, [d for d in map(ast_dotted, node.bases) if d is not None]])
+    for node in parents.of(ast.Call):
+        func = node.func
+        # ``(AMPTrainer if cfg.amp else SimpleTrainer)(model, ...)`` calls one of the branches:
+        # each is recorded (detectron2's lazyconfig_train_net picks its trainer so)
+        branches = []
+        while isinstance(func, ast.IfExp):
+            branches.append(func.body)
+            func = func.orelse
+        for b in (*branches, func):
+            d = ast_dotted(b)
+            if d is not None:
+                calls.append((node, d, None))
+        if isinstance(func, ast.Name) and func.id == "map" and len(node.args) == 2 \
+                and not any(isinstance(a, ast.Starred) for a in node.args):
+            # ``map(log, (orig_mel, recon_mel))`` / ``map(self.f, xs)`` calls ``f`` on each element
+            # (audiolm-pytorch's soundstream loss): one call per element of a literal sequence,
+            # else one whose argument is unknown (``*xs``)
+            d = ast_dotted(node.args[0])
+            seq = node.args[1]
+            if d is not None:
+                if isinstance(seq, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in seq.elts):
+                    calls.extend((node, d, [["", src.text(e), _kind(e)]]) for e in seq.elts)
+                else:
+                    calls.append((node, d, [["*", src.text(seq), _kind(seq)]]))
+    for node in parents.of(ast.Import, ast.ImportFrom):
+        if isinstance(node, ast.Import):
             for a in node.names:
                 imports.add_import(a.name, a.asname)
-        elif isinstance(node, ast.ImportFrom):
+        else:
             imports.add_from_import(node.module or "", [(a.name, a.asname) for a in node.names], node.level)
             if any(a.name == "*" for a in node.names):
                 stars.append(_absolute(node.module or "", node.level, imports.module_name))
@@ -231,7 +231,7 @@ def _instances(parents, parent, qualname, resolve) -> Dict[Any, str]:
     def bind(key, value: Optional[str]) -> None:
         found[key] = value if found.get(key, value) == value else None
 
-    for node in parents.nodes:
+    for node in parents.of(ast.Assign, ast.AnnAssign, ast.AugAssign):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -292,10 +292,33 @@ def walk_with_parents(tree: ast.AST) -> Tuple[List[ast.AST], Dict[int, ast.AST]]
 
 
 class _Tree:
-    """Every node of a tree and each one's parent (``precision_facts._Parents`` has the same
-    shape; ``summarise`` passes that one)."""
+    """Every node of a tree and each one's parent (``precision_facts._Parents`` is one;
+    ``summarise`` passes that one), and the nodes of given types (``of``)."""
     def __init__(self, tree: ast.AST) -> None:
         self.nodes, self.parent = walk_with_parents(tree)
+        self._of: Dict[tuple, List[ast.AST]] = {}
+
+    def of(self, *types: type) -> List[ast.AST]:
+        """The nodes of exactly these types, in ``nodes``' order (the parser makes no subclasses of
+        them): the questions about a file each look at a few types, not at every node."""
+        found = self._of.get(types)
+        if found is None:
+            if not self._of:  # the nodes grouped by type, in one pass
+                groups: Dict[type, List[ast.AST]] = {}
+                for node in self.nodes:
+                    group = groups.get(node.__class__)
+                    if group is None:
+                        groups[node.__class__] = [node]
+                    else:
+                        group.append(node)
+                self._of.update(((t,), g) for t, g in groups.items())
+            if len(types) == 1:
+                found = self._of.get(types, [])
+            else:
+                wanted = frozenset(types)
+                found = [node for node in self.nodes if node.__class__ in wanted]
+            self._of[types] = found
+        return found
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .context.evidence import (AUTOCAST_NAMES, UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotted as _dotted, ast_value,
                                classify)
 from .context.imports import ImportTable
-from .file_graph import walk_with_parents
+from .file_graph import _Tree, walk_with_parents
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 from .prefilter import searcher
 from .torch_api.trainers import COLOSSALAI_MASTER_WEIGHT_PLUGINS, MMCV_FP16_HOOKS
@@ -109,35 +109,10 @@ def _imported_modules(nodes: List[ast.AST], module: Optional[str], is_package: b
     return sorted(set(out))
 
 
-class _Parents:
+class _Parents(_Tree):
     """Every node of a tree (in ``ast.walk``'s order) and each one's parent, from one pass: the
     other questions about the file iterate ``nodes`` instead of walking the tree again, or only
     the nodes of the types they look at (``of``)."""
-    def __init__(self, tree: ast.AST) -> None:
-        self.nodes, self.parent = walk_with_parents(tree)
-        self._of: Dict[tuple, List[ast.AST]] = {}
-
-    def of(self, *types: type) -> List[ast.AST]:
-        """The nodes of exactly these types, in ``nodes``' order (the parser makes no subclasses of
-        them): some twenty questions each looked at every node of the file and kept a few types."""
-        found = self._of.get(types)
-        if found is None:
-            if not self._of:  # the nodes grouped by type, in one pass
-                groups: Dict[type, List[ast.AST]] = {}
-                for node in self.nodes:
-                    group = groups.get(node.__class__)
-                    if group is None:
-                        groups[node.__class__] = [node]
-                    else:
-                        group.append(node)
-                self._of.update(((t,), g) for t, g in groups.items())
-            if len(types) == 1:
-                found = self._of.get(types, [])
-            else:
-                wanted = frozenset(types)
-                found = [node for node in self.nodes if node.__class__ in wanted]
-            self._of[types] = found
-        return found
 
     def chain(self, node: ast.AST):
         p = self.parent.get(id(node))
