@@ -109,7 +109,11 @@ def project_call_sites(pm, fn: cst.FunctionDef) -> List[Tuple[object, object, cs
     callees: Dict[Path, set] = {}
     lines: Dict[Path, set] = {}
     building = method and fn.name.value == "__init__"
-    for site in project.callers(qualified):
+    # ``focal_jit = torch.jit.script(focal)`` is no definition the index resolves calls to: its calls
+    # are those written with its name that the calling file resolves to it
+    aliases = [] if method else [(a, f"{ctx.imports.module_name}.{a}") for a in pm.compiled_aliases(fn)]
+    aliased = [s for last, name in aliases for s in getattr(project, "calls_named", lambda _: [])(last) if s.callee == name]
+    for site in [*project.callers(qualified), *aliased]:
         # ``Class.method(obj, x)`` passes self itself; ``Class(...)`` runs ``__init__`` on a new one
         if site.path != here and (site.on_self or not method or (building and not site.callee.endswith(".__init__"))):
             callees.setdefault(site.path, set()).add(site.callee)

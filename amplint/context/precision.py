@@ -149,6 +149,8 @@ _MODULE_BASE = re.compile(r"(Module|Model|Layer|Attention|Block|Net|Encoder|Deco
 # update() and compute(): called in a training step (``metric(preds, target)``), they run under its autocast
 _METRIC_BASE = re.compile(r"(torchmetrics|pytorch_lightning\.metrics|lightning\.pytorch\.metrics)(\.\w+)*\.Metric$")
 _DATA_PATH = re.compile(r"(^|/)(data|datasets?|dataloaders?|preprocess\w*|tools)(/|$)")
+# what returns a function that runs the one it is given: calling the result calls it
+_COMPILERS = {"torch.jit.script", "torch.compile"}
 _LOOP_FUNCTION = re.compile(r"(?i)^(main|run|fit|train|evaluate|eval|validate|test|predict|infer|inference)(_|$)|"
                             r"(_|^)(loop|epoch|step)$")
 _MODEL_HELPER = re.compile(r"(?i)loss|nll|attention|attn|logit|contrastive|similarity|focal|dice|entropy|forward|"
@@ -893,11 +895,34 @@ class PrecisionModel:
                         if not self.ctx.imports.binds(owner.name.value)]
             return [*own, *self._instance_calls(owner.name.value, fn.name.value)]
         calls = list(self._calls_by_callee().get(("function", fn.name.value), ()))
+        for alias in self.compiled_aliases(fn):  # ``focal_jit = torch.jit.script(focal)``; ``focal_jit(x)``
+            calls.extend(self._calls_by_callee().get(("function", alias), ()))
         # ``self.sample = gumbel_sample`` in ``__init__``, then ``self.sample(logits)``: a call of
         # the function (an instance attribute is not bound: no ``self`` is passed).
         for attr in self._function_attributes().get(fn.name.value, ()):
             calls.extend(self._calls_by_callee().get(("method", attr), ()))
         return calls
+
+    def compiled_aliases(self, fn: cst.FunctionDef) -> List[str]:
+        """The module-level names bound to a compiled ``fn``: ``focal_jit = torch.jit.script(focal)``,
+        ``torch.compile(focal)`` (CenterNet2's ``heatmap_focal_loss_jit``): calling one runs ``fn``."""
+        ctx = self.ctx
+        if ctx.parent(fn) is not ctx.module:
+            return []
+        index = ctx._cache.get("compiled_aliases")
+        if index is None:
+            index = {}
+            for stmt in ctx.module.body:
+                for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Call)):
+                        continue
+                    call = small.value
+                    if ctx.call_name(call) in _COMPILERS and call.args and isinstance(call.args[0].value, cst.Name) \
+                            and call.args[0].keyword is None:
+                        index.setdefault(call.args[0].value.value, []).append(small.targets[0].target.value)
+            ctx._cache["compiled_aliases"] = index
+        return index.get(fn.name.value, [])  # type: ignore[union-attr]
 
     def _related_classes(self, cls: cst.ClassDef) -> set:
         """``cls`` and the classes of this file it derives from or that derive from it (by base
