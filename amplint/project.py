@@ -1451,6 +1451,13 @@ class Project:
                 # the training's float16 says nothing of it; whoever runs it in float16 is a user. (Under
                 # an fp32 or bf16 training the project's precision reports no more than this would.)
                 return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
+            loops = self._float16_only_in_package_loops(key, eps, project)
+            if loops:
+                # modelscope: one package trainer's `model.half()` (mglm, under `if args.fp16`) and a few trainers'
+                # and hooks' autocast made 766 files of other models pure half
+                return self._library(f"no training entry point reaches it, and the float16 evidence is that of the "
+                                     f"package's own loops ({', '.join(loops)}), which its users call with the "
+                                     f"precision they pick")
             # (under an fp32 or bf16 training the project's precision stays: the library policy would add float16
             # findings there)
             apart = self._top_directory_apart(key, eps) if project.mode in ("fp16-mixed", "fp16-master", "fp16") else None
@@ -1791,6 +1798,26 @@ class Project:
         if not casts or any(s["dtype"] == "float16" or s.get("one_of") for s in casts):
             return None
         return casts[0]["dtype"]
+
+    def _float16_only_in_package_loops(self, key: Path, eps: List["EntryPoint"], project: Regime) -> List[str]:
+        """The names of the entry points holding the project's float16 evidence, when ``key`` is a file of the
+        project's package that none of them reaches, every entry point with float16 evidence is a loop of the
+        package that its users call (a trainer, an optimizer hook: ``_library_loop``), and every piece of the
+        project's float16 evidence lies in those loops' files or in what they reach (not in a script, a
+        config file, or another file of the package), and some training of the project has no float16 evidence
+        (an example script, another trainer of the package): the package's loops disagree, so its users pick.
+        Empty otherwise: then the project's precision stands."""
+        if project.mode not in ("fp16-mixed", "fp16-master", "fp16") or not self._published_package_file(key):
+            return []
+        half = [ep for ep in eps if ep.signals and Regime(ep.signals).mode in ("fp16-mixed", "fp16-master", "fp16")]
+        if not half or not all(self._library_loop(ep) for ep in half):
+            return []
+        if all(ep in half or self.vendored_hook(ep) for ep in eps):
+            return []  # every training of the project is float16: the package trains in it (its own autocast step)
+        theirs = {ep.display for ep in half} | {self.display(p) for ep in half for p in ep.reach}
+        if not all(ev.path in theirs for sig, ev in project.signals if sig.dtype == "float16"):
+            return []
+        return sorted({ep.name() for ep in half})
 
     def _library_loop(self, ep: "EntryPoint") -> bool:
         """``ep`` is a function of the project's package that its users call (kornia's

@@ -990,3 +990,76 @@ def test_an_uncalled_helper_beside_an_entry_point_is_not_its_precision(tmp_path)
         p = project(tmp_path / str(abs(hash(str(files)))), files)
         (ep,) = p.entry_points()
         assert Regime(ep.signals).mode == "fp16", files
+
+
+_HUB = {
+    "setup.py": "from setuptools import setup\nsetup(name='hub')\n",
+    "hub/__init__.py": "",
+    "hub/glm/__init__.py": "",
+    "hub/glm/train_utils.py": """
+        import torch
+        from hub.glm.model import GLM
+        def setup_model(args):
+            model = GLM()
+            if args.fp16:
+                model.half()
+            return model
+        def train_step(model, batch, optimizer):
+            loss = model(batch).sum()
+            loss.backward()
+            optimizer.step()
+        def train(args, loader):
+            model = setup_model(args)
+            optimizer = torch.optim.Adam(model.parameters())
+            for batch in loader:
+                train_step(model, batch, optimizer)
+    """,
+    "hub/glm/model.py": """
+        import torch
+        from torch import nn
+        class GLM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+            def forward(self, x):
+                return self.proj(x)
+    """,
+    "hub/vision/__init__.py": "",
+    "hub/vision/stft.py": """
+        import torch
+        def magnitude_ratio(spec, ref):
+            return spec.abs() / (ref.abs() + 1e-8)
+    """,
+    "examples/finetune_vision.py": """
+        import torch
+        from hub.glm.model import GLM
+        def main(loader):
+            model = GLM()
+            optimizer = torch.optim.AdamW(model.parameters())
+            for x in loader:
+                model(x).sum().backward()
+                optimizer.step()
+    """,
+}
+
+
+def test_a_package_trainers_half_model_is_not_the_precision_of_the_packages_other_models(tmp_path):
+    # modelscope: one package trainer's `model.half()` under `if args.fp16` (mglm's train_utils) made 766 files
+    # of the package's other models pure half, 94 findings of 105 on that one line
+    p = project(tmp_path, _HUB)
+    stft = p.regime_for(p.root / "hub" / "vision" / "stft.py")
+    assert stft.library and "package's own loops" in stft.scope
+    assert p.regime_for(p.root / "hub" / "glm" / "model.py").mode == "fp16"  # what the trainer reaches keeps it
+    # near misses: a script of the repository with the float16 evidence, a config file stating fp16
+    script = {**_HUB, "train.py": "import torch\nfrom hub.glm.model import GLM\nmodel = GLM().half()\n"
+                                  "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nmodel(1).sum().backward()\nopt.step()\n"}
+    p = project(tmp_path / "script", script)
+    assert not p.regime_for(p.root / "hub" / "vision" / "stft.py").library
+    # a file outside the package (a module at the repository's root) is not the package's users'
+    outside = {**_HUB, "stft_utils.py": _HUB["hub/vision/stft.py"]}
+    p = project(tmp_path / "outside", outside)
+    assert not p.regime_for(p.root / "stft_utils.py").library
+    # every training of the project is the package's float16 loop: the package trains in float16
+    alone = {k: v for k, v in _HUB.items() if not k.startswith("examples/")}
+    p = project(tmp_path / "alone", alone)
+    assert p.regime_for(p.root / "hub" / "vision" / "stft.py").mode == "fp16"
