@@ -23,7 +23,7 @@ from .context.evidence import Evidence, Signal
 from .config_evidence import RUN_PRECISION
 from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
-from .project_index import Argument, CallSite, ProjectIndex, Symbol
+from .project_index import Argument, CallSite, ProjectIndex, Symbol, _candidates
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 from .precision_facts import DEEPSPEED_OPTION, LAUNCHER_TRAINERS, LOSS_SCALER_CALL, NEVER_TRAINS, precision_call_signal, precision_call_values
 from .precision_facts import _INFERENCE_DIR, _INFERENCE_FILE
@@ -1258,7 +1258,12 @@ class Project:
             package = module.rpartition(".")[0]
             for name in f["imports"]:
                 for base in _candidates(name, package):
-                    hit = _longest_module(base, modules)
+                    # a guess relative to the importing package (``<pkg>.torch`` for ``import torch``) counts
+                    # only when it names a module of the package under the imported name's first part, never
+                    # the package itself: that made every ``import torch`` of modelscope/models/nlp/mglm/
+                    # an import of its __init__, and so of every model of the package (T9-5)
+                    floor = base.count(".") - name.count(".") + 1
+                    hit = _longest_module(base, modules, floor)
                     if hit is not None:
                         targets.add(hit)
                         break
@@ -2047,23 +2052,11 @@ class _Reached:
         return not named or any(s.name in self._names for s in named)
 
 
-def _candidates(name: str, package: str):
-    """Where an imported dotted name may live: as written, then relative to the importing
-    module's package and its parents (scripts that put their own directory on sys.path)."""
-    yield name
-    parts = package.split(".") if package else []
-    while parts:
-        yield ".".join(parts) + "." + name
-        parts.pop()
-    if name.startswith("src."):
-        # a script beside src/ importing ``src.trainer`` (RWKV-LM): modules under src/ are named without it
-        yield name[4:]
-
-
-def _longest_module(name: str, modules: Dict[str, Path]) -> Optional[Path]:
-    """The project module ``name`` or its longest prefix names (``pkg.mod.Class`` -> ``pkg.mod``)."""
+def _longest_module(name: str, modules: Dict[str, Path], floor: int = 1) -> Optional[Path]:
+    """The project module ``name`` or its longest prefix names (``pkg.mod.Class`` -> ``pkg.mod``), of at
+    least ``floor`` parts."""
     parts = name.split(".")
-    while parts:
+    while len(parts) >= max(floor, 1):
         hit = modules.get(".".join(parts))
         if hit is not None:
             return hit

@@ -1063,3 +1063,42 @@ def test_a_package_trainers_half_model_is_not_the_precision_of_the_packages_othe
     alone = {k: v for k, v in _HUB.items() if not k.startswith("examples/")}
     p = project(tmp_path / "alone", alone)
     assert p.regime_for(p.root / "hub" / "vision" / "stft.py").mode == "fp16"
+
+
+_LAZY_PACKAGE = {
+    "setup.py": "from setuptools import setup\nsetup(name='zoo')\n",
+    "zoo/__init__.py": "",
+    "zoo/models/__init__.py": "from . import audio, nlp\n",
+    "zoo/models/audio/__init__.py": "from .denoise import Denoiser\n",
+    "zoo/models/audio/denoise.py": "import torch\nclass Denoiser(torch.nn.Module):\n    pass\n",
+    "zoo/models/nlp/__init__.py": "from typing import TYPE_CHECKING\n",
+    "zoo/models/nlp/glm/__init__.py": "from typing import TYPE_CHECKING\n",
+    "zoo/models/nlp/glm/model.py": "import torch\nclass GLM(torch.nn.Module):\n    pass\n",
+    "zoo/models/nlp/glm/train_utils.py": """
+        import torch
+        import deepspeed
+        from zoo.models.nlp.glm.model import GLM
+        def train(loader):
+            model = GLM()
+            optimizer = torch.optim.Adam(model.parameters())
+            for x in loader:
+                model(x).sum().backward()
+                optimizer.step()
+    """,
+}
+
+
+def test_an_outside_import_is_no_import_of_the_enclosing_package(tmp_path):
+    # modelscope (T9-5): `import torch` in modelscope/models/nlp/mglm/train_utils.py was guessed to be the package-
+    # relative `modelscope.models.nlp.mglm.torch`, cut back to `modelscope.models.nlp.mglm` (its __init__), whose
+    # `from typing import ...` led to `modelscope.models.nlp`, up to `modelscope.models` and every model it imports
+    p = project(tmp_path, _LAZY_PACKAGE)
+    [ep] = p.entry_points()
+    reached = {p.relative(f) for f in ep.reach}
+    assert "zoo/models/nlp/glm/model.py" in reached
+    assert not reached & {"zoo/models/audio/denoise.py", "zoo/models/__init__.py", "zoo/models/nlp/glm/__init__.py"}
+    # near miss: a package-relative module of that name is still found (a script beside its own helpers)
+    files = {**_LAZY_PACKAGE, "zoo/models/nlp/glm/deepspeed.py": "import torch\n"}
+    p = project(tmp_path / "own", files)
+    [ep] = p.entry_points()
+    assert "zoo/models/nlp/glm/deepspeed.py" in {p.relative(f) for f in ep.reach}
