@@ -684,6 +684,8 @@ class PrecisionModel:
         """Does ``fn`` itself run a tensor's ``.backward()`` and step an optimizer (directly or through
         a GradScaler)? An RL actor's ``update_policy`` beside the ``forward`` that opens the autocast
         region (verl): the training step, whose own code runs outside autocast."""
+        if b".backward(" not in self.ctx.source:
+            return False  # (the cheap test first: the training steps are a pass over the whole file)
         from .training import training_steps  # noqa: PLC0415 (training imports this module's peers)
         step = training_steps(self.ctx).get(fn)
         if step is None:
