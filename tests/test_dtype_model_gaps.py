@@ -17,6 +17,11 @@ def autocast(body, params="x, w"):
     ("rotary embeddings through view_as_complex", "c = torch.view_as_complex(x.reshape(4, -1, 2))\n"
                                                   "s = c @ c.transpose(-2, -1)\nreturn s / (s + 1e-8)\n"),
     ("a cast to complex64", "c = (x @ w).to(torch.complex64)\nreturn c / (c + 1e-8)\n"),
+    # NeMo's multichannel reference estimator: the beamformer W and the PSDs are complex spectra
+    ("a quadratic form of a conjugated argument", "p = torch.einsum('...fjm,...fjk,...fkm->...m', x.conj(), w, x).abs()\n"
+                                                 "return p / (p + 1e-8)\n"),
+    ("torch.conj of an argument", "p = (torch.conj(x) @ w).abs()\nreturn p / (p + 1e-8)\n"),
+    ("a complex STFT", "s = torch.stft(x, 512, return_complex=True) @ w\nreturn s / (s + 1e-8)\n"),
 ])
 def test_complex_tensors_are_not_autocast(name, body):
     assert lines("AMP102", autocast(body)) == [], name
@@ -24,6 +29,11 @@ def test_complex_tensors_are_not_autocast(name, body):
 
 def test_the_real_product_beside_them_is():
     assert lines("AMP102", autocast("s = x @ w\nreturn s / (s + 1e-8)\n")) == [6]
+
+
+def test_a_conjugate_of_a_float16_value_is_float16():
+    # (conj of a real tensor does nothing: a value known to be float16 stays so)
+    assert lines("AMP102", autocast("p = (x @ w).conj()\nreturn p / (p + 1e-8)\n")) == [6]
 
 
 # ---- a guard made unnecessary by the enclosing condition ---------------------------------------------

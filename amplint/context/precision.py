@@ -41,6 +41,8 @@ COMPLEX = "complex64"
 _TO_COMPLEX = {"view_as_complex", "complex", "polar", "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
                "rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"}
 _COMPLEX_TO_REAL = {"abs", "angle", "view_as_real", "real", "imag"}
+# Conjugation: a no-op on a real tensor, written only for complex ones (a beamformer's ``W.conj()``).
+_CONJUGATES = {"conj", "conj_physical", "resolve_conj"}
 _COMPLEX_DTYPES = {"torch.complex64", "torch.cfloat", "torch.complex128", "torch.cdouble", "torch.complex32",
                    "torch.chalf"}
 CERTAIN, LIKELY = "certain", "likely"
@@ -1813,6 +1815,17 @@ class PrecisionModel:
                 return DTypeFact(F32, LIKELY, f"`{self.ctx.code(receiver)}` is moved to a device: input data, "
                                               "which autocast does not cast")
             return moved
+        if method in _CONJUGATES and not args:
+            inner = self.dtype_of(receiver)
+            if inner.dtype is None or inner.assumed:
+                return DTypeFact(COMPLEX, LIKELY, f"`.{method}()` is taken of complex tensors (on a real one it does "
+                                                  "nothing), which autocast does not cast")
+            return inner
+        if method == "stft" or (is_function and name == "torch.stft"):
+            flag = next((a for a in call.args if a.keyword is not None and a.keyword.value == "return_complex"), None)
+            if flag is not None and isinstance(flag.value, cst.Name) and flag.value.value == "True":
+                return DTypeFact(COMPLEX, CERTAIN, "`stft(..., return_complex=True)` gives a complex tensor, which "
+                                                   "autocast does not cast")
         if method == "type_as" and args:
             return self.dtype_of(args[0])
         if method in _SCALAR_METHODS:
@@ -1822,6 +1835,12 @@ class PrecisionModel:
             return d if d is not None else self.dtype_of(receiver)
         if is_function and name.startswith("torch."):
             short = name.rsplit(".", 1)[-1]
+            if short in _CONJUGATES and args:
+                inner = self.dtype_of(args[0])
+                if inner.dtype is None or inner.assumed:
+                    return DTypeFact(COMPLEX, LIKELY, f"`{name}` is taken of complex tensors (on a real one it does "
+                                                      "nothing), which autocast does not cast")
+                return inner
             if short in _TO_COMPLEX and (name.startswith("torch.fft.") or short in ("view_as_complex", "complex", "polar")):
                 return DTypeFact(COMPLEX, CERTAIN, f"`{name}` gives a complex tensor, which autocast does not cast")
             if short in _CONSTRUCTORS:
