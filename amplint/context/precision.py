@@ -175,6 +175,9 @@ _MASK_ARGUMENT = re.compile(r"(?i)(^|_)masks?(_[a-z0-9]{1,2})?$")
 # An argument named as a recording (``audio``, ``wavs``, ``waveform``): the input a feature extractor
 # frames and transforms, data from the loader, which autocast never casts (speechbrain's
 # VocalFeatures.forward(audio) -> compute_periodic_features(frames)); float32 under fp16 autocast.
+# Lightning's step hooks: their first argument is what the data loader gives (input data, which
+# autocast does not cast), not an activation
+_STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step"}
 _WAVEFORM_ARGUMENT = re.compile(r"(?i)^(raw_)?(audio|audios|wav|wavs|waveform|waveforms|speech)$")
 
 
@@ -893,6 +896,9 @@ class PrecisionModel:
                 # ``miner = Miner()`` ... ``miner(emb, idx)``: nn.Module.__call__ runs forward
                 own += self.module_calls(lambda built: isinstance(built.func, cst.Name)
                                          and built.func.value == owner.name.value)
+                # ``self(x)`` in the class's own ``training_step``
+                own += [c for c in self._calls_by_callee().get(("function", "self"), ())
+                        if self.ctx.enclosing_class(c) is owner]
             elif fn.name.value == "__init__" and self.ctx.parent(owner) is self.ctx.module:
                 # ``Trainer(model=model, args=args)`` runs ``__init__``
                 own += [c for c in self._calls_by_callee().get(("function", owner.name.value), ())
@@ -1181,6 +1187,9 @@ class PrecisionModel:
         state = self.autocast_at(fn.body)
         if state.active and _WAVEFORM_ARGUMENT.match(name):
             return DTypeFact(F32, LIKELY, f"`{name}` is a recording: input data, which autocast does not cast")
+        if state.active and fn.name.value in _STEP_HOOKS and self._first_argument(fn) == name:
+            return DTypeFact(F32, LIKELY, f"`{name}` of `{fn.name.value}` is the data loader's batch: input data, "
+                                          f"which autocast does not cast")
         if state.active and state.dtype == F16 and not _MASK_ARGUMENT.search(name):
             return DTypeFact(F16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under fp16 autocast",
                              state.evidence, assumed=True)
@@ -1189,6 +1198,11 @@ class PrecisionModel:
             return DTypeFact(BF16, LIKELY, f"`{name}` is an argument of `{fn.name.value}`, which runs under bf16 autocast",
                              state.evidence, assumed=True)
         return UNKNOWN
+
+    def _first_argument(self, fn: cst.FunctionDef) -> Optional[str]:
+        """The first parameter of the method ``fn`` after ``self``."""
+        names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        return names[1] if len(names) > 1 and names[0] == "self" else None
 
     def _parametrized_tensor(self, fn: cst.FunctionDef, name: str) -> Optional[DTypeFact]:
         """The tensor argument of a parametrization's ``forward``: ``register_parametrization(m,
