@@ -253,3 +253,16 @@ def _shell_signals(text: str) -> Iterator[Found]:
                 sig = Signal("flag", "bfloat16" if v == "bf16" else "float16", note=m.group(0).strip())
             yield sig, i, f"`{m.group(0).strip()}`"
             break
+
+
+_SHELL_OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*(?:dtype|precision)[\w-]*|adam[_-]epsilon|optim)(?:=| +)[\"']?([\w.-]+)")
+
+
+def shell_options(text: str) -> List[Tuple[int, str, str]]:
+    """The dtype, precision and optimizer options a shell script passes (``--torch_dtype float16``,
+    ``--adam_epsilon 1e-6``): (line, option, value), in order. (Read for the programs whose code looks a dtype up by such an option's string.)"""
+    out = []
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        out.extend((i, m.group(1), m.group(2)) for m in _SHELL_OPTION.finditer(line))
+    return out

@@ -292,6 +292,86 @@ def _dtype_defaults(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, Dic
     return out
 
 
+def _option_of(expr: ast.AST, imports: ImportTable) -> Optional[str]:
+    """The command-line option a dtype is looked up by: ``getattr(torch, args.torch_dtype)`` (the Hugging Face
+    scripts' ``args.torch_dtype if args.torch_dtype in ["auto", None] else getattr(torch, args.torch_dtype)``)
+    -> ``torch_dtype``; None for anything else."""
+    if isinstance(expr, ast.IfExp):
+        return _option_of(expr.body, imports) or _option_of(expr.orelse, imports)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "getattr" \
+            and len(expr.args) >= 2 and imports.resolve(_dotted(expr.args[0]) or "") == "torch":
+        option = expr.args[1]
+        if isinstance(option, ast.Attribute):
+            return option.attr
+        if isinstance(option, ast.Name):
+            return option.id
+    return None
+
+
+def _option_locals(nodes: List[ast.AST], imports: ImportTable, owner) -> Dict[str, List[Tuple[int, int, str]]]:
+    """Names assigned a dtype looked up by an option (``_option_of``): name -> [(line, id of the enclosing
+    function or 0, option)]."""
+    out: Dict[str, List[Tuple[int, int, str]]] = {}
+    for a in nodes:
+        if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name):
+            option = _option_of(a.value, imports)
+            if option is not None:
+                fn = owner(a)
+                out.setdefault(a.targets[0].id, []).append((a.lineno, id(fn) if fn is not None else 0, option))
+    return out
+
+
+def _dtype_option(node: ast.Call, fn, option_locals: Dict[str, List[Tuple[int, int, str]]],
+                  imports: ImportTable) -> Optional[Tuple[str, str]]:
+    """(keyword, option) when a loader's or a cast's ``torch_dtype=`` / ``dtype=`` is a dtype looked up by a
+    command-line option's string (``_option_of``), written in the call or held in a local assigned it before the
+    call in the same function (``option_locals``)."""
+    for k in node.keywords:
+        if k.arg not in ("torch_dtype", "dtype"):
+            continue
+        if isinstance(k.value, ast.Name):
+            scope = id(fn) if fn is not None else 0
+            before = [(line, option) for line, where, option in option_locals.get(k.value.id, ())
+                      if where == scope and line < node.lineno]
+            if before:
+                return k.arg, max(before)[1]
+            continue
+        option = _option_of(k.value, imports)
+        if option is not None:
+            return k.arg, option
+    return None
+
+
+def _option_defaults(nodes: List[ast.AST]) -> Dict[str, Optional[str]]:
+    """The string defaults of the file's dtype / precision options (a dataclass field ``torch_dtype: Optional[str]
+    = field(default=None, ...)``, ``add_argument("--torch_dtype", default="float16")``): option -> its default
+    (None: no default). Two different defaults for one name are none."""
+    found: Dict[str, set] = {}
+
+    def default_of(value: Optional[ast.AST]):
+        if isinstance(value, ast.Call) and (_dotted(value.func) or "").rsplit(".", 1)[-1] == "field":
+            value = next((k.value for k in value.keywords if k.arg == "default"), None)
+        if value is None or isinstance(value, ast.Constant) and value.value is None:
+            return None
+        return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else ""
+
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                        and re.search(r"(?i)dtype|precision", stmt.target.id):
+                    found.setdefault(stmt.target.id, set()).add(default_of(stmt.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                     and a.value.startswith("--")]
+            dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                        flags[0].lstrip("-").replace("-", "_") if flags else None)
+            if isinstance(dest, str) and re.search(r"(?i)dtype|precision", dest):
+                found.setdefault(dest, set()).add(default_of(next((k.value for k in node.keywords if k.arg == "default"),
+                                                                  None)))
+    return {name: next(iter(values)) for name, values in found.items() if len(values) == 1 and "" not in values}
+
+
 class _Fields:
     """The dtype an attribute of a config object holds: ``config.amp_dtype`` where the function's ``config``
     is a parameter annotated with a class (``config: TrainingConfig``) or a local assigned an instance
@@ -510,6 +590,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         q.rsplit(".", 1)[-1] for q in (imports.resolve(_dotted(n.func) or "") or "" for n in parents.of(ast.Call) if isinstance(n, ast.Call))
         if q.split(".", 1)[0] in ("apex", "fairseq") and _MASTER_OPTIMIZER.search(q.rsplit(".", 1)[-1])})
     dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports)
+    facts["option_casts"] = []
+    option_locals = _option_locals(parents.of(ast.Assign), imports, owner) if b"getattr(torch" in source else None
     facts["dtype_defaults"] = _dtype_defaults(parents.of(ast.ClassDef), imports)
     fields = _Fields(parents.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign), imports, facts["dtype_defaults"])
     autocast_dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports, lookups=True)
@@ -550,7 +632,16 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 value = value.func.value if isinstance(value.func, ast.Attribute) else None
 
     skipped |= _recast_to_float32(parents.of(ast.Call), parents)
-    part_float32 = _parts_recast_to_float32(parents.of(ast.Expr), parents)
+    part_float32 = _parts_recast_to_float32(parents.of(ast.Expr, ast.Call, ast.For), parents)
+    # ``model = get_peft_model(model, config)`` then ``model = model.half()``: the cast reaches the adapters it added,
+    # which train (ChatGLM-Efficient-Tuning's load_pretrained), whatever froze the base before
+    peft_wrapped = [(n.targets[0].id, n.lineno, owner(n)) for n in parents.of(ast.Assign)
+                    if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+                    and isinstance(n.value, ast.Call) and (_dotted(n.value.func) or "").rsplit(".", 1)[-1] == "get_peft_model"]
+    # (a frozen module's trainable adapters cast back, the diffusers LoRA scripts: the frozen module's half cast stays
+    # a feature extractor's, below)
+    part_float32 = {m: [x for x in parts if not (m in frozen and x[0].endswith(_TRAINABLE_PART))]
+                    for m, parts in part_float32.items()}
     deepspeed_options = _deepspeed_only_options(parents.of(ast.Attribute), parents)
     for node in parents.of(ast.Dict, ast.Assign, ast.Call):
         if isinstance(node, ast.Dict):
@@ -580,6 +671,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         one_of = _splat_kwargs(node, call_facts, owner, parents, imports, lines)
         variables = autocast_dtype_vars if call_facts.qualname in AUTOCAST_NAMES else dtype_vars
         fields.pending = None
+        option = _dtype_option(node, owner(node), option_locals, imports) \
+            if option_locals is not None and call_facts.qualname not in AUTOCAST_NAMES else None
+        if option is not None:
+            # ``from_pretrained(..., torch_dtype=getattr(torch, args.torch_dtype))``: read as float16 here; the
+            # project keeps it only where the option's value (the run script's flag, else its default) is half
+            call_facts.kwargs[option[0]] = Dotted("torch.float16")
         if call_facts.qualname not in AUTOCAST_NAMES:
             for k, v in list(call_facts.kwargs.items()):
                 if isinstance(v, Dotted) and k in ("dtype", "torch_dtype") and v.name not in variables:
@@ -607,8 +704,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             sig = Signal("flag", "float16", note="mmcv's Fp16OptimizerHook: fp16 autocast and a GradScaler (torch >= 1.6)")
         else:
             sig = None
-        sig = sig or wrapper or classify(call_facts) or _extra_signal(node, call_facts, source) \
-            or _cli_signal(node, deepspeed_options) or _trained_half_cast(node, call_facts, trained)
+        data_cast = _data_cast(node, parents, imports)
+        sig = sig or wrapper or (data_cast[0] if data_cast else None) or classify(call_facts) \
+            or _extra_signal(node, call_facts, source) or _cli_signal(node, deepspeed_options) \
+            or _trained_half_cast(node, call_facts, trained)
         if sig is None and not wrapper:
             sig, branch = _conditional_signal(seen_node, call_facts, imports, fields)
             one_of = one_of or branch
@@ -640,6 +739,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         if sig.kind == "half_params" and targets.get(id(node)) and not isinstance(
                 getattr(node.func, "value", None), (ast.Name, ast.Attribute)):
             record["model"] = targets[id(node)]  # ``model = Net().cuda().half()``: the model is what is assigned
+        if data_cast is not None and sig is data_cast[0]:
+            record["model"] = data_cast[1]  # ``model.bank.data = model.bank.data.half()``: a parameter of ``model``
         if sig.kind == "half_params" and isinstance(node.func, ast.Attribute) and node.func.attr == "from_pretrained" \
                 and targets.get(id(node)):
             record["model"] = targets[id(node)]  # ``text_encoder = T5EncoderModel.from_pretrained(..., torch_dtype=...)``
@@ -659,7 +760,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             part = next(p for p, line, where in part_float32[record["model"]] if line > node.lineno and where is fn)
             record.update(master=True, note=f"`{part}` is cast back to float32 after the half cast: the part that trains")
         elif sig.kind == "half_params" and sig.dtype == "float16" and record["model"] and (
-                record["model"] in frozen or _NOT_TRAINED.search(record["model"])):
+                record["model"] in frozen or _NOT_TRAINED.search(record["model"])) \
+                and not any(name == record["model"] and line < node.lineno and where is fn
+                            for name, line, where in peft_wrapped):
             # diffusers' training scripts: ``vae.requires_grad_(False)`` ... ``vae.to(dtype=weight_dtype)``
             # with ``weight_dtype = torch.float16`` when accelerate's mixed precision is fp16. The frozen
             # module is a float16 feature extractor; the model that trains (the UNet the optimizer gets)
@@ -682,8 +785,17 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # ``create_colossalai_plugin(plugin, dtype, ...)``: ``precision=dtype`` is what the callers pass
             record["param"] = param
             record["alternatives"] = {v: _plugin_record(node, v) for v in ("fp16", "bf16", "fp32")}
+        if option is not None:
+            if _CONFIG_OBJECT.search(_dotted(getattr(node.func, "value", None)) or "") \
+                    or _CONFIG_OBJECT.search(record["model"] or ""):
+                continue  # ``config_class.from_pretrained(..., torch_dtype=...)``: a model config, no parameters
+            # its dtype is the option's value: evidence only as the project resolves it (Project._option_casts)
+            facts["option_casts"].append({**record, "option": option[1]})
+            continue
         facts["signals"].append(record)
     facts["literal_args"] = _literal_args(parents.of(ast.Call), owner)
+    facts["option_defaults"] = _option_defaults(parents.of(ast.ClassDef, ast.Call)) \
+        if b"dtype" in source or b"precision" in source else {}
     facts["config_runs"], facts["config_defaults"] = _config_runs(parents.of(ast.ClassDef, ast.Call), imports)
     if any(w.endswith("runner.train") for e in facts["entry_points"] for w in e["why"]):
         # mmengine's tools/train.py: `--amp` switches the config's optim_wrapper to AmpOptimWrapper, and the
@@ -771,7 +883,90 @@ def _parts_recast_to_float32(nodes: List[ast.AST], parents: "_Parents") -> Dict[
             continue
         fn = next((p for p in chain if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
         out.setdefault(part.split(".", 1)[0], []).append((part, node.lineno, fn))
+    for node in nodes:
+        model = _trainable_recast(node)
+        if model is not None:
+            fn = next((p for p in parents.chain(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+            out.setdefault(model, []).append((f"{model}{_TRAINABLE_PART}", node.lineno, fn))
     return out
+
+
+_TRAINABLE_PART = " (its trainable parameters)"
+
+
+def _to_float32(value: ast.AST) -> bool:
+    """``x.float()`` / ``x.to(torch.float32)`` / ``x.to(dtype=torch.float32)``."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return False
+    f = value.func
+    return (f.attr == "float" and not value.args and not value.keywords) or (f.attr == "to" and any(
+        _dotted(a) in _FLOAT32 for a in (*value.args, *(k.value for k in value.keywords if k.arg == "dtype"))))
+
+
+_MODULE_WALKS = ("modules", "named_modules", "children", "named_children", "parameters", "named_parameters")
+
+
+def _data_cast(node: ast.Call, parents: "_Parents", imports: ImportTable) -> Optional[Tuple[Signal, str]]:
+    """A parameter cast to half in place through its ``.data`` (modded-nanogpt: ``model.bank.data =
+    model.bank.data.bfloat16()``, ``m.weight.data = m.weight.data.half()`` in a loop over ``model.modules()``):
+    half-parameter evidence for the model it belongs to, and that model's name (the root of the target, or the
+    module the loop walks)."""
+    f = node.func
+    if not isinstance(f, ast.Attribute):
+        return None
+    dtype = None
+    if f.attr in ("half", "bfloat16") and not node.args and not node.keywords:
+        dtype = "float16" if f.attr == "half" else "bfloat16"
+    elif f.attr == "to":
+        for v in (*node.args, *(k.value for k in node.keywords if k.arg == "dtype")):
+            q = imports.resolve(_dotted(v) or "")
+            dtype = dtype or {"torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16"}.get(q)
+    parent = parents.parent.get(id(node))
+    if dtype is None or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is node):
+        return None
+    target = _dotted(parent.targets[0])
+    if not target or not target.endswith(".data") or _dotted(f.value) != target or target.count(".") < 2 \
+            or target.startswith("self."):  # (a module casting its own weights: its method, not the run's)
+        return None
+    root = target.split(".", 1)[0]
+    for p in parents.chain(node):
+        if isinstance(p, (ast.For, ast.AsyncFor)) and root in {n.id for n in ast.walk(p.target) if isinstance(n, ast.Name)} \
+                and isinstance(p.iter, ast.Call) and isinstance(p.iter.func, ast.Attribute) \
+                and p.iter.func.attr in _MODULE_WALKS and _dotted(p.iter.func.value):
+            root = _dotted(p.iter.func.value).rsplit(".", 1)[-1]
+            break
+    return Signal("half_params", dtype, pure=True, note=f"`{target}` cast to {dtype} in place"), root
+
+
+def _trainable_recast(node: ast.AST) -> Optional[str]:
+    """The model whose trainable parameters ``node`` casts to float32, or None: a loop over its parameters that
+    requires_grad (``for param in filter(lambda p: p.requires_grad, model.parameters()): param.data =
+    param.data.to(torch.float32)``, or an ``if param.requires_grad:`` inside the loop, or a loop that sets them
+    trainable itself: ``para.requires_grad = True; para.data = para.to(torch.float32)``), diffusers'
+    ``cast_training_params(model)`` (float32 unless told otherwise)."""
+    if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] == "cast_training_params" \
+            and node.args and isinstance(node.args[0], ast.Name):
+        dtype = next((k.value for k in node.keywords if k.arg == "dtype"), node.args[1] if len(node.args) > 1 else None)
+        return node.args[0].id if dtype is None or _dotted(dtype) in _FLOAT32 else None
+    if not isinstance(node, ast.For):
+        return None
+    it, tested = node.iter, False
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "filter" and len(it.args) == 2:
+        tested = "requires_grad" in ast.dump(it.args[0])
+        it = it.args[1]
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in ("parameters", "named_parameters")
+            and isinstance(it.func.value, ast.Name)):
+        return None
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.If) and "requires_grad" in ast.dump(stmt.test):
+            tested = True
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is True \
+                and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in stmt.targets):
+            tested = True  # (ControlNeXt: ``para.requires_grad = True`` and ``para.data = para.to(torch.float32)``)
+        if tested and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _to_float32(stmt.value) \
+                and isinstance(stmt.targets[0], ast.Attribute) and stmt.targets[0].attr == "data":
+            return it.func.value.id
+    return None
 
 
 def _parameter_owners(nodes: List[ast.AST]) -> set:
@@ -874,6 +1069,23 @@ def _frozen_objects(nodes: List[ast.AST], parents: Optional["_Parents"] = None) 
                 name = _dotted(node.iter.func.value)
                 if frozen and name:
                     out.add(name.rsplit(".", 1)[-1])
+    # ``unet.requires_grad_(False)`` then ``for name, p in unet.named_parameters(): if "to_out" in name:
+    # p.requires_grad = True`` (ControlNeXt): some of its parameters train, so the module is not frozen
+    return out - _parameters_reenabled(nodes) if out else out
+
+
+def _parameters_reenabled(nodes: List[ast.AST]) -> set:
+    """Modules some of whose parameters a loop over them sets trainable (``p.requires_grad = True``)."""
+    out = set()
+    for node in nodes:
+        if not (isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call)
+                and isinstance(node.iter.func, ast.Attribute) and node.iter.func.attr in ("parameters", "named_parameters")):
+            continue
+        name = _dotted(node.iter.func.value)
+        if name and any(isinstance(a, ast.Assign) and isinstance(a.value, ast.Constant) and a.value.value is True
+                        and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in a.targets)
+                        for a in ast.walk(node)):
+            out.add(name.rsplit(".", 1)[-1])
     return out
 
 
@@ -1391,6 +1603,9 @@ def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, o
             "one_of": one_of, "text": src, "line": node.lineno, "model": _cast_object(node, sig)}
 
 
+_CONFIG_OBJECT = re.compile(r"(?i)config(_class)?$")
+
+
 def _cast_object(node: ast.AST, sig: Signal) -> str:
     """The name of the object a half cast applies to (``vae`` in ``self.vae.to(dtype=...)``)."""
     if sig.kind != "half_params" or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
@@ -1620,6 +1835,33 @@ def _training_helpers(functions, training_lines: Dict[int, List[int]]) -> set:
                     isinstance(f.value, ast.Name) and f.value.id == "self" else None
                 if name:
                     out.add(name)
+    return out | _training_callers(functions, training_lines)
+
+
+def _training_callers(functions, training_lines: Dict[int, List[int]]) -> set:
+    """Names of the file's functions that call one of its training functions, directly or through one another
+    (glow-tts' ``train_and_eval`` builds the model, runs ``amp.initialize`` and calls ``train(...)`` each epoch):
+    training setup, whatever their name says."""
+    trainers = {fn.name for fn in functions if training_lines.get(id(fn))}
+    if not trainers:
+        return set()
+    calls = {}
+    for fn in functions:
+        called = set()
+        for call in ast.walk(fn):
+            if isinstance(call, ast.Call):
+                f = call.func
+                called.add(f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) and
+                           isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr not in ("train", "eval")
+                           else None)  # (``self.train()`` in a module's method switches its mode)
+        calls[id(fn)] = (fn.name, called)
+    out, grew = set(), True
+    while grew:
+        grew = False
+        for name, called in calls.values():
+            if name not in out and name not in trainers and called & (trainers | out):
+                out.add(name)
+                grew = True
     return out
 
 
@@ -1704,7 +1946,8 @@ def _saves_after(fn: ast.AST, node: ast.AST) -> bool:
         name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
         if _trains_here(f, name):
             return False
-        if "save" in name.lower() or "export" in name.lower():
+        if ("save" in name.lower() or "export" in name.lower()) and not _TRAINER_CLASS.search(name):
+            # (MedicalGPT's ``SavePeftModelTrainer(model=model, ...)`` builds the trainer: it saves nothing)
             return True
     return False
 

@@ -11,6 +11,7 @@ files beside it; a file runs in the precision of the entry points that reach it
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -503,6 +504,19 @@ def _auto_blocks_follow_flags(signals: List[Tuple[Signal, Evidence]]) -> List[Tu
     return [(sig, ev) for sig, ev in signals if (sig, ev) not in auto or sig.dtype in stated]
 
 
+def _deepspeed_masters(signals: List[Tuple[Signal, Evidence]]) -> List[Tuple[Signal, Evidence]]:
+    """``signals`` with the half loads of a run that DeepSpeed's fp16 engine trains marked as keeping float32
+    master weights: its optimizer is DeepSpeed's, which keeps them whatever dtype the model was loaded in
+    (Chinese-LLaMA-Alpaca's run_pt.sh: ``--deepspeed ds_zero2_no_offload.json --fp16 --torch_dtype float16``)."""
+    if not any(sig.kind == "flag" and sig.master and sig.dtype == "float16" and sig.note.startswith('DeepSpeed "')
+               and not sig.conditional for sig, _ in signals):
+        return signals
+    kept = "DeepSpeed's fp16 optimizer keeps float32 master weights"
+    return [(dataclasses.replace(sig, master=True, note="; ".join(x for x in (sig.note, kept) if x)), ev)
+            if sig.kind == "half_params" and sig.dtype == "float16" and not sig.master else (sig, ev)
+            for sig, ev in signals]
+
+
 def _without_other_loops_options(facts: dict) -> dict:
     """``facts`` of a file an entry point reaches, less the autocast / GradScaler options (``if use_amp:``)
     of that file's own training loops, for an entry point that hands its model to a trainer with a
@@ -694,6 +708,8 @@ class Project:
         "engine_methods": "the project's methods that run a GradScaler for their caller (context.training)",
         "config_selections": "configuration file (as shown) -> the registered class names it selects (regime_for)",
         "programs_below": "top directory -> whether it holds a program of its own (regime_for)",
+        "importers": "project file -> the project files that import it (Project._imported_by_none_outside)",
+        "shell_runs": "the shell scripts naming programs, with the dtype options they pass (Project._shell_runs_of)",
         "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
         "config_texts": "the text of each configuration file (named_in_configs)",
     }
@@ -967,12 +983,13 @@ class Project:
                             pf = {**pf, "signals": [{**s, "role": TRAINING, "why": ""} if s["why"] == NEVER_TRAINS
                                                     else s for s in pf["signals"]]}
                     pf = self._bound_parameters(p, pf)
+                    pf = self._option_casts(path, p, pf, reach, None if p == path else reached)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))
                     for s in pf["signals"]:
                         roles.append((s["role"], f"`{s['text']}` at {self.display(p)}:{s['line']}",
                                       "; ".join(x for x in (s["why"], s["one_of"], s["note"] if s["kind"] == "launcher"
-                                                            else "") if x)))
+                                                            or s.get("option") else "") if x)))
                 runners = None
                 from_files: List[Tuple[Signal, Evidence]] = []  # the configuration files' settings (not launchers')
                 for cpath, sig, ev in configs:
@@ -985,6 +1002,12 @@ class Project:
                         if by_shell or any(self._run_by_shell(cpath, r) for r in runners):
                             signals.append((sig, ev))
                             roles.append(("training", str(ev), "configuration"))
+                        continue
+                    if sig.note.startswith('DeepSpeed "') and cpath.suffix != ".sh" and self._launched_without(cpath, path):
+                        # MedicalGPT's deepspeed_zero_stage2_config.json beside run_dpo.sh, which runs dpo_training.py
+                        # without DeepSpeed: a DeepSpeed config is read only by the runs that are given it
+                        roles.append(("not read", str(ev), "a DeepSpeed config that no launcher script of this program "
+                                                            "passes"))
                         continue
                     if cpath.parent in sub_models and cpath.parent != path.parent and path.parent in cpath.parent.parents:
                         # StyleTTS2's Utils/PLBERT/config.yml (`mixed_precision: "fp16"`): the pretraining config
@@ -1020,6 +1043,7 @@ class Project:
                     signals.append((sig, ev))
                     roles.append((TRAINING, str(ev), "a trainer whose precision the launcher sets"))
                 signals = _auto_blocks_follow_flags(signals)
+                signals = _deepspeed_masters(signals)
                 eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles,
                                       bool(facts[path].get("script"))))
             # A file holding training calls that another entry point imports, and that does not import
@@ -1076,6 +1100,102 @@ class Project:
             out.append({**s, **alt, "one_of": None,
                         "note": f"{alt['note']} (`{s['param']}` as every caller of `{s['function']}` passes it)"})
         return {**facts, "signals": out}
+
+    def _option_casts(self, entry: Path, path: Path, facts: dict, reach: set, reached: Optional["_Reached"]) -> dict:
+        """``facts`` (of the file ``path``, which the entry point ``entry`` reaches) with its loads and casts whose dtype
+        is looked up by an option's string (``from_pretrained(..., torch_dtype=getattr(torch, args.torch_dtype))``,
+        ``precision_facts._dtype_option``) as evidence of the dtype that option has in the entry point's runs: the
+        value the launcher scripts that run it pass (MedicalGPT's run_dpo.sh: ``--torch_dtype float16``), else the
+        option's default in the files it reaches (a dataclass field, an ``add_argument``). Several values: one of
+        them, float16 first; no half value (``float32``, ``auto``, no default): no evidence."""
+        casts = facts.get("option_casts")
+        if not casts:
+            return facts
+        if reached is not None:  # (an imported file's: what the entry point's code runs of it)
+            casts = [c for c in casts if not c.get("main") and (not c.get("function") or reached.holds(path, c["function"]))]
+        out = []
+        for c in casts:
+            values = self._option_values(entry, c["option"], reach)
+            half = sorted((_HALF_OPTION_VALUES[v.lower()], v, where) for v, where in values
+                          if v.lower() in _HALF_OPTION_VALUES)
+            if not half:
+                continue
+            dtype, value, where = half[0]
+            note = f"`--{c['option']} {value}` ({where})"
+            one_of = c.get("one_of")
+            if len({v.lower() for v, _ in values}) > 1:
+                one_of = f"`{c['option']}` is one of {', '.join(sorted({v for v, _ in values}))}"
+            out.append({**c, "dtype": dtype, "one_of": one_of, "note": f"{c['note']}; {note}" if c["note"] else note})
+        return {**facts, "signals": [*facts["signals"], *out]} if out else facts
+
+    def _option_values(self, entry: Path, option: str, reach: set) -> List[Tuple[str, str]]:
+        """The values an entry point's runs give a command-line option, each with where it is stated: those the
+        shell scripts naming the program pass, else the option's string default in the files the entry point
+        reaches (when they agree)."""
+        found = [(value, f"{self.display(script)}:{line}") for script, options, _ in self._shell_runs_of(entry)
+                 for line, name, value in options if name.replace("-", "_") == option]
+        if found:
+            return found
+        defaults = {self.facts().get(q, {}).get("option_defaults", {}).get(option, "") for q in reach} - {""}
+        if len(defaults) == 1 and isinstance(next(iter(defaults)), str):
+            return [(next(iter(defaults)), "its default")]
+        return []
+
+    def launcher_options(self, path: Path, option: str) -> List[str]:
+        """The values the shell scripts that run the program ``path`` pass its option ``option`` (``adam_epsilon``;
+        the dtype, precision and optimizer options ``config_evidence.shell_options`` reads)."""
+        return [value for _, options, _ in self._shell_runs_of(self.resolved(path))
+                for _, name, value in options if name.replace("-", "_") == option]
+
+    def _launched_without(self, config: Path, entry: Path) -> bool:
+        """Do the shell scripts that run the program ``entry`` exist and all run it without DeepSpeed (none names
+        DeepSpeed nor the configuration file ``config``), in a program that does not run DeepSpeed itself (``import
+        deepspeed``, ``deepspeed.initialize``), with no other configuration file naming ``config`` (a YAML's
+        ``deepspeed: ds_zero2.json``) and no mention of it in the program's code?"""
+        runs = self._shell_runs_of(entry)
+        if not runs or any(deepspeed or config.name in text for _, _, (deepspeed, text) in runs):
+            return False
+        try:
+            source = self.read(entry)
+        except OSError:
+            return False
+        name = config.name.encode()
+        if _DEEPSPEED_PROGRAM.search(source) or name in source:
+            return False
+        memo = self.memo("shell_runs")
+        if "named_configs" not in memo:
+            texts = []
+            for f in self.config_files():
+                if f.suffix != ".sh":
+                    try:
+                        if os.path.getsize(f) <= 256 * 1024:  # (bigger ones are data, config_evidence.MAX_CONFIG_BYTES)
+                            texts.append((f, self.read(f)))
+                    except OSError:
+                        continue
+            memo["named_configs"] = texts
+        return not any(name in text for f, text in memo["named_configs"] if f != config)
+
+    def _shell_runs_of(self, entry: Path) -> List[Tuple[Path, List[Tuple[int, str, str]], Tuple[bool, str]]]:
+        """The shell scripts that name the program ``entry``: (script, the dtype / precision options it passes as
+        (line, option, value), (whether it names DeepSpeed, its text))."""
+        memo = self.memo("shell_runs")
+        if "scripts" not in memo:
+            from .config_evidence import shell_options
+            scripts = []
+            for f in self.config_files():
+                if f.suffix != ".sh":
+                    continue
+                try:
+                    text = self.read(f).decode("utf-8", "replace")
+                except OSError:
+                    continue
+                programs = _named_programs(text)
+                if programs:
+                    scripts.append((f, programs, shell_options(text), (bool(_DEEPSPEED_WORD.search(text)), text)))
+            memo["scripts"] = scripts
+        rel = self._relative_or_none(entry) or ""
+        return [(f, options, ds) for f, programs, options, ds in memo["scripts"]
+                if any(rel == tail or rel.endswith("/" + tail) for tail in programs)]
 
     def _launchers(self, trainers: List[Tuple[Path, List[dict]]]) -> List[Tuple[Path, List[dict]]]:
         """The files that run a training loop defined in another file and train nothing themselves,
@@ -1448,6 +1568,12 @@ class Project:
                 if regime.mode in ("fp16-mixed", "fp16-master", "fp16") else None
             if programs:
                 return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
+            apart = self._directory_apart(key, eps) if regime.mode in ("fp16-mixed", "fp16-master", "fp16") else None
+            if apart is not None:
+                # EVA: EVA-01/clip/ (the EVA-CLIP models, which no file of the project imports) is not judged by
+                # EVA-01/eva/'s DeepSpeed fp16 beside it
+                return self._library(f"no training entry point reaches it, and its directory {apart}/ holds none, nor "
+                                     f"any file or evidence of one: the entry points of other directories say nothing of it")
             regime.scope = f"{UNREACHED_PROGRAM if program else UNREACHED} (the entry points under {where}/)"
             return regime
         # Entry points agree when those with evidence say one precision, or float16 in its forms
@@ -1474,7 +1600,7 @@ class Project:
                                      f"precision they pick")
             # (under an fp32 or bf16 training the project's precision stays: the library policy would add float16
             # findings there)
-            apart = self._top_directory_apart(key, eps) if project.mode in ("fp16-mixed", "fp16-master", "fp16") else None
+            apart = self._directory_apart(key, eps) if project.mode in ("fp16-mixed", "fp16-master", "fp16") else None
             if apart is not None:
                 # InternImage: autonomous_driving/'s mmdet3d plugin (trained by mmdet's runner from configs with no
                 # fp16 key) is not judged by classification/'s DeepSpeed fp16
@@ -1612,20 +1738,42 @@ class Project:
             d = d.parent
         return None
 
-    def _top_directory_apart(self, key: Path, eps: List["EntryPoint"]) -> Optional[str]:
+    def _directory_apart(self, key: Path, eps: List["EntryPoint"]) -> Optional[str]:
+        """``_top_directory_apart`` below the root, else below a directory above ``key`` that holds entry points
+        (EVA-01/, whose eva/ trains and whose clip/ no file imports), the highest first."""
+        found = self._top_directory_apart(key, eps)
+        d = key.parent
+        bases = []
+        while found is None and d != self.root and self.root in d.parents:
+            d = d.parent
+            if d != self.root and any(d in ep.path.parents for ep in eps):
+                bases.append(d)
+        for base in reversed(bases):
+            found = found or self._top_directory_apart(key, eps, base)
+        return found
+
+    def _top_directory_apart(self, key: Path, eps: List["EntryPoint"], base: Optional[Path] = None) -> Optional[str]:
         """The top directory of ``key`` below the root (``autonomous_driving`` in a monorepo of sub-projects), when
         every entry point lives in another top directory and none of them reaches a file of it or takes evidence
         from it (its own launchers, configs): a sub-project the scan finds no training of, whose precision the
         others' is not. None otherwise (a file at the root, an entry point at the root: its program may run any
-        directory's code through a registry; a directory some entry point imports from: shared code)."""
+        directory's code through a registry; a directory some entry point imports from: shared code).
+        ``base``: a directory of the monorepo whose sub-directories hold the entry points (EVA's ``EVA-01``, with
+        ``eva/`` and ``video/`` training and ``clip/`` beside them), asked in place of the root: there a
+        package that no file outside it imports (EVA-01/clip/, the released EVA-CLIP models) is apart too."""
+        base = base or self.root
         try:
-            parts = key.relative_to(self.root).parts
+            parts = key.relative_to(base).parts
         except ValueError:
             return None
         if len(parts) < 2 or not eps:
             return None
-        top = self.root / parts[0]
-        if (top / "__init__.py").is_file() or not self._holds_programs(top):
+        top = base / parts[0]
+        nested = base != self.root
+        if nested and self._loaded_by_name(top):
+            return None
+        if not self._holds_programs(top) and not (nested and self._imported_by_none_outside(top)) \
+                or (top / "__init__.py").is_file() and not (nested and self._imported_by_none_outside(top)):
             # a top package is the project's library, its models built by a registry (mmengine's tools/train.py
             # builds pkg/'s losses from its configs); a directory with no program of its own (DeepLearningExamples'
             # common/) is code the models beside it may load: the project's precision stays
@@ -1633,14 +1781,40 @@ class Project:
         shown = self.display(top) + "/"
         for ep in eps:
             try:
-                at_root = len(ep.path.relative_to(self.root).parts) < 2
+                at_root = len(ep.path.relative_to(base).parts) < 2 if base in ep.path.parents \
+                    else len(ep.path.relative_to(self.root).parts) < 2
             except ValueError:
                 return None
             if at_root or top in ep.path.parents \
                     or any(top in f.parents for f in ep.reach) \
                     or any(ev.path.startswith(shown) for _, ev in ep.signals):
                 return None
-        return parts[0]
+        return self.relative(top)
+
+    def _imported_by_none_outside(self, top: Path) -> bool:
+        """No file outside the directory ``top`` imports one of its files, and none of its files holds float16
+        evidence of its own (``_holds_programs``' second half)."""
+        memo = self.memo("importers")
+        if "into" not in memo:
+            into: Dict[Path, set] = {}
+            for src, targets in self._import_graph().items():
+                for t in targets:
+                    into.setdefault(t, set()).add(src)
+            memo["into"] = into
+        into = memo["into"]
+        below = [(p, f) for p, f in self.facts().items() if top in p.parents]
+        if any(s["role"] == TRAINING and s["dtype"] in ("float16", "bfloat16") for _, f in below for s in f["signals"]):
+            return False
+        return not any(top not in src.parents for p, _ in below for src in into.get(p, ()))
+
+    def _loaded_by_name(self, top: Path) -> bool:
+        """Does a file of the directory ``top`` register a class for configs to select (fairseq's ``--user-dir``
+        models, a registry's), or does a configuration file name one of its modules (a Hydra ``_target_:
+        src.callbacks.ema.EMACallback``)? Such code is loaded by name, which no static import shows."""
+        below = [(p, f) for p, f in self.facts().items() if top in p.parents]
+        if any(f.get("registered") for _, f in below):
+            return True
+        return any(self.named_in_configs(f"{p.parent.name}.{p.stem}") for p, _ in below if p.stem != "__init__")
 
     def _holds_programs(self, top: Path) -> bool:
         """Does the directory ``top`` hold a program of its own (a script with a ``__main__`` block, a file under
@@ -2084,6 +2258,11 @@ def _closure(start: Path, graph: Dict[Path, set]) -> set:
     return seen
 
 
+# An option's string value naming a half dtype (``--torch_dtype float16``), as ``getattr(torch, value)`` reads it
+_HALF_OPTION_VALUES = {"float16": "float16", "half": "float16", "fp16": "float16", "bfloat16": "bfloat16",
+                       "bf16": "bfloat16"}
+_DEEPSPEED_WORD = re.compile(r"(?i)deepspeed|ds_?config")
+_DEEPSPEED_PROGRAM = re.compile(rb"\bimport deepspeed\b|\bdeepspeed\.initialize\b")
 _SHELL_PROGRAM = re.compile(r"([\w.${}/-]*?[\w-]+\.py)\b")
 
 

@@ -1549,3 +1549,32 @@ def test_a_dtype_falling_back_to_float16_when_the_parameter_is_left_none_is_a_ha
     # near miss: a parameter with no None default is one of the two (beside fp16=True: the mixed run is judged)
     (ep,) = project(tmp_path / "arg", {"train.py": src.replace("torch_dtype=None", "torch_dtype")}).entry_points()
     assert Regime(ep.signals).mode == "fp16-mixed"
+
+
+def test_a_setup_function_named_for_evaluation_that_calls_the_training_loop_is_training(tmp_path):
+    # glow-tts' ``train_and_eval`` builds the model, runs apex's amp.initialize under ``if hps.fp16_run:`` and
+    # calls ``train(...)`` each epoch: its evidence is the training's, not an evaluation's (triage T9-1)
+    source = textwrap.dedent("""
+        import torch
+        from apex import amp
+        def train_and_eval(hps, loader, val_loader):
+            model = torch.nn.Linear(4, 4).cuda()
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            if hps.fp16_run:
+                model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+            for epoch in range(10):
+                train(hps, model, optimizer, loader)
+                evaluate(model, val_loader)
+        def train(hps, model, optimizer, loader):
+            for x in loader:
+                loss = model(x).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+        def evaluate(model, val_loader):
+            with torch.no_grad():
+                for x in val_loader:
+                    model(x).half()
+    """)
+    facts = file_facts(source.encode(), "train.py", "train")
+    roles = {s["text"].split("(", 1)[0]: s["role"] for s in facts["signals"]}
+    assert roles.get("amp.initialize") == "training"

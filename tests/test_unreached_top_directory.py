@@ -65,3 +65,57 @@ def test_near_miss_a_directory_with_float16_evidence_of_its_own(tmp_path):
 def test_near_miss_a_directory_an_entry_point_imports_from_is_shared_code(tmp_path):
     extra = {"mapping/common.py": "def helper():\n    return 1\n"}
     assert _regime(tmp_path, imports="from mapping.common import helper", extra=extra).mode == "fp16-master"
+
+
+SCALED = """
+import torch
+class CLIP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.logit_scale = torch.nn.Parameter(torch.ones([]))
+    def forward(self, a, b):
+        return self.logit_scale.exp() * a @ b.t()
+"""
+
+
+PLAIN = "import torch\ndef main(model, x):\n    opt = torch.optim.SGD(model.parameters())\n    opt.step()\n"
+
+
+def _nested(tmp_path, extra=None, imports=""):
+    # EVA: EVA-01/eva/ and EVA-01/video/ train, EVA-01/clip/ (the released EVA-CLIP package) is imported by no file
+    from amplint.project import Project
+    files = {"EVA-01/eva/ds_config.json": '{"fp16": {"enabled": true}}',
+             "EVA-01/eva/run_pretraining.py": DS_TRAIN.replace("{imports}", imports),
+             "EVA-01/video/main.py": PLAIN, "EVA-02/asuka/run.py": PLAIN,
+             "EVA-01/clip/__init__.py": "from .model import CLIP\n", "EVA-01/clip/model.py": SCALED, **(extra or {})}
+    root = write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items() if v is not None})
+    return Project(root).regime_for(root / "EVA-01/clip/model.py")
+
+
+def test_a_nested_package_no_file_imports_is_apart_from_its_siblings_training(tmp_path):
+    regime = _nested(tmp_path)
+    assert regime.library and "EVA-01/clip/ holds none" in regime.scope, regime.scope
+
+
+def test_nested_near_misses(tmp_path):
+    # a sibling's program imports it; an entry point directly in EVA-01/ (it may load any sub-directory's code)
+    imported = _nested(tmp_path / "a", extra={"EVA-01/eva/wrapper.py": "from clip.model import CLIP\n"},
+                       imports="import wrapper")
+    assert imported.mode == "fp16-master", imported.scope
+    above = _nested(tmp_path / "b", extra={"EVA-01/train_all.py": DS_TRAIN.replace("{imports}", "")})
+    assert above.mode == "fp16-master", above.scope
+
+
+def test_nested_with_every_entry_point_in_one_sibling(tmp_path):
+    regime = _nested(tmp_path, extra={"EVA-01/video/main.py": None, "EVA-02/asuka/run.py": None})
+    assert regime.library, regime.scope
+    # near miss: a package registering its classes is loaded by name (fairseq's --user-dir, a config's registry)
+    registered = "from reg import register\n@register('clip')\nclass Registered:\n    pass\n"
+    regime = _nested(tmp_path / "r", extra={"EVA-01/clip/reg.py": registered})
+    assert regime.mode == "fp16-master", regime.scope
+
+
+def test_nested_code_loaded_by_name_keeps_the_precision(tmp_path):
+    # a Hydra config naming one of its modules (`_target_: clip.model.CLIP`)
+    regime = _nested(tmp_path, extra={"EVA-01/eva/conf.yaml": "model:\n  _target_: clip.model.CLIP\n"})
+    assert regime.mode == "fp16-master", regime.scope

@@ -57,6 +57,11 @@ class OptimizerEpsUnderflow(Rule):
         for call in ctx.nodes(cst.Call):
             name = ctx.call_name(call) or ""
             cls = optimizer_class(name)
+            if name.rsplit(".", 1)[-1] == "HfArgumentParser":
+                v = self._parsed_arguments(ctx, call, evidence)
+                if v is not None:
+                    yield v
+                continue
             hf = _hf_arguments_class(ctx, name)
             if hf is not None:
                 last = name.rsplit(".", 1)[-1]
@@ -64,11 +69,23 @@ class OptimizerEpsUnderflow(Rule):
                 if v is not None:
                     yield v
                 continue
+            if not cls and isinstance(call.func, cst.Name):
+                # ``optimizer_class = torch.optim.AdamW`` (or bitsandbytes' AdamW8bit under ``if args.use_8bit_adam:``,
+                # the diffusers scripts) then ``optimizer_class(params, ..., eps=args.adam_epsilon)``
+                cls = _class_held_in(ctx, call)
             if not cls:
                 continue
             default, position = OPTIMIZERS[cls]
             model = _optimized_model(call)
             here = regime.half_optimizer_of(model, ctx.path, some_run=True)
+            if here is None and model is None:
+                # ``AdamW(params_to_optimize)``: a list the function fills with parameters of some models
+                # (ControlNeXt: the U-Net's ``to_out`` parameters, which ``unet.to(dtype=weight_dtype)`` makes half)
+                for listed in _listed_models(ctx, call):
+                    here = regime.half_optimizer_of(listed, ctx.path, some_run=True)
+                    if here is not None:
+                        model = listed
+                        break
             if here is None:
                 continue  # this file casts other objects to half (a frozen VAE), not what this optimizer trains
             if model and ctx.project is not None and ctx.file is not None \
@@ -78,6 +95,11 @@ class OptimizerEpsUnderflow(Rule):
             if arg is None and any(a.star for a in call.args):
                 continue  # ``*args`` / ``**kwargs`` may well pass an eps
             eps = default if arg is None else ctx.number(arg.value)
+            if eps is None and isinstance(arg.value, cst.Attribute):
+                # ``eps=args.adam_epsilon``: the option's default in this file (``add_argument("--adam_epsilon",
+                # type=float, default=1e-08)``), what the run has unless its command line says otherwise
+                given = option_default(ctx, arg.value.attr.value)
+                eps = ctx.number(given) if given is not None else None
             if eps is None:
                 continue
             kind = FLOAT16.classify(eps)
@@ -136,6 +158,37 @@ class OptimizerEpsUnderflow(Rule):
         else:
             fix = None
         return Violation(arg.value if arg is not None else call.func, message, Confidence.LIKELY, fix)
+
+    def _parsed_arguments(self, ctx, call: cst.Call, evidence):
+        """``HfArgumentParser((ModelArguments, TrainingArguments))`` on half parameters: the arguments come from the
+        command line, where ``adam_epsilon`` is 1e-8 unless given; the launcher scripts that run the program are
+        read for ``--adam_epsilon`` / ``--optim`` (ChatGLM-Efficient-Tuning's LoRA adapters made half by
+        ``model.half()``, B51)."""
+        if not call.args:
+            return None
+        given = call.args[0].value
+        elements = [e.value for e in given.elements] if isinstance(given, (cst.Tuple, cst.List)) else [given]
+        for element in elements:
+            hf = _hf_arguments_class(ctx, ctx.qualname(element) or "")
+            if hf is None:
+                continue
+            project, path = ctx.project, ctx.file
+            if project is not None and path is not None:
+                if any(not v.lower().startswith(_HF_ADAM) for v in project.launcher_options(path, "optim")):
+                    return None  # adafactor, sgd, ... in the program's runs
+                passed = [FLOAT16.classify(float(v)) for v in project.launcher_options(path, "adam_epsilon")
+                          if re.fullmatch(r"[0-9.eE+-]+", v)]
+                if any(kind not in (Representation.ZERO, Representation.SUBNORMAL) for kind in passed):
+                    return None  # the launcher passes a float16-normal eps
+            last = ctx.code(element).rsplit(".", 1)[-1]
+            cls = hf if last == hf else f"{last} (a {hf})"
+            message = (f"{cls} parsed from the command line leaves adam_epsilon at its default 1e-8 unless "
+                       f"--adam_epsilon is given: the Trainer's AdamW uses it as eps on float16 parameters, where "
+                       f"{describe_in_half(HF_ADAM_EPSILON)}, so updates divide by ~0 and parameters become inf/NaN; "
+                       f"pass --adam_epsilon >= {fmt(FLOAT16.smallest_normal)} (e.g. 1e-4). Parameters are float16 "
+                       f"because of {evidence}")
+            return Violation(element, message, Confidence.LIKELY, None)
+        return None
 
     @staticmethod
     def _fix(ctx, call: cst.Call, arg) -> Fix:
@@ -233,3 +286,63 @@ def _optimized_model(call: cst.Call) -> Optional[str]:
         if isinstance(obj, cst.Name):
             return obj.value
     return None
+
+
+def _parameter_owners(ctx, node: cst.CSTNode) -> set:
+    """Models whose parameters ``node`` holds: ``m.parameters()`` / ``m.named_parameters()`` inside it, or a
+    loop over them around it (``for name, p in unet.named_parameters(): params.append(p)``)."""
+    out = set()
+    for inner in (*_calls_in(node), *(a.iter for a in ctx.ancestors(node) if isinstance(a, cst.For))):
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
+                and inner.func.attr.value in ("parameters", "named_parameters"):
+            obj = inner.func.value
+            if isinstance(obj, (cst.Name, cst.Attribute)):
+                out.add(obj.value if isinstance(obj, cst.Name) else obj.attr.value)
+    return out
+
+
+def _calls_in(node: cst.CSTNode):
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.Call):
+            yield n
+        todo.extend(n.children)
+
+
+def _listed_models(ctx, call: cst.Call) -> list:
+    """The models whose parameters the optimizer's first argument, a name, holds: what the enclosing function
+    assigns to it, appends / extends / adds to it before the call (``params_to_optimize = [{"params":
+    controlnext.parameters()}]``, then ``params_to_optimize.append({"params": para})`` in a loop over
+    ``unet.named_parameters()``)."""
+    if not call.args or call.args[0].keyword is not None or not isinstance(call.args[0].value, cst.Name):
+        return []
+    name, fn, at = call.args[0].value.value, ctx.enclosing_function(call), ctx.order(call)
+    found: set = set()
+    for stmt in ctx.nodes(cst.SimpleStatementLine):
+        if ctx.order(stmt) >= at or (fn is not None and not ctx.is_ancestor(fn, stmt)) \
+                or ctx.enclosing_function(stmt) is not fn:
+            continue
+        for small in stmt.body:
+            fills = isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets) \
+                or isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value == name \
+                or isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in ("append", "extend") \
+                and isinstance(small.value.func.value, cst.Name) and small.value.func.value.value == name
+            if fills:
+                found |= _parameter_owners(ctx, small)
+    return sorted(found)
+
+
+def _class_held_in(ctx, call: cst.Call) -> str:
+    """The torch optimizer class a name called as ``call``'s function is assigned in the enclosing function
+    (``optimizer_class = torch.optim.AdamW``); '' when none."""
+    name, fn = call.func.value, ctx.enclosing_function(call)
+    for assign in ctx.nodes(cst.Assign):
+        if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) \
+                and assign.targets[0].target.value == name and ctx.enclosing_function(assign) is fn:
+            cls = optimizer_class(ctx.qualname(assign.value))
+            if cls:
+                return cls
+    return ""
