@@ -509,12 +509,14 @@ def _deepspeed_masters(signals: List[Tuple[Signal, Evidence]]) -> List[Tuple[Sig
     master weights: its optimizer is DeepSpeed's, which keeps them whatever dtype the model was loaded in
     (Chinese-LLaMA-Alpaca's run_pt.sh: ``--deepspeed ds_zero2_no_offload.json --fp16 --torch_dtype float16``)."""
     if not any(sig.kind == "flag" and sig.master and sig.dtype == "float16" and sig.note.startswith('DeepSpeed "')
-               and not sig.conditional for sig, _ in signals):
+               and not sig.conditional and ev.path.endswith((".json", ".yaml", ".yml")) for sig, ev in signals):
         return signals
+    # (a half cast taken only in some runs may be those without DeepSpeed: DALLE-pytorch's ``if not using_deepspeed:
+    # if args.fp16: dalle.half()``)
     kept = "DeepSpeed's fp16 optimizer keeps float32 master weights"
     return [(dataclasses.replace(sig, master=True, note="; ".join(x for x in (sig.note, kept) if x)), ev)
-            if sig.kind == "half_params" and sig.dtype == "float16" and not sig.master else (sig, ev)
-            for sig, ev in signals]
+            if sig.kind == "half_params" and sig.dtype == "float16" and not sig.master and not sig.conditional
+            else (sig, ev) for sig, ev in signals]
 
 
 def _without_other_loops_options(facts: dict) -> dict:
