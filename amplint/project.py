@@ -1748,7 +1748,10 @@ class Project:
         bases = []
         while found is None and d != self.root and self.root in d.parents:
             d = d.parent
-            if d != self.root and any(d in ep.path.parents for ep in eps):
+            if d != self.root and any(d in ep.path.parents for ep in eps) \
+                    and not any((x / "__init__.py").is_file() for x in (d, *d.parents) if self.root in x.parents):
+                # (a directory of sub-projects, EVA-01/; not a package, whose modules a registry may import by
+                # the directory's listing: fairseq's import_models)
                 bases.append(d)
         for base in reversed(bases):
             found = found or self._top_directory_apart(key, eps, base)
