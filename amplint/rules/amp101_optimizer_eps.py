@@ -95,9 +95,11 @@ class OptimizerEpsUnderflow(Rule):
             if arg is None and any(a.star for a in call.args):
                 continue  # ``*args`` / ``**kwargs`` may well pass an eps
             eps = default if arg is None else ctx.number(arg.value)
-            if eps is None and isinstance(arg.value, cst.Attribute):
+            if eps is None and model and isinstance(arg.value, cst.Attribute):
                 # ``eps=args.adam_epsilon``: the option's default in this file (``add_argument("--adam_epsilon",
-                # type=float, default=1e-08)``), what the run has unless its command line says otherwise
+                # type=float, default=1e-08)``), what the run has unless its command line says otherwise; asked
+                # only of an optimizer whose model is known to be half (not of ``[{"params": p}]`` beside another
+                # object's half cast)
                 given = option_default(ctx, arg.value.attr.value)
                 eps = ctx.number(given) if given is not None else None
             if eps is None:
