@@ -912,7 +912,11 @@ def _data_cast(node: ast.Call, parents: "_Parents", imports: ImportTable) -> Opt
     half-parameter evidence for the model it belongs to, and that model's name (the root of the target, or the
     module the loop walks)."""
     f = node.func
-    if not isinstance(f, ast.Attribute):
+    if not isinstance(f, ast.Attribute) or f.attr not in ("half", "bfloat16", "to"):
+        return None
+    parent = parents.parent.get(id(node))
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is node
+            and isinstance(parent.targets[0], ast.Attribute) and parent.targets[0].attr == "data"):
         return None
     dtype = None
     if f.attr in ("half", "bfloat16") and not node.args and not node.keywords:
@@ -921,8 +925,7 @@ def _data_cast(node: ast.Call, parents: "_Parents", imports: ImportTable) -> Opt
         for v in (*node.args, *(k.value for k in node.keywords if k.arg == "dtype")):
             q = imports.resolve(_dotted(v) or "")
             dtype = dtype or {"torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16"}.get(q)
-    parent = parents.parent.get(id(node))
-    if dtype is None or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is node):
+    if dtype is None:
         return None
     target = _dotted(parent.targets[0])
     if not target or not target.endswith(".data") or _dotted(f.value) != target or target.count(".") < 2 \
