@@ -76,3 +76,16 @@ def test_near_misses(tmp_path):
     assert _amp101(tmp_path / "frozen", trained="False") == []
     assert _amp101(tmp_path / "eps", eps="1e-4") == []
     assert _amp101(tmp_path / "recast", recast=RECAST) == []
+
+
+def test_an_options_default_eps_is_read_only_for_a_known_model(tmp_path):
+    # one optimizer per parameter (`optimizer_class([{"params": p}], eps=args.adam_epsilon)`) names no model: the
+    # half cast of another object does not say its parameters are half, so the option's default is not asked
+    text = textwrap.dedent(TRAIN.replace("{eps}", "1e-08").replace("{trained}", "True").replace("{recast}", ""))
+    text = text.replace("optimizer = optimizer_class(params_to_optimize, lr=1e-4, eps=args.adam_epsilon)",
+                        "optimizer = [optimizer_class([{'params': p}], lr=1e-4, eps=args.adam_epsilon)\n"
+                        "                 for p in controlnet.parameters()][0]")
+    text = text.replace("unet.to(accelerator.device, dtype=weight_dtype)", "unet.half()")
+    root = write_project(tmp_path, {"train.py": text})
+    out = run(["check", "--no-cache", "--output-format", "concise", "--select", "AMP101", "."], root).out
+    assert "AMP101" not in out
