@@ -342,6 +342,20 @@ def _dtype_option(node: ast.Call, fn, option_locals: Dict[str, List[Tuple[int, i
     return None
 
 
+def _hydra_config_paths(functions: List[ast.AST]) -> List[str]:
+    """The ``config_path`` directories (relative to the file) its Hydra entry functions load their configs from
+    (``@hydra.main(config_path="conf/adapters", config_name=...)``, NeMo's ``@hydra_runner(config_path=...)``)."""
+    out = []
+    for fn in functions:
+        for d in fn.decorator_list:
+            if isinstance(d, ast.Call) and "hydra" in (_dotted(d.func) or "").lower():
+                path = next((k.value.value for k in d.keywords if k.arg == "config_path"
+                             and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)), None)
+                if path is not None and path not in out:
+                    out.append(path)
+    return out
+
+
 def _option_defaults(nodes: List[ast.AST]) -> Dict[str, Optional[str]]:
     """The string defaults of the file's dtype / precision options (a dataclass field ``torch_dtype: Optional[str]
     = field(default=None, ...)``, ``add_argument("--torch_dtype", default="float16")``): option -> its default
@@ -794,6 +808,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             continue
         facts["signals"].append(record)
     facts["literal_args"] = _literal_args(parents.of(ast.Call), owner)
+    facts["hydra_config_paths"] = _hydra_config_paths(parents.of(ast.FunctionDef)) if b"config_path" in source else []
     facts["option_defaults"] = _option_defaults(parents.of(ast.ClassDef, ast.Call)) \
         if b"dtype" in source or b"precision" in source else {}
     facts["config_runs"], facts["config_defaults"] = _config_runs(parents.of(ast.ClassDef, ast.Call), imports)

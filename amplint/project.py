@@ -1005,6 +1005,13 @@ class Project:
                             signals.append((sig, ev))
                             roles.append(("training", str(ev), "configuration"))
                         continue
+                    hydra = facts[path].get("hydra_config_paths")
+                    if hydra and cpath.suffix in (".yaml", ".yml") and not any(
+                            (path.parent / d).resolve() in (cpath.parent, *cpath.parent.parents) for d in hydra):
+                        # NeMo's train_asr_adapter.py: `@hydra_runner(config_path="../conf/asr_adapters", ...)` loads its
+                        # configs from there, not the `trainer.precision: 16` of another directory's YAML
+                        roles.append(("not read", str(ev), "a YAML outside the Hydra config_path of this program"))
+                        continue
                     if sig.note.startswith('DeepSpeed "') and cpath.suffix != ".sh" and self._launched_without(cpath, path):
                         # MedicalGPT's deepspeed_zero_stage2_config.json beside run_dpo.sh, which runs dpo_training.py
                         # without DeepSpeed: a DeepSpeed config is read only by the runs that are given it
