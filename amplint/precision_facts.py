@@ -351,7 +351,7 @@ def _hydra_config_paths(functions: List[ast.AST]) -> List[str]:
             if isinstance(d, ast.Call) and "hydra" in (_dotted(d.func) or "").lower():
                 path = next((k.value.value for k in d.keywords if k.arg == "config_path"
                              and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)), None)
-                if path is not None and path not in out:
+                if path is not None and "://" not in path and path not in out:  # (not ``pkg://...``: a package's)
                     out.append(path)
     return out
 
