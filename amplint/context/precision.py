@@ -1837,7 +1837,11 @@ class PrecisionModel:
             return inner
         if method == "stft" or (is_function and name == "torch.stft"):
             flag = next((a for a in call.args if a.keyword is not None and a.keyword.value == "return_complex"), None)
-            if flag is not None and isinstance(flag.value, cst.Name) and flag.value.value == "True":
+            signal = receiver if method == "stft" else (args[0] if args else None)
+            inner = self.dtype_of(signal) if signal is not None else UNKNOWN
+            # (the STFT of a float16 signal is complex32, whose magnitude is float16 again: speechbrain's
+            # whisper log-mel under any float16 use of it)
+            if flag is not None and isinstance(flag.value, cst.Name) and flag.value.value == "True" and inner.dtype != F16:
                 return DTypeFact(COMPLEX, CERTAIN, "`stft(..., return_complex=True)` gives a complex tensor, which "
                                                    "autocast does not cast")
         if method == "type_as" and args:
