@@ -1835,15 +1835,6 @@ class PrecisionModel:
                 return DTypeFact(COMPLEX, LIKELY, f"`.{method}()` is taken of complex tensors (on a real one it does "
                                                   "nothing), which autocast does not cast")
             return inner
-        if method == "stft" or (is_function and name == "torch.stft"):
-            flag = next((a for a in call.args if a.keyword is not None and a.keyword.value == "return_complex"), None)
-            signal = receiver if method == "stft" else (args[0] if args else None)
-            inner = self.dtype_of(signal) if signal is not None else UNKNOWN
-            # (the STFT of a float16 signal is complex32, whose magnitude is float16 again: speechbrain's
-            # whisper log-mel under any float16 use of it)
-            if flag is not None and isinstance(flag.value, cst.Name) and flag.value.value == "True" and inner.dtype != F16:
-                return DTypeFact(COMPLEX, CERTAIN, "`stft(..., return_complex=True)` gives a complex tensor, which "
-                                                   "autocast does not cast")
         if method == "type_as" and args:
             return self.dtype_of(args[0])
         if method in _SCALAR_METHODS:
