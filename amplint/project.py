@@ -714,6 +714,7 @@ class Project:
         "shell_runs": "the shell scripts naming programs, with the dtype options they pass (Project._shell_runs_of)",
         "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
         "config_texts": "the text of each configuration file (named_in_configs)",
+        "package_loops_f16": "the package loops holding all the project's float16 evidence, or none (regime_for)",
     }
     _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
 
@@ -2009,6 +2010,12 @@ class Project:
         Empty otherwise: then the project's precision stands."""
         if project.mode not in ("fp16-mixed", "fp16-master", "fp16") or not self._published_package_file(key):
             return []
+        memo = self.memo("package_loops_f16")  # the same for every file: worked out once (766 files of modelscope)
+        if "loops" not in memo:
+            memo["loops"] = self._package_loops_holding_float16(eps, project)
+        return memo["loops"]
+
+    def _package_loops_holding_float16(self, eps: List["EntryPoint"], project: Regime) -> List[str]:
         half = [ep for ep in eps if ep.signals and Regime(ep.signals).mode in ("fp16-mixed", "fp16-master", "fp16")]
         if not half or not all(self._library_loop(ep) for ep in half):
             return []
