@@ -34,6 +34,7 @@ from .prefilter import searcher
 from .torch_api.trainers import COLOSSALAI_MASTER_WEIGHT_PLUGINS, MMCV_FP16_HOOKS
 
 TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
+MODULE = "module"  # a module casting its own parameters: what its instances hold, not what a program trains in
 
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|precision[\"']\s*(?:\]\s*=|:)|opt_level|"
@@ -1935,10 +1936,33 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
         return INFERENCE, NEVER_TRAINS
     if sig.kind == "half_params" and fn is not None and not training_lines.get(id(fn)) and _saves_after(fn, node):
         return EXPORT, f"a half copy saved by `{fn.name}`"
+    own = _own_cast(node, sig, parents)
+    if own is not None:
+        return MODULE, own
     steps = training_lines.get(id(fn) if fn is not None else 0)
     if steps and node.lineno > max(steps) and not _inside_loop_with(node, parents, steps):
         return INFERENCE, "after the last backward / optimizer step"
     return TRAINING, ""
+
+
+def _own_cast(node: ast.Call, sig: Signal, parents: _Parents) -> Optional[str]:
+    """``self.half()`` / ``self.bfloat16()`` / ``self.to(torch.float16)`` in a method of a class: the module
+    casts its own parameters. NeMo's ``ParallelLinearAdapter.__init__`` does ``elif config.fp16: self.half()``
+    to match a host model that Megatron's O2 already keeps in half with fp32 master weights: it says what the
+    adapter's instances hold, not the precision of the model the program trains (nor that of every file
+    the program reaches)."""
+    if sig.kind != "half_params" or not isinstance(node.func, ast.Attribute):
+        return None
+    receiver = node.func.value
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr in _MOVES:
+        receiver = receiver.func.value  # self.cuda().half()
+    if not (isinstance(receiver, ast.Name) and receiver.id == "self"):
+        return None
+    chain = [p for p in parents.chain(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if len(chain) < 2 or not isinstance(chain[1], ast.ClassDef) or isinstance(chain[0], ast.ClassDef):
+        return None
+    return (f"`self.{node.func.attr}()` in `{chain[1].name}.{chain[0].name}`: the module casts its own parameters "
+            f"(what its instances hold), not the model a program trains")
 
 
 def _inside_loop_with(node: ast.AST, parents: _Parents, steps: List[int]) -> bool:

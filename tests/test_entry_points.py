@@ -1578,3 +1578,51 @@ def test_a_setup_function_named_for_evaluation_that_calls_the_training_loop_is_t
     facts = file_facts(source.encode(), "train.py", "train")
     roles = {s["text"].split("(", 1)[0]: s["role"] for s in facts["signals"]}
     assert roles.get("amp.initialize") == "training"
+
+
+ADAPTER = """
+import torch
+from torch import nn
+
+class ParallelLinearAdapter(nn.Module):
+    def __init__(self, dim, config):
+        super().__init__()
+        self.linear = nn.Linear(dim, dim)
+        if config.bf16:
+            self.bfloat16()
+        elif config.fp16:
+            self.half()  # match the host model's O2 cast
+"""
+
+
+def test_a_module_casting_its_own_parameters_is_not_the_programs_precision(tmp_path):
+    # NeMo's ParallelLinearAdapter: ``elif config.fp16: self.half()`` in its __init__ says what the adapter
+    # holds, not that the programs reaching it train a pure-half model (it made an fp32 vocoder's Snake
+    # `eps=1e-9` "a guard of a pure-half parameter", and AMP101 fire on the vocoder's Adam)
+    assert roles(ADAPTER, "peft/adapter.py") == [("module", "self.half()")]
+    p = project(tmp_path, {
+        "peft/__init__.py": "", "peft/adapter.py": ADAPTER,
+        "train.py": "import torch\nfrom peft.adapter import ParallelLinearAdapter\n"
+                    "def main(model, cfg, x):\n    adapter = ParallelLinearAdapter(4, cfg)\n"
+                    "    opt = torch.optim.Adam(model.parameters())\n" + STEP,
+    })
+    assert p.regime_for(p.root / "train.py").mode == "fp32"
+    r = run(["check", "--show-settings", "."], p.root)
+    assert "[module]" in r.out and "the module casts its own parameters" in r.out, r.out
+    assert "AMP101" not in run(["check", "--select", "AMP101", "."], p.root).out
+
+
+def test_a_trainer_method_casting_its_model_is_still_training_evidence():
+    # near miss: ``self.model.half()`` in a trainer's method casts the model the program trains
+    src = """
+        import torch
+        class Trainer:
+            def setup(self, args):
+                if args.fp16:
+                    self.model.half()
+            def train(self, loader):
+                for x in loader:
+                    self.model(x).sum().backward()
+                    self.opt.step()
+    """
+    assert roles(src) == [("training", "self.model.half()")]
