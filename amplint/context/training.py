@@ -737,7 +737,12 @@ def _facts(ctx, test: cst.BaseExpression, truth: bool) -> List[Tuple[str, bool]]
             # ``not (a and b)``: not all of a's and b's facts hold (the else of ``if fp16 and
             # amp == "pytorch":`` is no path that went through ``if fp16: if amp == "pytorch":``)
             parts = frozenset(_facts(ctx, test, True))
-            return [(parts, False)] if len(parts) > 1 else []
+            if len(parts) == 1:
+                # ``if use_fp16 and scaler is not None:``: both name the AMP switch, so its else is the
+                # switch off (FunASR's trainer: the else's ``loss.backward()`` / ``optim.step()``)
+                [(atom, value)] = parts
+                return [(atom, not value)]
+            return [(parts, False)] if parts else []
         return []
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comp = test.comparisons[0]
