@@ -323,3 +323,58 @@ def _stops(ctx):
                                                     "called from the training step here")]
         yield NonfiniteStop(stop, how, checked, confidence, evidence, site_ctx, site,
                             fail_fast=site is None and ends_process and forward, related=related)
+
+
+@dataclass
+class SkippedUpdate:
+    """A ``continue`` under a non-finite check that skips ``scaler.update()`` (and the scaler's step)
+    on exactly the steps whose gradients overflowed: the scale never backs off (FunASR's trainer:
+    ``if not torch.isfinite(grad_norm): optim.zero_grad(); continue``), and after a
+    ``scaler.unscale_(optimizer)`` of that iteration the next unscale_ raises."""
+    skip: cst.Continue
+    check: cst.If
+    update: object  # the training.Event of the scaler.update() skipped
+    unscale: Optional[object] = None  # an unscale_ of the same scaler earlier in the iteration
+
+
+def skipped_updates(ctx, step) -> List[SkippedUpdate]:
+    """The ``SkippedUpdate``s of a training step (``training.Step``)."""
+    found = []
+    for update in step.of_kind("update"):
+        loop = _innermost_loop(ctx, update.call)
+        if loop is None or not update.scaler:
+            continue
+        at = ctx.line_of(update.call)
+        for skip in ctx.nodes(cst.Continue):
+            line = ctx.line_of(skip)
+            if line >= at or _innermost_loop(ctx, skip) is not loop:
+                continue
+            check = next((a for a in ctx.ancestors(skip) if isinstance(a, cst.If)), None)
+            if check is None or not ctx.is_ancestor(loop.body, check) or ctx.is_ancestor(check, update.call) \
+                    or not any(nonfinite_check(ctx, c) is not None for c in _calls_in(check.test)):
+                continue
+            before = [e for e in step.events if e.scaler == update.scaler and ctx.is_ancestor(loop.body, e.call)
+                      and ctx.line_of(e.call) < line]
+            if not any(e.kind == "backward" and e.how == "scaled" for e in before) \
+                    or any(e.kind in ("update", "scaler_step") for e in before):
+                continue
+            unscale = next((e for e in before if e.kind == "unscale"), None)
+            found.append(SkippedUpdate(skip, check, update, unscale))
+    return found
+
+
+def _innermost_loop(ctx, node: cst.CSTNode):
+    """The loop ``node`` runs in, within its own function (None when the nearest is the ``def``)."""
+    first = next((a for a in ctx.ancestors(node) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)
+    return None if isinstance(first, cst.FunctionDef) else first
+
+
+def _calls_in(expr: cst.CSTNode) -> List[cst.Call]:
+    calls = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            calls.append(node)
+
+    expr.visit(_Calls())
+    return calls

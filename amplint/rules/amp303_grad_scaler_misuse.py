@@ -7,6 +7,7 @@ from typing import Iterable, Optional, Set, Tuple
 import libcst as cst
 
 from ..context.conditions import holds_at
+from ..context.nonfinite_stops import skipped_updates
 from ..context.project_text import grep, strip_comment
 from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, bf16_only, insertion_anchor, is_grad_scaler,
                                 repeated_updates, training_steps, wrapper_steps_after_plain_backward)
@@ -68,6 +69,7 @@ class GradScalerMisuse(Rule):
             yield from self._unscale_without_step(ctx, step)
             yield from self._update_twice(ctx, step)
             yield from self._step_of_another_object(ctx, step)
+            yield from self._update_skipped_on_overflow(ctx, step)
 
     # optimizer.step() while the loss was scaled -------------------------------------------------
     def _direct_steps(self, ctx, step: Step) -> Iterable[Violation]:
@@ -209,6 +211,22 @@ class GradScalerMisuse(Rule):
             yield Violation(e.call, message, Confidence.CERTAIN,
                             help=f"unscale once per optimizer step, right before clipping and `{e.scaler}.step({target})`")
 
+
+    # if not torch.isfinite(grad_norm): continue  (before scaler.update()) -----------------------------
+    def _update_skipped_on_overflow(self, ctx, step: Step) -> Iterable[Violation]:
+        for s in skipped_updates(ctx, step):
+            scaler = s.update.scaler
+            message = (f"`continue` under a non-finite check skips `{scaler}.update()` on exactly the steps whose "
+                       f"gradients overflowed, where update() would halve the loss scale: the scale never backs "
+                       f"off, so while it is too large ({GRAD_SCALER_INIT_SCALE:g} at the start) every step "
+                       f"overflows and is skipped")
+            if s.unscale is not None:
+                target = ctx.code(s.unscale.target) if s.unscale.target is not None else "optimizer"
+                message += (f", and the next iteration's `{scaler}.unscale_({target})` raises {ALREADY_UNSCALED}")
+            yield Violation(s.skip, message, Confidence.CERTAIN if s.unscale is not None else Confidence.LIKELY,
+                            help=f"drop the check: `{scaler}.step(...)` already skips a step whose gradients are "
+                                 f"inf/NaN, and `{scaler}.update()` then lowers the scale",
+                            related=[Location(ctx.path, ctx.line_of(s.update.call), f"`{scaler}.update()` skipped")])
 
     # scaler.unscale_(opt) on micro-batches that do not step ------------------------------------------
     def _unscale_without_step(self, ctx, step: Step) -> Iterable[Violation]:
