@@ -88,26 +88,87 @@ def _imports(nodes: List[ast.AST], module: Optional[str]) -> ImportTable:
     return table
 
 
-def _imported_modules(nodes: List[ast.AST], module: Optional[str], is_package: bool) -> List[str]:
+def _from_base(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module of ``from <base> import ...`` (``from . import x`` resolved against ``package``)."""
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".") if package else []
+        if node.level > 1:
+            parts = parts[: len(parts) - (node.level - 1)] if len(parts) >= node.level - 1 else []
+        base = ".".join([*parts, *([node.module] if node.module else [])])
+    return base
+
+
+def _is_type_checking(test: ast.AST) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+            or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _type_checking_only(node: ast.AST, parents: "_Tree") -> bool:
+    """Is ``node`` in the body of an ``if TYPE_CHECKING:`` (code that never runs)?"""
+    child = node
+    p = parents.parent.get(id(node))
+    while p is not None:
+        if isinstance(p, ast.If) and _is_type_checking(p.test) and any(c is child for c in p.body):
+            return True
+        child, p = p, parents.parent.get(id(p))
+    return False
+
+
+def _imported_modules(nodes: List[ast.AST], module: Optional[str], is_package: bool,
+                      parents: Optional["_Tree"] = None) -> List[str]:
     """Dotted names this file imports (absolute; ``from . import x`` resolved against ``module``):
-    the project resolves them to its own modules."""
+    the project resolves them to its own modules. An import in the body of ``if TYPE_CHECKING:``
+    never runs and is left out (with ``parents``): a lazy package ``__init__`` (modelscope's
+    ``LazyImportModule``, transformers' ``_LazyModule``) imports its submodules there for type
+    checkers only, and loads one when a name of it is used (``_lazy_names``)."""
     out: List[str] = []
     package = (module or "") if is_package else (module or "").rpartition(".")[0]
     for node in nodes:
+        if parents is not None and _type_checking_only(node, parents):
+            continue
         if isinstance(node, ast.Import):
             out.extend(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".") if package else []
-                if node.level > 1:
-                    parts = parts[: len(parts) - (node.level - 1)] if len(parts) >= node.level - 1 else []
-                base = ".".join([*parts, *([node.module] if node.module else [])])
+            base = _from_base(node, package)
             if not base:
                 continue
             out.append(base)
             out.extend(f"{base}.{a.name}" for a in node.names if a.name != "*")
     return sorted(set(out))
+
+
+def _lazy_names(nodes: List[ast.AST], module: Optional[str], is_package: bool, parents: "_Parents") -> Dict[str, str]:
+    """The names a lazy module provides on first use, each with the dotted name that defines it
+    (``{"MossFormer": "pkg.separation.mossformer.MossFormer"}``): what its ``if TYPE_CHECKING:``
+    imports bind, and the entries of an ``_import_structure = {"mossformer": ["MossFormer"]}`` dict
+    literal (submodule -> names, relative to the package). ``from pkg.separation import MossFormer``
+    loads that submodule, and only that one."""
+    package = (module or "") if is_package else (module or "").rpartition(".")[0]
+    out: Dict[str, str] = {}
+    for node in nodes:
+        if not _type_checking_only(node, parents):
+            continue
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = _from_base(node, package)
+            if base:
+                out.update((a.asname or a.name, f"{base}.{a.name}") for a in node.names if a.name != "*")
+    if package:
+        for node in parents.of(ast.Assign):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                    and any(isinstance(t, ast.Name) and t.id == "_import_structure" for t in node.targets)):
+                continue
+            for key, value in zip(node.value.keys, node.value.values):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)
+                        and isinstance(value, (ast.List, ast.Tuple))):
+                    continue
+                for element in value.elts:
+                    if isinstance(element, ast.Constant) and isinstance(element.value, str):
+                        out.setdefault(element.value, f"{package}.{key.value}.{element.value}")
+    return out
 
 
 class _Parents(_Tree):
@@ -537,7 +598,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             return facts
     is_package = path.endswith("__init__.py")
     parents = parents if parents is not None else _Parents(tree)
-    facts["imports"] = _imported_modules(parents.of(ast.Import, ast.ImportFrom), module, is_package)
+    import_nodes = parents.of(ast.Import, ast.ImportFrom)
+    facts["imports"] = _imported_modules(import_nodes, module, is_package, parents)
+    if b"TYPE_CHECKING" in source or b"_import_structure" in source:
+        lazy = _lazy_names(import_nodes, module, is_package, parents)
+        if lazy:
+            facts["lazy"] = lazy
     functions = parents.of(ast.FunctionDef, ast.AsyncFunctionDef)
 
     def owner(node: ast.AST) -> Optional[ast.AST]:

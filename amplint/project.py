@@ -1405,6 +1405,7 @@ class Project:
                     hit = _longest_module(base, modules, floor)
                     if hit is not None:
                         targets.add(hit)
+                        targets.update(_lazy_targets(base, modules, self.facts()))
                         break
             targets.discard(path)
             graph[path] = targets
@@ -2264,6 +2265,32 @@ def _longest_module(name: str, modules: Dict[str, Path], floor: int = 1) -> Opti
             return hit
         parts.pop()
     return None
+
+
+def _lazy_targets(name: str, modules: Dict[str, Path], facts: Dict[Path, dict]) -> List[Path]:
+    """The modules that importing ``name`` (``pkg.separation.MossFormer``) loads through lazy
+    packages: when the module it names (``pkg.separation``) provides ``MossFormer`` on first use
+    (``precision_facts._lazy_names``: an ``if TYPE_CHECKING:`` import, an ``_import_structure``
+    entry), the submodule that defines it, and so on through lazy packages re-exporting it."""
+    out: List[Path] = []
+    for _ in range(8):
+        parts = name.split(".")
+        for n in range(len(parts) - 1, 0, -1):
+            path = modules.get(".".join(parts[:n]))
+            if path is not None:
+                break
+        else:
+            return out
+        lazy = facts.get(path, {}).get("lazy")
+        target = lazy.get(parts[n]) if lazy else None
+        if not target:
+            return out
+        name = ".".join([target, *parts[n + 1:]])
+        hit = _longest_module(name, modules)
+        if hit is None or hit == path or hit in out:
+            return out
+        out.append(hit)
+    return out
 
 
 def _closure(start: Path, graph: Dict[Path, set]) -> set:
