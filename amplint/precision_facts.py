@@ -74,6 +74,10 @@ _STEP_RECEIVER = re.compile(r"(?i)optim|opt\b|^opt|scaler|engine|accelerator|fab
 # (``fp32_params``), Megatron's Float16OptimizerWithFloat16Params (``fp32_from_float16_groups``),
 # apex's FP16_Optimizer (``fp32_from_fp16_groups``), a MixedPrecisionOptimizer (``master_params``).
 _MASTER_OPTIMIZER = re.compile(r"(?i)(fp16|float16|half|mixed_?precision)\w*optimi[sz]er|optimi[sz]er\w*(fp16|float16)")
+# Libraries whose fp16 optimizer wraps another and keeps float32 master weights: apex's and fairseq's, Megatron's
+# ``fp16.FP16_Optimizer`` (and its ``megatron_util`` packaging, which modelscope's GLM trainer wraps its
+# AdamW in under ``--fp16``), DeepSpeed's ``runtime.fp16`` optimizers
+_MASTER_WEIGHT_LIBRARIES = ("apex", "fairseq", "megatron", "megatron_util", "deepspeed")
 _MASTER_COPY = re.compile(rb"fp32_params|master_param|fp32_from_f(?:p|loat)16|master_weight|fp32_groups")
 
 
@@ -669,7 +673,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # ``FP16_Optimizer(FusedAdam(model.parameters()))`` beside ``model.half()``): fp32 master weights
     facts["master_optimizers"] = sorted(set(facts["master_optimizers"]) | {
         q.rsplit(".", 1)[-1] for q in (imports.resolve(_dotted(n.func) or "") or "" for n in parents.of(ast.Call) if isinstance(n, ast.Call))
-        if q.split(".", 1)[0] in ("apex", "fairseq") and _MASTER_OPTIMIZER.search(q.rsplit(".", 1)[-1])})
+        if q.split(".", 1)[0] in _MASTER_WEIGHT_LIBRARIES and _MASTER_OPTIMIZER.search(q.rsplit(".", 1)[-1])})
     dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports)
     facts["option_casts"] = []
     option_locals = _option_locals(parents.of(ast.Assign), imports, owner) if b"getattr(torch" in source else None
