@@ -839,9 +839,41 @@ def unscale_key(e: Event) -> Optional[Tuple[str, str]]:
     return (e.scaler, target) if target else None
 
 
-def _forget(states: Iterable[_State], keep_amp: bool = True) -> Set[_State]:
-    """Drop the conditions a loop iteration may change (all but the AMP switch)."""
-    return {replace(s, assume=frozenset(a for a in s.assume if keep_amp and a[0] == "<amp>")) for s in states}
+def _forget(states: Iterable[_State], keep_amp: bool = True, invariant: FrozenSet[object] = frozenset()) -> Set[_State]:
+    """Drop the conditions a loop iteration may change (all but the AMP switch and ``invariant``)."""
+    return {replace(s, assume=frozenset(a for a in s.assume if keep_amp and (a[0] == "<amp>" or a[0] in invariant)))
+            for s in states}
+
+
+# Names that count steps or batches: a test on them changes between iterations even when the loop
+# body does not assign them (``self.global_step`` advanced by a helper).
+_COUNTER = re.compile(r"step|iter|count|accum|epoch|batch|idx|index|global|^[ijkn]$", re.I)
+
+
+def _loop_invariant(ctx, loop: cst.CSTNode, atoms: Iterable[object]) -> FrozenSet[object]:
+    """The atoms (condition texts) no iteration of ``loop`` can change: no call, no ``%``, no name that
+    counts, and no name the loop assigns (``if precision == "float16" and scaler is not None:`` around
+    the scaled backward and again around the step, with gradient accumulation between: a
+    configuration value, PhysicsNeMo's trainers)."""
+    assigned: Set[str] = set()
+    for node in ctx.nodes(cst.AssignTarget) + ctx.nodes(cst.AugAssign) + ctx.nodes(cst.AnnAssign) + \
+            ctx.nodes(cst.NamedExpr) + ctx.nodes(cst.AsName) + ctx.nodes(cst.For):
+        if not ctx.is_ancestor(loop, node):
+            continue
+        target = node.name if isinstance(node, cst.AsName) else node.target
+        assigned.update(_IDENTIFIER.findall(ctx.code(target)))
+    keep = set()
+    for atom in atoms:
+        parts = _parts(atom)
+        if all(isinstance(p, str) and p != "<amp>" and "(" not in p and "%" not in p
+               and not any(w in assigned or _COUNTER.search(w) for w in _IDENTIFIER.findall(_strip_strings(p)))
+               for p in parts):
+            keep.add(atom)
+    return frozenset(keep)
+
+
+def _strip_strings(text: str) -> str:
+    return re.sub(r"(\"[^\"]*\"|'[^']*')", "", text)
 
 
 def _bound(states: Set[_State]) -> Set[_State]:
@@ -971,14 +1003,20 @@ class _Walk:
         MAX_STATES the walk forgets the conditions that did matter (ChatGLM's Trainer copy, T6-1)."""
         if self._relevant_atoms is None:
             counts: Dict[object, int] = {}
+            tests = []
             for node in self.ctx.nodes(cst.If) + self.ctx.nodes(cst.While):
                 if not self.ctx.is_ancestor(self.step.scope, node):
                     continue
-                for part in {p for a, _ in _facts(self.ctx, node.test, True) for p in _parts(a)}:
+                tests.append({p for truth in (True, False) for a, _ in _facts(self.ctx, node.test, truth)
+                              for p in _parts(a)})
+                for part in tests[-1]:
                     counts[part] = counts.get(part, 0) + 1
             keep = {a for a, n in counts.items() if n > 1}
             keep |= {a for e in self.step.events for a, _ in e.scaled_when}
             keep.add("<amp>")
+            # a condition joined to one that matters (``if precision == "float16" and scaler is not
+            # None:``): its else holds the other part false only where this one is known
+            keep |= {p for parts in tests if len(parts) > 1 and parts & keep for p in parts}
             self._relevant_atoms = keep
         return self._relevant_atoms
 
@@ -1001,7 +1039,8 @@ class _Walk:
     def loop(self, stmt, states: Set[_State]) -> Set[_State]:
         if isinstance(stmt, cst.For):
             states = self.events(stmt, states)
-        entry = _forget(states)
+        invariant = _loop_invariant(self.ctx, stmt, {a for st in states for a, _ in st.assume} | self._relevant())
+        entry = _forget(states, invariant=invariant)
         breaks: Set[_State] = set()
         ran: Set[_State] = set()  # states after at least one iteration
         for _ in range(4):
@@ -1011,8 +1050,8 @@ class _Walk:
             body = self.block(stmt.body, entry)
             cont, brk = self.loop_exits.pop()
             breaks |= brk
-            ran |= _forget(body | cont)
-            new = _bound(entry | _forget(body | cont))
+            ran |= _forget(body | cont, invariant=invariant)
+            new = _bound(entry | _forget(body | cont, invariant=invariant))
             if new == entry:
                 break
             entry = new
