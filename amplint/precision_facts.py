@@ -878,6 +878,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             facts["option_casts"].append({**record, "option": option[1]})
             continue
         facts["signals"].append(record)
+    _generic_flags_follow_autocast(facts["signals"])
     facts["literal_args"] = _literal_args(parents.of(ast.Call), owner)
     facts["hydra_config_paths"] = _hydra_config_paths(parents.of(ast.FunctionDef)) if b"config_path" in source else []
     facts["option_defaults"] = _option_defaults(parents.of(ast.ClassDef, ast.Call)) \
@@ -1771,6 +1772,23 @@ _CLI_CHOICES = {"--precision", "--mixed_precision", "--mixed-precision"}
 _LIGHTNING = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true": ("float16", True),
               "fp16": ("float16", False), "bf16": ("bfloat16", False), "bf16-mixed": ("bfloat16", False),
               "bf16-true": ("bfloat16", True)}
+
+
+# Command-line switches that say "mixed precision" without saying which: the autocast they enable does.
+GENERIC_AMP_FLAGS = ("--amp", "--use_amp", "--use-amp")
+
+
+def _generic_flags_follow_autocast(signals: List[dict]) -> None:
+    """``add_argument("--amp", action="store_true")`` beside ``torch.autocast(..., dtype=torch.bfloat16,
+    enabled=args.amp)``: the flag switches bf16 autocast (PhysicsNeMo's airfrans example). When every
+    autocast of the file is bfloat16 and no GradScaler is built, a generic AMP flag is bfloat16."""
+    autocasts = [s for s in signals if s["kind"] == "autocast"]
+    if not autocasts or any(s["dtype"] != "bfloat16" for s in autocasts) or any(s["kind"] == "grad_scaler" for s in signals):
+        return
+    for s in signals:
+        if s["kind"] == "flag" and s["dtype"] == "float16" and any(
+                s["note"].startswith(f"command line {flag}") for flag in GENERIC_AMP_FLAGS):
+            s.update(dtype="bfloat16", note=s["note"] + ": its autocast is bfloat16")
 
 
 def _cli_signal(node: ast.Call, deepspeed_options: frozenset = frozenset()) -> Optional[Signal]:

@@ -26,7 +26,7 @@ from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import Argument, CallSite, ProjectIndex, Symbol, _candidates
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
-from .precision_facts import DEEPSPEED_OPTION, LAUNCHER_TRAINERS, LOSS_SCALER_CALL, NEVER_TRAINS, precision_call_signal, precision_call_values
+from .precision_facts import DEEPSPEED_OPTION, GENERIC_AMP_FLAGS, LAUNCHER_TRAINERS, LOSS_SCALER_CALL, NEVER_TRAINS, precision_call_signal, precision_call_values
 from .precision_facts import _INFERENCE_DIR, _INFERENCE_FILE
 from .summary import FileSummary, summarise
 
@@ -928,8 +928,21 @@ class Project:
         named = getattr(self, "_shell_programs", {}).get(config)
         if not named:
             return None
+        return self._names_program(config, named, entry)
+
+    def _names_program(self, script: Path, tails: List[str], entry: Path) -> bool:
+        """Is ``entry`` one of the programs a shell script names (``_named_programs``)? A path that
+        ends like a named tail is, unless a file of that tail lies beside the script or at the root,
+        where the script runs it from: PhysicsNeMo's examples/.../airfrans/run.sh runs the
+        ``train.py`` beside it with ``--amp``, not the other examples' ``train.py``."""
         rel = self._relative_or_none(entry) or ""
-        return any(rel == tail or rel.endswith("/" + tail) for tail in named)
+        for tail in tails:
+            if not (rel == tail or rel.endswith("/" + tail)):
+                continue
+            near = [c for c in (script.parent / tail, self.root / tail) if c.is_file()]
+            if not near or any(c.resolve() == entry.resolve() for c in near):
+                return True
+        return False
 
     def entry_points(self) -> List[EntryPoint]:
         """The project's training entry points (test files hold none), each with the files it
@@ -1003,6 +1016,7 @@ class Project:
                         if runners is None:
                             runners = [r for r in _closure(path, importers) if r != path and not self.is_test(r)]
                         if by_shell or any(self._run_by_shell(cpath, r) for r in runners):
+                            sig = _as_the_program_reads(sig, facts[path]["signals"])
                             signals.append((sig, ev))
                             roles.append(("training", str(ev), "configuration"))
                         continue
@@ -1203,9 +1217,7 @@ class Project:
                 if programs:
                     scripts.append((f, programs, shell_options(text), (bool(_DEEPSPEED_WORD.search(text)), text)))
             memo["scripts"] = scripts
-        rel = self._relative_or_none(entry) or ""
-        return [(f, options, ds) for f, programs, options, ds in memo["scripts"]
-                if any(rel == tail or rel.endswith("/" + tail) for tail in programs)]
+        return [(f, options, ds) for f, programs, options, ds in memo["scripts"] if self._names_program(f, programs, entry)]
 
     def _launchers(self, trainers: List[Tuple[Path, List[dict]]]) -> List[Tuple[Path, List[dict]]]:
         """The files that run a training loop defined in another file and train nothing themselves,
@@ -2310,6 +2322,17 @@ _HALF_OPTION_VALUES = {"float16": "float16", "half": "float16", "fp16": "float16
 _DEEPSPEED_WORD = re.compile(r"(?i)deepspeed|ds_?config")
 _DEEPSPEED_PROGRAM = re.compile(rb"\bimport deepspeed\b|\bdeepspeed\.initialize\b")
 _SHELL_PROGRAM = re.compile(r"([\w.${}/-]*?[\w-]+\.py)\b")
+
+
+def _as_the_program_reads(sig: Signal, program_signals: List[dict]) -> Signal:
+    """A launcher's generic ``--amp`` means what the program's own ``--amp`` switches: bf16 where its
+    autocast is (``precision_facts.GENERIC_AMP_FLAGS``)."""
+    if sig.kind != "flag" or sig.dtype != "float16" or sig.note not in GENERIC_AMP_FLAGS:
+        return sig
+    own = [s for s in program_signals if s["kind"] == "flag" and s["note"].startswith(f"command line {sig.note}")]
+    if own and all(s["dtype"] == "bfloat16" for s in own):
+        return dataclasses.replace(sig, dtype="bfloat16", note=f"{sig.note} (the program's autocast is bfloat16)")
+    return sig
 
 
 def _named_programs(text: str) -> List[str]:

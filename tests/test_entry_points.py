@@ -1626,3 +1626,44 @@ def test_a_trainer_method_casting_its_model_is_still_training_evidence():
                     self.opt.step()
     """
     assert roles(src) == [("training", "self.model.half()")]
+
+
+BF16_AMP_SCRIPT = """
+import argparse
+import torch
+parser = argparse.ArgumentParser()
+parser.add_argument("--amp", action="store_true")
+args = parser.parse_args()
+model = torch.nn.Linear(8, 8).cuda()
+opt = torch.optim.AdamW(model.parameters())
+for step in range(10):
+    with torch.autocast("cuda", dtype=torch.{dtype}, enabled=args.amp):
+        loss = model(torch.randn(4, 8, device="cuda")).float().pow(2).mean()
+    loss.backward()
+    opt.step()
+"""
+PLAIN_SCRIPT = "import torch\ndef main(model, x, opt):\n" + STEP
+
+
+@pytest.mark.parametrize("dtype, mode", [("bfloat16", "bf16"), ("float16", "fp16-mixed")])
+def test_a_run_sh_runs_the_train_py_beside_it_and_a_generic_amp_flag_means_its_autocast(tmp_path, dtype, mode):
+    # PhysicsNeMo: examples/.../airfrans/run.sh runs the train.py beside it with --amp (bf16 autocast there);
+    # another example's train.py of the same name trains in fp32
+    p = project(tmp_path, {
+        "examples/a/run.sh": "torchrun --nproc_per_node 1 train.py --amp\n",
+        "examples/a/train.py": BF16_AMP_SCRIPT.replace("{dtype}", dtype),
+        "examples/b/train.py": PLAIN_SCRIPT,
+    })
+    assert p.regime_for(p.root / "examples/a/train.py").mode == mode
+    assert p.regime_for(p.root / "examples/b/train.py").mode == "fp32"
+
+
+def test_a_run_sh_naming_a_path_from_the_root_runs_that_program(tmp_path):
+    # near miss: the script names the program by its path from the root
+    p = project(tmp_path, {
+        "scripts/run.sh": "python examples/b/train.py --fp16\n",
+        "examples/a/train.py": PLAIN_SCRIPT,
+        "examples/b/train.py": PLAIN_SCRIPT,
+    })
+    assert p.regime_for(p.root / "examples/b/train.py").mode == "fp16-mixed"  # a --fp16 flag alone: autocast
+    assert p.regime_for(p.root / "examples/a/train.py").mode == "fp32"
