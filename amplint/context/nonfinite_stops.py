@@ -94,10 +94,31 @@ def _exits_in(ctx, block, in_training_loop: bool = False) -> Optional[cst.CSTNod
     return None
 
 
+def _local_step_events(ctx, scope) -> list:
+    """The training-step events of ``scope`` and of the functions defined in it that it calls
+    (``def _backward(): self.scaler.scale(loss).backward()`` ... ``_backward()``): a closure run by
+    its enclosing function is part of that function's step."""
+    steps = training_steps(ctx)
+    step = steps.get(scope)
+    events = list(step.events) if step is not None else []
+    if not isinstance(scope, cst.FunctionDef):
+        return events
+    called = {ctx.code(c.func) for c in ctx.nodes(cst.Call)
+              if isinstance(c.func, cst.Name) and scope_of(ctx, c) is scope}
+    for fn in ctx.nodes(cst.FunctionDef):
+        if fn is not scope and fn.name.value in called and scope_of(ctx, fn) is scope:
+            inner = steps.get(fn)
+            if inner is not None:
+                events.extend(inner.events)
+    return events
+
+
 def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, Optional[Location]]:
     """Is ``scope`` a training path that runs float16 autocast? (yes, confidence, evidence)."""
     step = training_steps(ctx).get(scope)
-    is_step = step is not None and any(e.kind in ("backward", "scaler_step", "opt_step") for e in step.events)
+    events = _local_step_events(ctx, scope)
+    is_step = any(e.kind in ("backward", "scaler_step", "opt_step") for e in events)
+    scaled = any(e.kind == "backward" and e.how == "scaled" for e in events)
     named = isinstance(scope, cst.FunctionDef) and bool(TRAINING_NAME.search(scope.name.value))
     if not (is_step or named):
         return False, Confidence.LIKELY, None
@@ -111,7 +132,7 @@ def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, Opt
                 region = r
                 break
     confidence = Confidence.CERTAIN
-    if region is None and step is not None and any(e.kind == "backward" and e.how == "scaled" for e in step.events):
+    if region is None and scaled:
         # An autocast whose dtype is a variable (detectron2's ``autocast(dtype=self.precision)``)
         # around a step that scales its loss with a GradScaler: the scaler is there for float16.
         region = next((r for r in scope_regions(ctx, scope) if may_be_float16(ctx, r)), None)
@@ -131,6 +152,13 @@ def fp16_training_scope(ctx, scope, at: cst.Call) -> Tuple[bool, Confidence, Opt
     for sig, ev in regime.signals:
         if sig.kind == "flag" and sig.dtype == "float16" and sig.enabled and not sig.pure:
             return True, Confidence.LIKELY, Location.of(ev, "float16 training flag")
+    if scaled:
+        # The step scales its loss with a GradScaler and its entry point trains under float16
+        # autocast, opened elsewhere (the trainer's ``forward`` method returns the loss computed
+        # under it): loss scaling is on, so a non-finite step is one the scaler would skip.
+        autocast = regime.fp16_autocast
+        if autocast is not None:
+            return True, Confidence.LIKELY, Location.of(autocast, "float16 autocast")
     return False, Confidence.LIKELY, None
 
 
