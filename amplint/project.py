@@ -46,7 +46,12 @@ UNREACHED = "not reached by an entry point's imports; the project's precision"
 # such a file that is a program of its own (a notebook, a script run as ``__main__``)
 UNREACHED_PROGRAM = "a program no entry point's imports reach; the project's precision"
 ONLY_OTHER_PROGRAMS = "no training run imports it: a program that does not train, or imported only by such programs"
+# a file that only modules nothing imports and that register nothing lead to, beside registry-built models (FunASR's
+# legacy EEND model beside its `@tables.register`ed ones): no run builds it
+NO_RUN_LOADS = ("no run loads it: it is imported only by modules that nothing imports and that register no class, beside "
+                "models that register theirs for the runs to build")
 _WHO_REACHES = {NOTHING_TRAINS: "nothing in the project trains: no training entry point reaches",
+                NO_RUN_LOADS: "no run loads (imported only by unregistered modules nothing imports, beside registered models)",
                 EXAMPLES_ONLY: "only example scripts with no precision evidence reach",
                 ONLY_OTHER_PROGRAMS: "no training run imports (only programs that do not train run it)",
                 LIBRARY_LOOPS_ONLY: "only the package's own optimisation loops with no precision evidence reach"}
@@ -714,6 +719,8 @@ class Project:
         "shell_runs": "the shell scripts naming programs, with the dtype options they pass (Project._shell_runs_of)",
         "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
         "config_texts": "the text of each configuration file (named_in_configs)",
+        "loaded_by_no_run": "the files only unregistered modules nothing imports lead to, beside registered models (regime_for)",
+        "config_dotted_pairs": "consecutive parts of the dotted names in configuration files (_loaded_by_no_run)",
         "package_loops_f16": "the package loops holding all the project's float16 evidence, or none (regime_for)",
     }
     _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
@@ -1597,6 +1604,8 @@ class Project:
                 # EVA-01/eva/'s DeepSpeed fp16 beside it
                 return self._library(f"no training entry point reaches it, and its directory {apart}/ holds none, nor "
                                      f"any file or evidence of one: the entry points of other directories say nothing of it")
+            if regime.mode in ("fp16-mixed", "fp16-master", "fp16") and self._loaded_by_no_run(key):
+                return self._library(NO_RUN_LOADS)
             regime.scope = f"{UNREACHED_PROGRAM if program else UNREACHED} (the entry points under {where}/)"
             return regime
         # Entry points agree when those with evidence say one precision, or float16 in its forms
@@ -1629,6 +1638,10 @@ class Project:
                 # fp16 key) is not judged by classification/'s DeepSpeed fp16
                 return self._library(f"no training entry point reaches it, and its directory {apart}/ holds none, nor "
                                      f"any file or evidence of one: the entry points of other directories say nothing of it")
+            if eps and project.mode in ("fp16-mixed", "fp16-master", "fp16") and self._loaded_by_no_run(key):
+                # FunASR: the legacy EEND and MossFormer models, never `@tables.register`ed and imported by nothing
+                # but their own unregistered model files, are built by none of its runs (T10-7)
+                return self._library(NO_RUN_LOADS)
             scope = (UNREACHED_PROGRAM if program else UNREACHED) if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points, project.origins)
         return self._library("no training entry point reaches it, and the entry points disagree")
@@ -1841,6 +1854,70 @@ class Project:
         if any(f.get("registered") for _, f in below):
             return True
         return any(self.named_in_configs(f"{p.parent.name}.{p.stem}") for p, _ in below if p.stem != "__init__")
+
+    def _loaded_by_no_run(self, key: Path) -> bool:
+        """Is ``key`` a file that no run loads: one that only modules nothing imports lead to (by static imports),
+        each of them a module that registers no class, in a directory of models loaded through a registry (a
+        file of its directory or of its parent directory's tree, one level down, registers its classes: FunASR's
+        ``funasr/models/paraformer/model.py`` with ``@tables.register("model_classes", "Paraformer")``), and in a
+        directory no module of which a run loads? Such a module is none of the models the runs build by name,
+        nor what those import: FunASR's legacy ``models/eend/`` (``e2e_diar_eend_ola.py`` and the encoder it
+        imports). A module nothing imports is loaded at run time when it registers a class, is a program or a
+        package's ``__init__``, or a configuration file names it; with no registry in its directory's tree, any
+        such module may be (fairseq's ``--user-dir``, ``importlib`` of a configured name), and a module beside
+        ones the runs load is a building block a user's model may import (fairseq's
+        ``modules/kmeans_attention.py``): the project's precision stays."""
+        memo = self.memo("loaded_by_no_run")
+        if "unloaded" not in memo:
+            memo["unloaded"] = self._files_loaded_by_no_run()
+        return key in memo["unloaded"]
+
+    def _files_loaded_by_no_run(self) -> set:
+        facts = self.facts()
+        registered = [p for p, f in facts.items() if f.get("registered") and not self.is_test(p)]
+        if not registered:
+            return set()
+        registry_dirs = {p.parent for p in registered} | {p.parent.parent for p in registered}
+        graph = self._import_graph()
+        imported = {t for targets in graph.values() for t in targets}
+        loaded_roots, unloaded_roots = list(registered), []
+        for p in graph:
+            if p in imported or self.is_test(p):
+                continue
+            f = facts.get(p, {})
+            if (p.parent in registry_dirs or p.parent.parent in registry_dirs) and not f.get("registered") \
+                    and not f.get("script") and not f.get("entry_points") and p.stem != "__init__" \
+                    and p.suffix == ".py" and not _SCRIPT_DIR.search(self.relative(p)) \
+                    and f"{p.parent.name}.{p.stem}" not in self._config_dotted_pairs():
+                unloaded_roots.append(p)
+            else:
+                loaded_roots.append(p)
+        if not unloaded_roots:
+            return set()
+        loaded = _closure_of(loaded_roots, graph)
+        # (a directory some run loads a module of is a library of building blocks, whose other modules a user's
+        # model may import: fairseq's modules/kmeans_attention.py, which nothing of fairseq imports)
+        live_dirs = {p.parent for p in loaded if p.stem != "__init__"}
+        return {p for p in _closure_of(unloaded_roots, graph, loaded)
+                if not self.is_test(p) and p.parent not in live_dirs}
+
+    def _config_dotted_pairs(self) -> set:
+        """Every two consecutive parts of the dotted names the project's configuration files hold (``a.b`` and
+        ``b.c`` of a Hydra ``_target_: a.b.c``): what ``named_in_configs`` finds for ``<directory>.<module>``,
+        read once for many modules."""
+        memo = self.memo("config_dotted_pairs")
+        if "pairs" not in memo:
+            pairs = set()
+            for f in self.config_files():
+                try:
+                    text = f.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                for m in re.finditer(r"\w+(?:\.\w+)+", text):
+                    parts = m.group(0).split(".")
+                    pairs.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
+            memo["pairs"] = pairs
+        return memo["pairs"]
 
     def _holds_programs(self, top: Path) -> bool:
         """Does the directory ``top`` hold a program of its own (a script with a ``__main__`` block, a file under
@@ -2303,6 +2380,18 @@ def _lazy_targets(name: str, modules: Dict[str, Path], facts: Dict[Path, dict]) 
             return out
         out.append(hit)
     return out
+
+
+def _closure_of(starts, graph: Dict[Path, set], outside: set = frozenset()) -> set:
+    """The files ``starts`` lead to through ``graph`` (themselves included), not entering ``outside``."""
+    seen = {s for s in starts if s not in outside}
+    todo = list(seen)
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen and nxt not in outside:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
 
 
 def _closure(start: Path, graph: Dict[Path, set]) -> set:
