@@ -1261,7 +1261,7 @@ class Project:
                     # a trainer class whose method steps the optimizer, built by a program's function or
                     # module-level code in another file (seamless_communication's finetune.py: the model loaded
                     # in float16, then ``UnitYFinetune(model=model, ...).run()`` from trainer.py)
-                    sites = [c for c in index.callers(cls.name)
+                    sites = [c for c in list(index.callers(cls.name)) + self._lookup_sites(cls)
                              if c.caller == index.module_level(c.path) or not (index.symbol(c.caller) and
                                                                                index.symbol(c.caller).is_method)]
                 for site in sites:
@@ -1284,6 +1284,28 @@ class Project:
                     known.add(p)
                     todo.append((p, sorted(found[p].values(), key=lambda e: e["line"])))
         return [(p, sorted(fs.values(), key=lambda e: e["line"])) for p, fs in sorted(found.items())]
+
+    def _lookup_sites(self, cls: Symbol) -> list:
+        """The calls of the module-level functions of ``cls``'s file that look a class of that file up by
+        its name (DomainBed's ``get_algorithm_class(name)``: ``return globals()[name]``): each may build
+        ``cls``, so a program calling one and then the loop method of what it gets runs that loop."""
+        index = self.index
+        try:
+            lines = self.read(cls.path).decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
+        sites = []
+        for sym in index.symbols_in(cls.path):
+            if sym.kind != "function" or sym.is_method:
+                continue
+            body = []
+            for line in lines[sym.line:]:
+                if line.strip() and not line[:1].isspace():
+                    break
+                body.append(line)
+            if any(_NAME_LOOKUP.search(line) for line in body):
+                sites.extend(index.callers(sym.name))
+        return sites
 
     def _runs_in_file(self, path: Path, sym: Symbol) -> List[Symbol]:
         """The module-level functions of ``path`` other than ``sym`` that call the module-level function
@@ -2411,6 +2433,10 @@ _HALF_OPTION_VALUES = {"float16": "float16", "half": "float16", "fp16": "float16
 _DEEPSPEED_WORD = re.compile(r"(?i)deepspeed|ds_?config")
 _DEEPSPEED_PROGRAM = re.compile(rb"\bimport deepspeed\b|\bdeepspeed\.initialize\b")
 _SHELL_PROGRAM = re.compile(r"([\w.${}/-]*?[\w-]+\.py)\b")
+
+
+# A lookup of a module's own names by string: ``globals()[name]``, ``getattr(sys.modules[__name__], name)``.
+_NAME_LOOKUP = re.compile(r"\bglobals\(\)\s*\[|sys\.modules\[__name__\]")
 
 
 def _as_the_program_reads(sig: Signal, program_signals: List[dict]) -> Signal:

@@ -1667,3 +1667,56 @@ def test_a_run_sh_naming_a_path_from_the_root_runs_that_program(tmp_path):
     })
     assert p.regime_for(p.root / "examples/b/train.py").mode == "fp16-mixed"  # a --fp16 flag alone: autocast
     assert p.regime_for(p.root / "examples/a/train.py").mode == "fp32"
+
+
+DOMAINBED_ALGORITHMS = """
+import torch
+
+def get_algorithm_class(algorithm_name):
+    if algorithm_name not in globals():
+        raise NotImplementedError(algorithm_name)
+    return globals()[algorithm_name]
+
+class ERM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 4)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=1e-3)
+
+    def distances(self, x1, x2):
+        x1_norm = x1.pow(2).sum(dim=-1, keepdim=True)
+        x2_norm = x2.pow(2).sum(dim=-1, keepdim=True)
+        res = torch.addmm(x2_norm.transpose(-2, -1), x1, x2.transpose(-2, -1), alpha=-2).add_(x1_norm)
+        return res.clamp_min_(1e-30)
+
+    def update(self, x):
+        z = self.net(x)
+        loss = torch.exp(-self.distances(z, z)).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+"""
+DOMAINBED_TRAIN = """
+import torch
+from domainbed import algorithms
+
+if __name__ == "__main__":
+    algorithm_class = algorithms.get_algorithm_class("ERM")
+    algorithm = algorithm_class()
+    for step in range(100):
+        algorithm.update(torch.randn(8, 4))
+"""
+
+
+@pytest.mark.parametrize("lookup", ["globals()[algorithm_name]", "getattr(sys.modules[__name__], algorithm_name)"])
+def test_a_program_building_the_trainer_class_through_a_name_lookup_runs_its_loop(tmp_path, lookup):
+    # DomainBed (unseen set 10, T10-6): scripts/train.py builds the algorithm through get_algorithm_class's
+    # globals() lookup and calls its update(); the package's loop is that program's (fp32), not library code
+    src = DOMAINBED_ALGORITHMS.replace("globals()[algorithm_name]", lookup)
+    if "sys." in lookup:
+        src = "import sys\n" + src
+    p = project(tmp_path, {"domainbed/__init__.py": "", "domainbed/algorithms.py": src,
+                           "domainbed/scripts/__init__.py": "", "domainbed/scripts/train.py": DOMAINBED_TRAIN})
+    r = p.regime_for(p.root / "domainbed/algorithms.py")
+    assert r.mode == "fp32" and "library" not in r.scope, r.scope
+    assert "AMP102" not in run(["check", "."], p.root).out
