@@ -130,11 +130,81 @@ def _unvalidated_parse(source: bytes) -> cst.Module:
     passes by construction (libcst's own comment there says so). It is ~30 % of a parse (the 100k
     subset of transformers: 10.3 -> 7.5 s of CPU). Nodes amplint builds itself (fixes) are
     validated as before: the check is off only while the parser runs, in this thread's call
-    (amplint parses from one thread)."""
+    (amplint parses from one thread).
+
+    While the parser runs, each node class's ``__init__`` is also one that stores the same fields
+    with the same defaults without calling ``__post_init__`` (``_parse_constructors``): the
+    dataclass's own stores each field through ``object.__setattr__`` (it is frozen) and then calls
+    ``__post_init__``, a Python call per node for a check that is off: ~8 % of a parse."""
     node = cst.CSTNode
     post_init = node.__dict__["__post_init__"]
+    fast = _parse_constructors()
     node.__post_init__ = _no_validation
+    for cls, (_, init) in fast.items():
+        cls.__init__ = init
     try:
         return cst.parse_module(source)
     finally:
+        for cls, (own, _) in fast.items():
+            cls.__init__ = own
         node.__post_init__ = post_init
+
+
+_CONSTRUCTORS = None
+
+
+def _parse_constructors() -> dict:
+    """node class -> (its dataclass ``__init__``, one without ``__post_init__``), for the classes
+    whose ``__init__`` is the plain one ``dataclasses`` writes for a frozen class with slots (the
+    parameters, their order and defaults checked against it: a class that differs keeps its own)."""
+    global _CONSTRUCTORS
+    if _CONSTRUCTORS is None:
+        out = {}
+        todo = list(cst.CSTNode.__subclasses__())
+        while todo:
+            cls = todo.pop()
+            todo.extend(cls.__subclasses__())
+            init = _parse_constructor(cls)
+            if init is not None:
+                out[cls] = (cls.__dict__["__init__"], init)
+        _CONSTRUCTORS = out
+    return _CONSTRUCTORS
+
+
+def _parse_constructor(cls):
+    import dataclasses
+
+    own = cls.__dict__.get("__init__")
+    slots = cls.__dict__.get("__slots__")
+    if own is None or slots is None or not dataclasses.is_dataclass(cls) or not hasattr(own, "__code__"):
+        return None  # an abstract base, or the class libcst's add_slots replaced (never instantiated)
+    fields = dataclasses.fields(cls)
+    code = own.__code__
+    names = [f.name for f in fields]
+    if (any(not f.init or f.kw_only is True for f in fields) or code.co_kwonlyargcount
+            or code.co_flags & 0x0C  # *args / **kwargs
+            or list(code.co_varnames[:code.co_argcount]) != ["self", *names]):
+        return None
+    namespace, params, body = {"_FACTORY": getattr(dataclasses, "_HAS_DEFAULT_FACTORY", None)}, [], []
+    for i, f in enumerate(fields):
+        setter = getattr(cls, f.name, None)
+        if type(setter).__name__ != "member_descriptor":
+            return None
+        namespace[f"_set{i}"] = setter.__set__
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default{i}"] = f.default
+            params.append(f"{f.name}=_default{i}")
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory{i}"] = f.default_factory
+            params.append(f"{f.name}=_FACTORY")
+            body.append(f"    if {f.name} is _FACTORY: {f.name} = _factory{i}()")
+        else:
+            params.append(f.name)
+        body.append(f"    _set{i}(self, {f.name})")
+    exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n", namespace)
+    init = namespace["__init__"]
+    mine, theirs = init.__defaults__ or (), own.__defaults__ or ()
+    if len(mine) != len(theirs) or any(a is not b for a, b in zip(mine, theirs)):
+        return None  # the same default objects, the factories' sentinel included
+    init.__qualname__ = own.__qualname__
+    return init
