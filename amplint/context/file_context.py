@@ -70,8 +70,9 @@ class _FieldOrder(cst.CSTVisitor):
 
 
 # node type -> the attributes holding its children, in libcst's traversal order (learnt from libcst
-# itself the first time a type is met, so the walk below visits exactly what ``Module.visit`` does)
-_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+# itself the first time a type is met, so the walk below visits exactly what ``Module.visit`` does),
+# each with what it holds (``_field_kind``), and what else the walk does there (``_child_fields``)
+_CHILD_FIELDS: Dict[type, tuple] = {}
 _IMPORTS = (cst.Import, cst.ImportFrom)
 _SENTINEL = cst.MaybeSentinel.DEFAULT
 # Layout: the whitespace, newlines, blank lines and comments around the code, more than half of a
@@ -82,7 +83,10 @@ _LAYOUT = frozenset({cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.Trai
                      cst.EmptyLine, cst.Comment})
 
 
-def _child_fields(node_type: type, node: cst.CSTNode) -> Tuple[str, ...]:
+def _child_fields(node_type: type, node: cst.CSTNode) -> tuple:
+    """What the walk does at a node of ``node_type``: the attributes holding its children, in
+    libcst's traversal order, each with what it can hold (``_field_kind``; those that only ever
+    hold layout left out), its semantic handler, and its kind (an import, a scope, neither)."""
     recorder = _FieldOrder()
     node._visit_and_replace_children(recorder)
     found = tuple(dict.fromkeys(recorder.fields))
@@ -90,8 +94,77 @@ def _child_fields(node_type: type, node: cst.CSTNode) -> Tuple[str, ...]:
     # this node leaves out a field that could hold a node, read the order from libcst's source.
     if any(f.name not in found and _may_hold_node(getattr(node, f.name)) for f in dataclasses.fields(node)):
         found = _fields_in_source(node_type)
-    _CHILD_FIELDS[node_type] = found
-    return found
+    kinds = _field_kinds(node_type)
+    fields = tuple((name, kinds.get(name, _MIXED)) for name in found)
+    fields = tuple((name, kind) for name, kind in fields if kind != _LAYOUT_ONLY)
+    # with what the walk does at a node of this type: its semantic handler (what it binds or
+    # reads), and whether it is an import (2) or opens a scope for its children (1)
+    kind = 2 if node_type in _IMPORTS else 1 if node_type in SemanticModel.SCOPE_CHANGES else 0
+    plan = (fields, SemanticModel.HANDLERS.get(node_type), kind)
+    _CHILD_FIELDS[node_type] = plan
+    return plan
+
+
+# What a child field can hold, from libcst's annotation of it: only layout (``whitespace_after:
+# BaseParenthesizableWhitespace``, ``leading_lines: Sequence[EmptyLine]``: the walk skips it), a
+# node that is never layout (``func: BaseExpression``), a sequence of such nodes (``args:
+# Sequence[Arg]``), or either (read and filtered as it comes).
+_LAYOUT_ONLY, _NODE, _NODES, _MIXED = 0, 1, 2, 3
+
+
+def _field_kinds(node_type: type) -> Dict[str, int]:
+    import typing
+
+    try:
+        hints = typing.get_type_hints(node_type)
+    except Exception:  # pragma: no cover - an annotation that does not resolve: every field read as it comes
+        return {}
+    return {f.name: _field_kind(hints.get(f.name)) for f in dataclasses.fields(node_type)}
+
+
+def _field_kind(annotation) -> int:
+    import collections.abc
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin in (collections.abc.Sequence, list, tuple):
+        args = typing.get_args(annotation)
+        if len(args) != 1 or args[0] is Ellipsis:
+            return _MIXED
+        element = _leaf_kind(args[0])
+        return {_LAYOUT_ONLY: _LAYOUT_ONLY, _NODE: _NODES}.get(element, _MIXED)
+    return _leaf_kind(annotation)
+
+
+def _leaf_kind(annotation) -> int:
+    """_LAYOUT_ONLY when every class ``annotation`` admits (a Union's members; None and
+    MaybeSentinel aside) is layout, _NODE when none can be, else _MIXED."""
+    import typing
+
+    members = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union else (annotation,)
+    layout = plain = False
+    for member in members:
+        if member is type(None) or member is cst.MaybeSentinel:
+            continue
+        if not (isinstance(member, type) and issubclass(member, cst.CSTNode)):
+            return _MIXED  # a sequence inside a Union, a string, ...: read as it comes
+        concrete = [c for c in _subclasses(member) if "__slots__" in c.__dict__ and not getattr(c, "__abstractmethods__", None)]
+        if any(c in _LAYOUT for c in concrete):
+            layout = True
+        if any(c not in _LAYOUT for c in concrete) or not concrete:
+            plain = True
+    if layout and not plain:
+        return _LAYOUT_ONLY
+    return _MIXED if layout else _NODE
+
+
+def _subclasses(cls: type) -> List[type]:
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
 
 
 def _may_hold_node(value) -> bool:
@@ -122,12 +195,11 @@ def _walk(ctx: "FileContext", module: cst.Module) -> None:
     parents = ctx._parents
     by_type = ctx._by_type
     order = ctx._order
-    fields_of = _CHILD_FIELDS
+    plans = _CHILD_FIELDS
     semantic = ctx.semantic
-    scope_changes, child_scope = semantic.SCOPE_CHANGES, semantic.child_scope
-    handler_of = semantic.HANDLERS.get  # the node types that bind or read names
+    child_scope = semantic.child_scope
     stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], object]] = [(module, None, semantic.start(module))]
-    pop, push = stack.pop, stack.append
+    pop, push, extend = stack.pop, stack.append, stack.extend
     n = 0
     while stack:
         node, parent, scope = pop()
@@ -142,32 +214,39 @@ def _walk(ctx: "FileContext", module: cst.Module) -> None:
             by_type[t] = [node]
         else:
             found.append(node)
-        if t in _IMPORTS:
+        plan = plans.get(t)
+        if plan is None:
+            plan = _child_fields(t, node)
+        fields, handler, kind = plan
+        if kind == 2:
             record_import(ctx.imports, node)
-        handler = handler_of(t)
         if handler is not None:
             handler(semantic, node, parent, scope)  # what it binds or reads, in its scope
-        names = fields_of.get(t)
-        if names is None:
-            names = _child_fields(t, node)
+        if not fields:
+            continue
         children = []
-        for name in names:
+        for name, held in fields:
             value = getattr(node, name)
-            if value is None or value is _SENTINEL:
+            if held == 2:  # a sequence of nodes (never layout)
+                if value:
+                    children.extend(value)
+            elif value is None or value is _SENTINEL:
                 continue
-            if type(value) is tuple or type(value) is list:
+            elif held == 1:  # a node that is never layout
+                children.append(value)
+            elif type(value) is tuple or type(value) is list:
                 if value and type(value[0]) in layout:
                     children.extend(v for v in value if type(v) not in layout)
                 else:
                     children.extend(value)
             elif type(value) not in layout:
                 children.append(value)
-        if t in scope_changes:  # a def's body runs in its scope, its defaults around it, ...
+        if kind == 1:  # a def's body runs in its scope, its defaults around it, ...
             for child in reversed(children):
                 push((child, node, child_scope(node, child, scope)))
         else:
-            for child in reversed(children):
-                push((child, node, scope))
+            children.reverse()
+            extend([(child, node, scope) for child in children])
 
 
 class FileContext:
