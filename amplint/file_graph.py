@@ -171,8 +171,9 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
                     owner = _owner(n, parent, _FUNCTIONS)
                 binders.add(id(owner) if owner is not None else None)
     shadowed = imports.binds("map") or "map" in top or None in binders
+    owners: Dict[int, Optional[ast.AST]] = {}
     for call, d, mapped in calls:
-        fn = _owner(call, parent, _FUNCTIONS)
+        fn = _memo_owner(call, parent, owners)
         if mapped is not None and (shadowed or any(id(f) in binders for f in _chain(fn, parent))):
             continue
         cls = None
@@ -273,12 +274,18 @@ def _instance_callee(dotted: str, cls: Optional[str], fn, instances: Dict[Any, s
 
 def walk_with_parents(tree: ast.AST) -> Tuple[List[ast.AST], Dict[int, ast.AST]]:
     """Every node of ``tree`` in ``ast.walk``'s order and each one's parent (by ``id``): the loop of
-    ``ast.iter_child_nodes`` written out (its generator cost a third of the walk)."""
+    ``ast.iter_child_nodes`` written out (its generator cost a third of the walk), reading only the
+    fields that can hold nodes (``_node_fields``)."""
     parent: Dict[int, ast.AST] = {}
     nodes: List[ast.AST] = [tree]
     append, node_type = nodes.append, ast.AST
+    fields_of = _NODE_FIELDS
     for node in nodes:  # grows while it is read: breadth first
-        for name in node._fields:
+        cls = node.__class__
+        names = fields_of.get(cls)
+        if names is None:
+            names = _node_fields(cls)
+        for name in names:
             value = getattr(node, name, None)
             if value.__class__ is list:
                 for child in value:
@@ -289,6 +296,28 @@ def walk_with_parents(tree: ast.AST) -> Tuple[List[ast.AST], Dict[int, ast.AST]]
                 parent[id(value)] = node
                 append(value)
     return nodes, parent
+
+
+# The fields of CPython's syntax tree that never hold a node (names, numbers, constants, strings:
+# ``identifier``, ``int``, ``string`` and ``constant`` in its grammar, Parser/Python.asdl):
+# ``walk_with_parents`` does not read them.
+_NOT_NODES = frozenset({"name", "id", "attr", "arg", "asname", "module", "level", "names", "value", "kind",
+                        "conversion", "type_comment", "simple", "is_async", "rest", "kwd_attrs", "tag", "lineno"})
+_NOT_NODES_OF = {
+    # (class name, field): a field of that name holds no node in these classes only
+    "value": {"Constant", "MatchSingleton"},
+    "names": {"Global", "Nonlocal"},
+    "name": {"FunctionDef", "AsyncFunctionDef", "ClassDef", "alias", "ExceptHandler", "MatchStar", "MatchAs"},
+    "lineno": {"TypeIgnore"},
+}
+_NODE_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _node_fields(cls: type) -> Tuple[str, ...]:
+    fields = tuple(f for f in getattr(cls, "_fields", ())
+                   if f not in _NOT_NODES or (f in _NOT_NODES_OF and cls.__name__ not in _NOT_NODES_OF[f]))
+    _NODE_FIELDS[cls] = fields
+    return fields
 
 
 class _Tree:
@@ -312,8 +341,9 @@ class _Tree:
                     else:
                         group.append(node)
                 self._of.update(((t,), g) for t, g in groups.items())
-            if len(types) == 1:
-                found = self._of.get(types, [])
+            present = [t for t in types if (t,) in self._of]
+            if len(present) <= 1:  # (FunctionDef, AsyncFunctionDef) in a file with no async def
+                found = self._of[(present[0],)] if present else []
             else:
                 wanted = frozenset(types)
                 found = [node for node in self.nodes if node.__class__ in wanted]
@@ -334,6 +364,28 @@ def _owner(node: ast.AST, parent: Dict[int, ast.AST], kinds) -> Optional[ast.AST
             return p
         child, p = p, parent.get(id(p))
     return None
+
+
+def _memo_owner(node: ast.AST, parent: Dict[int, ast.AST], memo: Dict[int, Optional[ast.AST]]) -> Optional[ast.AST]:
+    """``_owner(node, parent, _FUNCTIONS)``, remembering the answer for each node on the way up in
+    ``memo``: a node's owner is its parent when that is a def whose body holds it, else its
+    parent's owner (the calls of one function share the climb)."""
+    path = []
+    child, p = node, parent.get(id(node))
+    found = None
+    while p is not None:
+        if isinstance(p, _FUNCTIONS) and _in_body(p, child):
+            found = p
+            break
+        known = memo.get(id(p), memo)
+        if known is not memo:
+            found = known
+            break
+        path.append(p)
+        child, p = p, parent.get(id(p))
+    for n in path:
+        memo[id(n)] = found
+    return found
 
 
 def _in_body(scope: ast.AST, child: ast.AST) -> bool:
