@@ -264,9 +264,8 @@ def _parsed_for_another(project, path: Path, source: bytes, settings) -> Optiona
     contexts, linted = project.memo("caller_contexts"), project.memo("linted_trees")
     if not (contexts or linted) or (getattr(settings, "limits", None) or DEFAULT_LIMITS) != DEFAULT_LIMITS:
         return None
-    try:
-        key = str(Path(path).resolve())
-    except OSError:
+    key = _resolved_key(project, path)
+    if key is None:
         return None
     other = contexts.get(str(path)) or contexts.get(key)
     if other is not None and other.__dict__.get("source") == source:
@@ -277,6 +276,16 @@ def _parsed_for_another(project, path: Path, source: bytes, settings) -> Optiona
     return None
 
 
+def _resolved_key(project, path: Path) -> Optional[str]:
+    """``str(path.resolve())``, through the project's memo of resolved paths when it has one (a
+    file discovery found is resolved without a system call per directory of its path)."""
+    try:
+        resolved = getattr(project, "resolved", None)
+        return str(resolved(path) if resolved is not None else Path(path).resolve())
+    except OSError:
+        return None
+
+
 _LINTED_TREES = 6  # the trees of the files linted last, kept per project for the next files' questions
 
 
@@ -285,9 +294,8 @@ def _keep_tree(project, path: Path, source: bytes, module: cst.Module) -> None:
     (its directory's) ask about it (a model file about the conversion script that builds it)."""
     if project is None:
         return
-    try:
-        key = str(Path(path).resolve())
-    except OSError:
+    key = _resolved_key(project, path)
+    if key is None:
         return
     trees = project.memo("linted_trees")
     trees.pop(key, None)

@@ -249,7 +249,11 @@ def _text(ctx, expr: cst.CSTNode) -> str:
 def is_test_file(ctx) -> bool:
     """A test module of the project (``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``,
     judged on the path inside the project root): its training steps and models are fixtures
-    exercising code, not training runs."""
+    exercising code, not training runs. Worked out once per context (rules and the dtype model ask
+    it again and again; the path is resolved each time)."""
+    known = ctx.__dict__.get("_is_test_file") if hasattr(ctx, "__dict__") else None
+    if known is not None and known[0] == ctx.path:
+        return known[1]
     path = Path(ctx.path)
     root = getattr(ctx.project, "root", None)
     if root is not None:
@@ -257,7 +261,10 @@ def is_test_file(ctx) -> bool:
             path = path.resolve().relative_to(root)
         except ValueError:
             pass
-    return bool(TEST_PATH.search(path.as_posix()))
+    found = bool(TEST_PATH.search(path.as_posix()))
+    if hasattr(ctx, "__dict__"):
+        ctx.__dict__["_is_test_file"] = (ctx.path, found)
+    return found
 
 
 def scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
