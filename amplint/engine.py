@@ -158,13 +158,13 @@ def _set_aside_classes_built_nowhere(ctx: FileContext, found: List[Violation]) -
     regime = ctx.regime
     if regime is None or getattr(regime, "override", None) or getattr(regime, "library", False) or not found:
         return found, set()
-    from .context.instances import built_nowhere  # noqa: PLC0415 (asked of a few findings' classes)
+    from .context.instances import built_nowhere, built_only_when_off  # noqa: PLC0415 (asked of a few findings' classes)
     holders: Dict[cst.ClassDef, bool] = {}
     kept: List[Violation] = []
     for v in found:
         cls = None if v.code in PRECISION_FREE else _module_level_class(ctx, v.node)
         if cls is not None and cls not in holders:
-            holders[cls] = built_nowhere(ctx, cls)
+            holders[cls] = built_nowhere(ctx, cls) or built_only_when_off(ctx, cls)
         # (a finding resting on the class's own autocast stays, whoever builds it; asked last: it needs
         # the file's positions)
         if cls is None or not holders[cls] or _evidence_inside(ctx, v, cls):

@@ -102,3 +102,64 @@ def test_near_miss_a_packages_class_is_its_users_api(tmp_path):
         "pkg/layers.py": layers}.items()})
     r = run(["check", "--no-cache", "--output-format", "json", "."], root)
     assert "AMP102" in [f["code"] for f in json.loads(r.out)]
+
+
+DISCRIMINATOR = """
+import torch
+from torch import nn
+
+
+class NLayerDiscriminator(nn.Module):
+    def __init__(self, input_nc=3, ndf=64, use_actnorm=False):
+        super().__init__()
+        norm_layer = nn.BatchNorm2d if not use_actnorm else ActNorm
+        self.main = nn.Sequential(nn.Conv2d(input_nc, ndf, 4, 2, 1), norm_layer(ndf), nn.Conv2d(ndf, 1, 4, 1, 1))
+
+    def forward(self, x):
+        return self.main(x)
+
+
+class ActNorm(nn.Module):
+    def __init__(self, num_features):
+        super().__init__()
+        self.loc = nn.Parameter(torch.zeros(1, num_features, 1, 1))
+        self.scale = nn.Parameter(torch.ones(1, num_features, 1, 1))
+
+    def initialize(self, input):
+        with torch.no_grad():
+            flatten = input.permute(1, 0, 2, 3).contiguous().view(input.shape[1], -1)
+            std = flatten.std(1).view(1, -1, 1, 1)
+            self.scale.data.copy_(1 / (std + 1e-6))
+
+    def forward(self, input):
+        self.initialize(input)
+        return self.scale * (input + self.loc)
+"""
+
+GAN_TRAIN = """
+import torch
+from discriminator import NLayerDiscriminator
+
+disc = NLayerDiscriminator({args}).cuda()
+opt = torch.optim.Adam(disc.parameters())
+scaler = torch.amp.GradScaler("cuda")
+for x in loader:
+    with torch.amp.autocast("cuda", dtype=torch.float16):
+        loss = torch.nn.functional.softplus(-disc(x)).mean()
+    opt.zero_grad()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+"""
+
+
+@pytest.mark.parametrize("args, reported", [
+    ("", False), ("3, 64", False), ("use_actnorm=False", False),  # every build leaves the option off
+    ("use_actnorm=True", True), ("3, 64, True", True), ("**cfg", True),  # a build that may turn it on
+])
+def test_a_class_built_only_under_an_option_every_build_leaves_off(tmp_path, args, reported):
+    # taming-transformers' NLayerDiscriminator (LlamaGen, unseen set 10 T10-5): ActNorm only when use_actnorm
+    root = write_project(tmp_path / "p", {"discriminator.py": textwrap.dedent(DISCRIMINATOR),
+                                          "train.py": textwrap.dedent(GAN_TRAIN.replace("{args}", args))})
+    out = run(["check", "--select", "AMP102", "--output-format", "concise", "."], root).out
+    assert ("discriminator.py" in out) == reported, out

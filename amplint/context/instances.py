@@ -219,3 +219,79 @@ def _type_test(ctx, ref: cst.Name) -> bool:
     while isinstance(node, (cst.Tuple, cst.Element, cst.Arg)):
         node = ctx.parent(node)
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass")
+
+
+def built_only_when_off(ctx, cls: cst.ClassDef) -> bool:
+    """Is the module-level class ``cls`` built only on the branch of an option that every build leaves
+    off? taming-transformers' ``NLayerDiscriminator(..., use_actnorm=False)`` does ``norm_layer =
+    nn.BatchNorm2d if not use_actnorm else ActNorm`` and every caller of the project (LlamaGen's GAN
+    losses) builds it without ``use_actnorm``: ActNorm's code runs in none of its trainings. Each
+    reference to ``cls`` must lie in a function of this file, on the side of an ``if`` / conditional
+    expression that a parameter with a falsy default (``False``, ``None``, ``0``) takes when true; the
+    function is a module-level function or the ``__init__`` of a module-level class; every call of it
+    in the project is seen (at least one) and passes nothing or a falsy literal for that parameter;
+    and no other file imports ``cls``, no configuration file names it or the function's class."""
+    project = ctx.project
+    module = ctx.imports.module_name
+    if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
+            or not hasattr(project, "callers") or not hasattr(project, "index"):
+        return False
+    name = cls.name.value
+    refs = [r for r in ctx.semantic.references(name) if not ctx.is_ancestor(cls, r) and not _type_test(ctx, r)]
+    if not refs or project.imported(f"{module}.{name}") or project.callers(f"{module}.{name}") \
+            or project.named_in_configs(name):
+        return False
+    for ref in refs:
+        found = _switch_of(ctx, ref)
+        if found is None:
+            return False
+        fn, param = found
+        owner = ctx.parent(ctx.parent(fn)) if isinstance(ctx.parent(fn), cst.IndentedBlock) else None
+        if ctx.parent(fn) is ctx.module:
+            qualified = f"{module}.{fn.name.value}"
+        elif isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module and fn.name.value == "__init__":
+            if project.named_in_configs(owner.name.value):
+                return False
+            qualified = f"{module}.{owner.name.value}.__init__"
+        else:
+            return False
+        symbol = project.index.symbol(qualified)
+        sites = project.callers(qualified)
+        if symbol is None or not sites:
+            return False
+        for site in sites:
+            known, arg = site.argument_for(symbol, param)
+            if not known or (arg is not None and arg.text not in _FALSY):
+                return False
+    return True
+
+
+_FALSY = {"False", "None", "0"}
+
+
+def _switch_of(ctx, ref: cst.Name):
+    """(function, parameter) when ``ref`` sits on the side an ``if`` or conditional expression takes when
+    a parameter of the enclosing function with a falsy default is true (``X if not p else ref``,
+    ``ref if p else X``, ``if p: ... ref ...``); else None."""
+    fn = ctx.enclosing_function(ref)
+    if fn is None:
+        return None
+    defaults = {p.name.value: p.default for p in list(fn.params.params) + list(fn.params.kwonly_params)
+                if p.default is not None}
+    falsy = {n for n, d in defaults.items() if isinstance(d, cst.Name) and d.value in ("False", "None")
+             or isinstance(d, cst.Integer) and d.value == "0"}
+    child: cst.CSTNode = ref
+    for node in ctx.ancestors(ref):
+        if node is fn:
+            return None
+        if isinstance(node, (cst.IfExp, cst.If)):
+            test = node.test
+            negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            inner = test.expression if negated else test
+            if isinstance(inner, cst.Name) and inner.value in falsy:
+                on_true = ctx.is_ancestor(node.body, ref) if isinstance(node, cst.If) else \
+                    (node.body is child or ctx.is_ancestor(node.body, ref))
+                if on_true != negated:
+                    return fn, inner.value
+        child = node
+    return None
