@@ -88,10 +88,23 @@ _TOP_SCALAR = re.compile(r"(?m)^([A-Za-z_]\w*):[ \t]*([^\s#'\"]*)")
 RUN_PRECISION = "in a training config"  # the note of a run's stated precision (``_run_precision``)
 
 
+# a training setting by its name: physicsnemo's active-learning `fine_tune_epochs`, `fine_tune_lr`
+_TRAINING_KEY = re.compile(r"(?:^|_)(?:epochs?|lr|learning_rate)$")
+
+
+def _training_config(data: dict) -> bool:
+    """Does the config hold training settings: at its top (``max_epochs``, ``fine_tune_lr``) or in a section
+    one level down (physicsnemo's ``training: {optimizer: ...}`` beside the top-level ``precision``)?"""
+    if _TRAINING_KEYS & set(data) or any(isinstance(k, str) and _TRAINING_KEY.search(k) for k in data):
+        return True
+    return any(isinstance(v, dict) and _TRAINING_KEYS & set(v) for v in data.values())
+
+
 def _run_precision(data: Any, name: str) -> Optional[Signal]:
     """``precision: fp32 | fp16 | bf16`` at the top of a training config (speechbrain's recipe hparams, read by
-    the shared Brain, which runs fp16 / bf16 autocast or none by it): the precision that run states."""
-    if not isinstance(data, dict) or _INFERENCE_CONFIG.search(name) or not _TRAINING_KEYS & set(data):
+    the shared Brain, which runs fp16 / bf16 autocast or none by it; physicsnemo's Hydra recipes, read by their
+    ``get_autocast_context(cfg.precision)``): the precision that run states."""
+    if not isinstance(data, dict) or _INFERENCE_CONFIG.search(name) or not _training_config(data):
         return None
     value = data.get("precision")
     dtype = {"fp16": "float16", "float16": "float16", "bf16": "bfloat16", "bfloat16": "bfloat16",

@@ -1650,7 +1650,9 @@ def _enabled_switch(node: ast.AST, sig: Signal, lines: List[str]) -> Optional[st
         return None
     for k in node.keywords:
         if k.arg == "enabled" and (isinstance(k.value, (ast.Name, ast.Attribute))
-                                   or isinstance(k.value, ast.BoolOp) and isinstance(k.value.op, ast.And)):
+                                   or isinstance(k.value, ast.BoolOp) and isinstance(k.value.op, ast.And)
+                                   # ``GradScaler(enabled=cfg.precision == "float16")`` (physicsnemo's recipes)
+                                   or isinstance(k.value, ast.Compare)):
             return f"if {_text(lines, k.value)}"
     return None
 

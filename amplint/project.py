@@ -438,6 +438,23 @@ def _hands_off(functions) -> bool:
     return any(w.rsplit(".", 1)[-1] in _HAND_OFF for e in functions for w in e["why"])
 
 
+# ``precision == "float16"`` / ``cfg.precision == 'bf16'``: a branch on a run's precision setting
+_PRECISION_TEST = re.compile(r"""\bprecision\s*==\s*["']([\w-]+)["']""")
+_PRECISION_WORDS = {"fp16": "float16", "float16": "float16", "half": "float16", "16": "float16", "16-mixed": "float16",
+                    "bf16": "bfloat16", "bfloat16": "bfloat16", "bf16-mixed": "bfloat16",
+                    "fp32": "float32", "float32": "float32", "32": "float32", "full": "float32"}
+
+
+def _branch_of_another_precision(sig: Signal, stated: set) -> bool:
+    """Is ``sig`` (an autocast, a GradScaler, a cast) taken only when the run's ``precision`` setting names
+    another dtype than the one its config states (``if precision == "float16":`` under ``precision: float32``)?"""
+    if not sig.conditional or sig.note.endswith(RUN_PRECISION):
+        return False
+    tests = _PRECISION_TEST.findall(sig.condition)
+    named = {_PRECISION_WORDS.get(t.lower()) for t in tests}
+    return bool(tests) and None not in named and not named & stated
+
+
 def _unread_amp_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[Tuple[str, str, str]],
                          from_files: List[Tuple[Signal, "Evidence"]], functions: List[dict]):
     """``signals`` and ``roles`` less a configuration file's autocast switch (``SOLVER.AMP.ENABLED: True``,
@@ -1063,6 +1080,17 @@ class Project:
                     # the model to a trainer; not a framework's callback, a Lightning strategy's optimizer_step)
                     signals, roles = _unread_amp_switches(signals, roles, from_files, f["entry_points"])
                 stated = {sig.dtype for sig, _ in signals if sig.note.endswith(RUN_PRECISION)}
+                if stated:
+                    # physicsnemo's recipes: `precision: float32` in the Hydra config, read by the program's own
+                    # `get_autocast_context(cfg.precision)` (`if precision == "float16": return autocast(...)`) and
+                    # `GradScaler(enabled=cfg.precision == "float16")`: the branches for another precision are not
+                    # this run's (T10-8)
+                    off = [(sig, ev) for sig, ev in signals if _branch_of_another_precision(sig, stated)]
+                    if off:
+                        roles = [(("not read", r[1], f"the branch of another precision than the config's "
+                                                     f"`precision: {'/'.join(sorted(stated))}`")
+                                  if any(str(ev) == r[1] for _, ev in off) else r) for r in roles]
+                        signals = [x for x in signals if x not in off]
                 if stated and "float16" not in stated:
                     # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared
                     # trainer's autocast and GradScaler, switched by that setting, are off or bfloat16 in its runs
