@@ -28,6 +28,7 @@ instance the file holds (``self.coder.encode(...)`` after ``self.coder = BoxCode
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .context.evidence import ast_dotted
@@ -55,6 +56,11 @@ def _kind(node: ast.AST) -> str:
     return "other"
 
 
+# ASCII text that ``" ".join(text.split())`` leaves as it is: no whitespace but single spaces between
+# other characters (str.split's ASCII whitespace: \t \n \x0b \x0c \r \x1c-\x1f and the space)
+_PLAIN = re.compile(rb"(?:[^\s\x1c-\x1f]+(?: [^\s\x1c-\x1f]+)*)?")
+
+
 class _Source:
     """Source text of a node from its positions (``ast`` columns are UTF-8 byte offsets)."""
 
@@ -68,6 +74,9 @@ class _Source:
             return ""
         if first == last:
             raw = self.lines[first][node.col_offset:end_col]
+            if raw.isascii() and _PLAIN.fullmatch(raw):
+                text = raw.decode("ascii")  # no whitespace but single spaces between words: as it is
+                return text if len(text) <= TEXT else text[:TEXT - 3] + "..."
         else:
             parts = [self.lines[first][node.col_offset:], *self.lines[first + 1:last], self.lines[last][:end_col]]
             raw = b" ".join(p.strip() for p in parts)

@@ -170,3 +170,26 @@ def test_the_remembered_enclosing_function_is_the_climbed_one(name, source):
     memo = {}
     for node in reversed(nodes):
         assert file_graph._memo_owner(node, parent, memo) is file_graph._owner(node, parent, file_graph._FUNCTIONS)
+
+
+@pytest.mark.parametrize("text", ["x", "a.b(c, d)", "f(x,  y)", "f(x,\ty)", "'a\x1cb'", "'a \x0b b'", "'a\x0cb'",
+                                  "'ü  x'", "(\n  x\n)", "x" * 80])
+def test_an_arguments_text_is_its_whitespace_normalised_source(text):
+    source = f"g({text})\n".encode()
+    arg = ast.parse(source).body[0].value.args[0]
+    lines = source.splitlines()
+    if arg.lineno == arg.end_lineno:
+        raw = lines[arg.lineno - 1][arg.col_offset:arg.end_col_offset]
+    else:
+        raw = b" ".join(p.strip() for p in [lines[arg.lineno - 1][arg.col_offset:], *lines[arg.lineno:arg.end_lineno - 1],
+                                             lines[arg.end_lineno - 1][:arg.end_col_offset]])
+    expected = " ".join(raw.decode("utf-8", "replace").split())
+    expected = expected if len(expected) <= file_graph.TEXT else expected[:file_graph.TEXT - 3] + "..."
+    assert file_graph._Source(source).text(arg) == expected
+
+
+def test_a_dotted_name_of_a_plain_name_is_the_name():
+    from amplint.context.evidence import ast_dotted
+    assert ast_dotted(ast.parse("x").body[0].value) == "x"
+    assert ast_dotted(ast.parse("torch.nn.functional").body[0].value) == "torch.nn.functional"
+    assert ast_dotted(ast.parse("f().x").body[0].value) is None

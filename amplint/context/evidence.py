@@ -315,6 +315,8 @@ def cst_call_facts(call: cst.Call, imports: ImportTable, target: Optional[str] =
 
 
 def ast_dotted(node: ast.AST) -> Optional[str]:
+    if node.__class__ is ast.Name:
+        return node.id  # (most of what is asked: a plain name)
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
