@@ -739,6 +739,8 @@ class Project:
         "loaded_by_no_run": "the files only unregistered modules nothing imports lead to, beside registered models (regime_for)",
         "config_dotted_pairs": "consecutive parts of the dotted names in configuration files (_loaded_by_no_run)",
         "package_loops_f16": "the package loops holding all the project's float16 evidence, or none (regime_for)",
+        "library_loops": "entry point file -> whether it is a package file no script runs (Project._library_loop)",
+        "directories_above": "path -> set(path.parents) (Project._nearest_entry_points)",
     }
     _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
 
@@ -1811,14 +1813,15 @@ class Project:
         model whose directory it is in. The package's own loops (``_library_loop``) are no model's
         program. None when no directory below the root holds one, or the nearest holds them all."""
         d = key.parent
+        above = self._directories_above
         while d != self.root and self.root in d.parents:
-            near = [ep for ep in eps if d in ep.path.parents and not self._library_loop(ep)]
+            near = [ep for ep in eps if d in above(ep.path) and not self._library_loop(ep)]
             if near:
                 if len(near) == len(eps):
                     return None
                 # a directory the other entry points' imports enter is shared code, not one model's (fairseq/
                 # holds example trainers, and fairseq_cli/train.py imports its modules)
-                if any(d in f.parents for ep in eps if ep not in near for f in ep.reach):
+                if any(d in above(f) for ep in eps if ep not in near for f in ep.reach):
                     return None
                 return near, self.relative(d)
             d = d.parent
@@ -2166,12 +2169,28 @@ class Project:
             return []
         return sorted({ep.name() for ep in half})
 
+    def _directories_above(self, path: Path) -> frozenset:
+        """``set(path.parents)``, kept per path: ``d in path.parents`` walks the parents building a
+        path object for each, and ``_nearest_entry_points`` asks it of every entry point for every
+        directory above every file."""
+        memo = self.memo("directories_above")
+        found = memo.get(path)
+        if found is None:
+            found = memo[path] = frozenset(path.parents)
+        return found
+
     def _library_loop(self, ep: "EntryPoint") -> bool:
         """``ep`` is a function of the project's package that its users call (kornia's
-        ``ImageRegistrator.register``), not a program: a package file that no script runs."""
-        facts = self.facts().get(ep.path, {})
-        return not facts.get("script", True) and self._published_package_file(ep.path) \
-            and not _SCRIPT_DIR.search(self.relative(ep.path))
+        ``ImageRegistrator.register``), not a program: a package file that no script runs. Kept per
+        file (the question is asked for each directory above each file; the facts are the project's,
+        computed once)."""
+        memo = self.memo("library_loops")
+        found = memo.get(ep.path)
+        if found is None:
+            facts = self.facts().get(ep.path, {})
+            found = memo[ep.path] = not facts.get("script", True) and self._published_package_file(ep.path) \
+                and not _SCRIPT_DIR.search(self.relative(ep.path))
+        return found
 
     def in_package(self, path: Path) -> bool:
         """Does ``path`` lie in a package of the project, its users' API (``_published_package_file``)?"""

@@ -41,3 +41,24 @@ def test_pickling_keeps_cheap_memos_and_drops_parsed_trees(tmp_path):
     copy = pickle.loads(pickle.dumps(project))
     assert copy.memo("caller_contexts") == {}
     assert copy.memo("grep_lines") == project.memo("grep_lines")
+
+
+def test_the_library_loop_and_directory_memos_answer_as_the_questions_do(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "loop.py").write_text(
+        "import torch\ndef fit(model, opt, data):\n    for x in data:\n        model(x).sum().backward()\n        opt.step()\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(
+        "import torch\nif __name__ == '__main__':\n    m = torch.nn.Linear(2, 2)\n    opt = torch.optim.SGD(m.parameters(), 0.1)\n"
+        "    m(torch.ones(2)).sum().backward()\n    opt.step()\n")
+    project = Project(tmp_path)
+    eps = project.entry_points()
+    assert sorted(ep.path.name for ep in eps) == ["loop.py", "train.py"]
+    loops = {ep.path.name: project._library_loop(ep) for ep in eps}
+    assert loops == {"loop.py": True, "train.py": False}  # a package file no script runs; a script
+    assert {ep.path.name: project._library_loop(ep) for ep in eps} == loops  # from the memo, the same
+    assert set(project.memo("library_loops")) == {ep.path for ep in eps}
+    for ep in eps:
+        assert project._directories_above(ep.path) == set(ep.path.parents)
+        assert project._directories_above(ep.path) is project._directories_above(ep.path)
