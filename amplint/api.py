@@ -24,7 +24,9 @@ Text = Union[str, bytes]
 
 
 def lint_paths(paths: Sequence[Path], settings: Optional[Settings] = None) -> List[Finding]:
+    from .discovery import name_roots
     settings = settings or Settings()
+    name_roots(paths)  # a tree no marker roots is one project at each directory given
     runner = Runner(settings, RuleSelection(settings, rule_codes()))
     findings, errors = runner.check(list(paths))
     if errors:

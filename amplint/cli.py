@@ -229,6 +229,8 @@ def _run_check(args, out, err) -> int:
         for problem in bad:
             err.write(f"amplint: error: {problem}\n")
         return EXIT_ERROR
+    from .discovery import name_roots
+    name_roots(paths)
     if getattr(args, "force_exclude", False):
         from .stdin import excluded
         kept = [p for p in paths if not excluded(p, settings)]

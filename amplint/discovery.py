@@ -27,15 +27,28 @@ DEFAULT_EXCLUDE = (
 )
 
 
+# Directories named on the command line (``amplint check DIR``): a tree that nothing marks as a
+# project (a downloaded archive, a ``git archive`` of a repository: no .git, no pyproject.toml) is
+# one project rooted there, not one per directory.
+_NAMED_DIRS: List[Path] = []
+
+
+def name_roots(paths: Iterable[Path]) -> None:
+    """Remember the directories of ``paths`` as the roots of what no marker roots (``project_root``)."""
+    _NAMED_DIRS[:] = [p.resolve() for p in paths if p.is_dir()]
+
+
 def project_root(path: Path) -> Path:
     """Nearest ancestor (or the directory itself) holding pyproject.toml, setup.py, setup.cfg or
-    .git; the file's own directory when there is none."""
+    .git; else the outermost directory named on the command line that holds it (``name_roots``),
+    else the file's own directory."""
     path = path.resolve()
     start = path if path.is_dir() else path.parent
     for d in (start, *start.parents):
         if any((d / m).exists() for m in ROOT_MARKERS):
             return d
-    return start
+    named = [d for d in _NAMED_DIRS if d == start or d in start.parents]
+    return min(named, key=lambda d: len(d.parts)) if named else start
 
 
 def _is_virtualenv(d: Path) -> bool:

@@ -151,3 +151,29 @@ def test_nearest_root_wins_and_no_marker_means_the_files_directory(tmp_path):
     # tmp_path has no marker above it on a normal system; the file's own directory is the root.
     if not any((d / m).exists() for d in lone.parents for m in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
         assert project_root(lone) == lone.parent
+
+
+UNMARKED = {
+    "pkg/__init__.py": "", "pkg/models/__init__.py": "",
+    "pkg/models/pool.py": "import torch\n\ndef pool(x):\n    return torch.sqrt(torch.var(x, dim=-1) + 1e-10)\n",
+    "pkg/bin/train.py": "import torch\nfrom pkg.models.pool import pool\n\ndef main(model, opt, loader):\n"
+                        "    scaler = torch.amp.GradScaler('cuda')\n    for x in loader:\n"
+                        "        with torch.autocast('cuda', dtype=torch.float16):\n"
+                        "            loss = pool(model(x)).sum()\n"
+                        "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n",
+}
+
+
+def test_a_tree_no_marker_roots_is_one_project_at_the_directory_named(tmp_path):
+    # a git archive / unpacked zip of a repository (bug set 10, B10-4): no .git, no pyproject.toml; the
+    # trainer in pkg/bin and the model in pkg/models are one project, not a project per directory
+    root = write_project(tmp_path / "tree", UNMARKED, marker=None)
+    out = run(["check", "--select", "AMP102", "--output-format", "concise", str(root)], tmp_path).out
+    assert "pool.py:4:" in out, out
+    assert project_root(root / "pkg/models/pool.py") == root.resolve()
+    # near miss: naming only the models' directory makes it the project: the trainer is out of sight
+    out = run(["check", "--select", "AMP102", "--output-format", "concise", str(root / "pkg/models")], tmp_path).out
+    assert "pool.py" not in out, out
+    # and a marker inside the tree still roots its own project
+    (root / "pkg" / "models" / "setup.py").write_text("")
+    assert project_root(root / "pkg/models/pool.py") == (root / "pkg" / "models").resolve()
