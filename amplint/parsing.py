@@ -11,8 +11,8 @@ rejects (its limit is 200). So before libcst sees a file, the file is screened:
    allowance from ``max-syntax-depth``, so a longer chain or deeper nesting than that is "too complex
    to lint" (E998), found at C speed. CPython's compiler counts about three levels per term of a chain,
    so ``max-syntax-depth = 300`` lets through chains of up to about 300 terms, which libcst parses in
-   about 0.1 s. (CPython 3.11+ checks this depth while it builds the tree; older versions rely on
-   their parser's own limits.)
+   about 0.1 s. (CPython 3.11+ checks this depth while it builds the tree; before 3.11 the symbol
+   table of the unfolded tree is built under the same allowance, ``_symbol_table``.)
 
 A file that fails the screen is an error of that file; the run goes on. The cost on the normal path is
 CPython's compile, about 0.25 s per MB (measured in benchmarks/hostile.py).
@@ -82,13 +82,34 @@ def _cpython(source: bytes, filename: str, limits: Limits, flags: int):
             warnings.simplefilter("ignore")  # invalid escape sequences and the like
             # Top-level ``await`` is valid in a notebook cell (IPython runs it) and, as for ruff,
             # no syntax error in a module (pyflakes' F704 territory), so it never stops the lint.
-            return compile(source, filename, "exec", flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+            compiled = compile(source, filename, "exec", flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+            if sys.version_info < (3, 11):
+                _symbol_table(source, filename)
+            return compiled
     except (RecursionError, MemoryError):
         raise TooComplex("max-syntax-depth", limits.max_syntax_depth,
                          f"code nested or chained (`a + b + …`, `a.b.…`, brackets) deeper than "
                          f"{limits.max_syntax_depth:,} levels", _first_long_line(source)) from None
     finally:
         sys.setrecursionlimit(old)
+
+
+def _symbol_table(source: bytes, filename: str) -> None:
+    """Before 3.11 CPython checks no depth while it builds the tree, and its compiler folds a chain of
+    constants (``1 + 1 + …``) to one before the symbol table, whose visit counts depth, sees it: a
+    10,000-term chain compiled and then crashed libcst's parser. ``symtable`` builds the table of the
+    unfolded tree under the same recursion allowance (a RecursionError there is the chain's depth)."""
+    import symtable
+    from importlib.util import decode_source
+
+    try:
+        text = decode_source(source)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return  # (compile accepted the bytes; nothing more to screen here)
+    try:
+        symtable.symtable(text, filename, "exec")
+    except SyntaxError:
+        pass  # what the table rejects that compile accepted (a top-level ``await``) is no depth
 
 
 def _first_long_line(source: bytes) -> int:
@@ -181,7 +202,7 @@ def _parse_constructor(cls):
     fields = dataclasses.fields(cls)
     code = own.__code__
     names = [f.name for f in fields]
-    if (any(not f.init or f.kw_only is True for f in fields) or code.co_kwonlyargcount
+    if (any(not f.init or getattr(f, "kw_only", False) is True for f in fields) or code.co_kwonlyargcount
             or code.co_flags & 0x0C  # *args / **kwargs
             or list(code.co_varnames[:code.co_argcount]) != ["self", *names]):
         return None
