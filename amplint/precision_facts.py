@@ -1702,12 +1702,18 @@ def _cast_object(node: ast.AST, sig: Signal) -> str:
     """The name of the object a half cast applies to (``vae`` in ``self.vae.to(dtype=...)``)."""
     if sig.kind != "half_params" or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return ""
+    name = _dotted(_cast_receiver(node))
+    return name.rsplit(".", 1)[-1] if name else ""
+
+
+def _cast_receiver(node: ast.Call) -> ast.AST:
+    """What the method cast ``node`` (``x.half()``, ``x.to(...)``) is called on, past the moves before it
+    (``model`` of ``model.cuda().half()``)."""
     receiver = node.func.value
     while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
             receiver.func.attr in _MOVES:
-        receiver = receiver.func.value  # model.cuda().half()
-    name = _dotted(receiver)
-    return name.rsplit(".", 1)[-1] if name else ""
+        receiver = receiver.func.value
+    return receiver
 
 
 _MOVES = {"cuda", "cpu", "to", "half", "float", "bfloat16", "eval", "train", "requires_grad_", "to_empty"}
@@ -2043,9 +2049,7 @@ def _own_cast(node: ast.Call, sig: Signal, parents: _Parents) -> Optional[str]:
     the program reaches)."""
     if sig.kind != "half_params" or not isinstance(node.func, ast.Attribute):
         return None
-    receiver = node.func.value
-    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr in _MOVES:
-        receiver = receiver.func.value  # self.cuda().half()
+    receiver = _cast_receiver(node)
     if not (isinstance(receiver, ast.Name) and receiver.id == "self"):
         return None
     chain = [p for p in parents.chain(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]

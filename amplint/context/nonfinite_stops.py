@@ -18,8 +18,8 @@ import libcst as cst
 from ..findings import Confidence, Location
 from .callers import project_call_sites
 from .precision import precision_model
-from .training import (fp16_region_before, in_training_loop, may_be_float16, scope_of, scope_regions,
-                       training_steps)
+from .training import (fp16_region_before, in_training_loop, innermost_loop, may_be_float16, scope_of,
+                       scope_regions, training_steps)
 
 NONFINITE_CHECKS = {
     "torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf",
@@ -369,17 +369,17 @@ def skipped_updates(ctx, step) -> List[SkippedUpdate]:
     """The ``SkippedUpdate``s of a training step (``training.Step``)."""
     found = []
     for update in step.of_kind("update"):
-        loop = _innermost_loop(ctx, update.call)
+        loop = innermost_loop(ctx, update.call, step.scope)
         if loop is None or not update.scaler:
             continue
         at = ctx.line_of(update.call)
         for skip in ctx.nodes(cst.Continue):
             line = ctx.line_of(skip)
-            if line >= at or _innermost_loop(ctx, skip) is not loop:
+            if line >= at or innermost_loop(ctx, skip, step.scope) is not loop:
                 continue
             check = next((a for a in ctx.ancestors(skip) if isinstance(a, cst.If)), None)
             if check is None or not ctx.is_ancestor(loop.body, check) or ctx.is_ancestor(check, update.call) \
-                    or not any(nonfinite_check(ctx, c) is not None for c in _calls_in(check.test)):
+                    or not any(nonfinite_check(ctx, c) is not None for c in ctx.nodes(cst.Call) if ctx.is_ancestor(check.test, c)):
                 continue
             before = [e for e in step.events if e.scaler == update.scaler and ctx.is_ancestor(loop.body, e.call)
                       and ctx.line_of(e.call) < line]
@@ -389,20 +389,3 @@ def skipped_updates(ctx, step) -> List[SkippedUpdate]:
             unscale = next((e for e in before if e.kind == "unscale"), None)
             found.append(SkippedUpdate(skip, check, update, unscale))
     return found
-
-
-def _innermost_loop(ctx, node: cst.CSTNode):
-    """The loop ``node`` runs in, within its own function (None when the nearest is the ``def``)."""
-    first = next((a for a in ctx.ancestors(node) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)
-    return None if isinstance(first, cst.FunctionDef) else first
-
-
-def _calls_in(expr: cst.CSTNode) -> List[cst.Call]:
-    calls = []
-
-    class _Calls(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            calls.append(node)
-
-    expr.visit(_Calls())
-    return calls

@@ -801,9 +801,9 @@ def repeated_updates(ctx, step: "Step") -> List[Tuple[Event, Event, Event]]:
     out = []
     updates = [e for e in step.events if e.kind == "update" and e.scaler]
     for i, first in enumerate(updates):
-        loop = _innermost_loop(ctx, first.call, step.scope)
+        loop = innermost_loop(ctx, first.call, step.scope)
         for second in updates[i + 1:]:
-            if second.scaler != first.scaler or _innermost_loop(ctx, second.call, step.scope) is not loop \
+            if second.scaler != first.scaler or innermost_loop(ctx, second.call, step.scope) is not loop \
                     or _exclusive(ctx, first.call, second.call) or _branch_leaves(ctx, first.call, second.call):
                 continue
             between = next((e for e in step.events if e.kind == "scaler_step" and e.scaler == first.scaler
@@ -829,7 +829,8 @@ def _branch_leaves(ctx, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return False
 
 
-def _innermost_loop(ctx, node: cst.CSTNode, scope: cst.CSTNode) -> Optional[cst.CSTNode]:
+def innermost_loop(ctx, node: cst.CSTNode, scope: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The innermost ``for`` / ``while`` around ``node`` inside ``scope`` (None when there is none)."""
     for a in ctx.ancestors(node):
         if a is scope:
             return None
