@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .context.evidence import Signal
 
@@ -278,4 +278,27 @@ def shell_options(text: str) -> List[Tuple[int, str, str]]:
     for i, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0]
         out.extend((i, m.group(1), m.group(2)) for m in _SHELL_OPTION.finditer(line))
+    return out
+
+
+def config_leaves(text: bytes, name: str) -> Dict[str, Any]:
+    """The scalar settings of a configuration file by their dotted path (``sys.dtype`` -> ``"bfloat16"``,
+    ``amp`` -> False): what a Hydra program reads as ``cfg.sys.dtype``. Empty for one that does not parse."""
+    if len(text) > MAX_CONFIG_BYTES:
+        return {}
+    try:
+        data = _load(text.decode("utf-8"), name)
+    except UnicodeDecodeError:
+        return {}
+    out: Dict[str, Any] = {}
+    todo: List[Tuple[str, Any]] = [("", data)] if isinstance(data, dict) else []
+    while todo and len(out) < 5000:
+        prefix, item = todo.pop()
+        for k, v in list(item.items())[:500]:
+            if not isinstance(k, str):
+                continue
+            if isinstance(v, dict):
+                todo.append((prefix + k + ".", v))
+            elif isinstance(v, (str, bool, int, float)) or v is None:
+                out[prefix + k] = v
     return out

@@ -408,17 +408,24 @@ def _dtype_option(node: ast.Call, fn, option_locals: Dict[str, List[Tuple[int, i
     return None
 
 
-def _hydra_config_paths(functions: List[ast.AST]) -> List[str]:
-    """The ``config_path`` directories (relative to the file) its Hydra entry functions load their configs from
-    (``@hydra.main(config_path="conf/adapters", config_name=...)``, NeMo's ``@hydra_runner(config_path=...)``)."""
-    out = []
+DTYPE_LOOKUP = "dtype looked up by "  # an autocast's note when its dtype is ``getattr(torch, <setting>)``
+
+
+def _hydra_configs(functions: List[ast.AST]) -> List[Tuple[str, Optional[str]]]:
+    """The ``(config_path, config_name)`` its Hydra entry functions load their configs from, the path relative to
+    the file (``@hydra.main(config_path="conf/adapters", config_name="config")``, NeMo's
+    ``@hydra_runner(config_path=...)``); the name None when not a string literal."""
+    out: List[Tuple[str, Optional[str]]] = []
     for fn in functions:
         for d in fn.decorator_list:
             if isinstance(d, ast.Call) and "hydra" in (_dotted(d.func) or "").lower():
-                path = next((k.value.value for k in d.keywords if k.arg == "config_path"
-                             and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)), None)
-                if path is not None and "://" not in path and path not in out:  # (not ``pkg://...``: a package's)
-                    out.append(path)
+                strings = {k.arg: k.value.value for k in d.keywords
+                           if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
+                path = strings.get("config_path")
+                if path is not None and "://" not in path:  # (not ``pkg://...``: a package's)
+                    entry = (path, strings.get("config_name"))
+                    if entry not in out:
+                        out.append(entry)
     return out
 
 
@@ -663,6 +670,11 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["master_optimizers"] = sorted(
         n.name for n in parents.of(ast.ClassDef) if isinstance(n, ast.ClassDef) and _MASTER_OPTIMIZER.search(n.name)
     ) if _MASTER_COPY.search(source) else []
+    # the configs a Hydra program reads (also when its own code names no precision: torchrl's train_reward.py
+    # takes its autocast from a helper of another file, switched by its config's `sys.dtype`)
+    hydra = _hydra_configs(parents.of(ast.FunctionDef)) if b"config_path" in source else []
+    facts["hydra_config_paths"] = list(dict.fromkeys(p for p, _ in hydra))
+    facts["hydra_config_names"] = [[p, n] for p, n in hydra if n]
 
     if not _precision_words(source):
         return facts
@@ -880,7 +892,6 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         facts["signals"].append(record)
     _generic_flags_follow_autocast(facts["signals"])
     facts["literal_args"] = _literal_args(parents.of(ast.Call), owner)
-    facts["hydra_config_paths"] = _hydra_config_paths(parents.of(ast.FunctionDef)) if b"config_path" in source else []
     facts["option_defaults"] = _option_defaults(parents.of(ast.ClassDef, ast.Call)) \
         if b"dtype" in source or b"precision" in source else {}
     facts["config_runs"], facts["config_defaults"] = _config_runs(parents.of(ast.ClassDef, ast.Call), imports)
@@ -1688,10 +1699,23 @@ def _under_main(node: ast.AST, parents: "_Parents") -> bool:
     return False
 
 
+def _dtype_lookup(node: ast.AST) -> Optional[str]:
+    """The setting an autocast's dtype is looked up by: ``autocast(..., dtype=getattr(torch, cfg.dtype))`` ->
+    ``cfg.dtype`` (read against the program's config by the project, ``Project._hydra_settings``)."""
+    for k in getattr(node, "keywords", ()):
+        v = k.value
+        if k.arg == "dtype" and isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "getattr" \
+                and len(v.args) == 2 and _dotted(v.args[0]) == "torch":
+            return _dotted(v.args[1])
+    return None
+
+
 def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str]) -> Dict[str, Any]:
     src = _text(lines, node)
+    lookup = _dtype_lookup(node) if sig.kind == "autocast" else None
+    note = f"{DTYPE_LOOKUP}`{lookup}`" if lookup else sig.note
     return {"kind": sig.kind, "dtype": sig.dtype, "enabled": sig.enabled, "pure": sig.pure,
-            "master": getattr(sig, "master", False), "note": sig.note, "role": role, "why": why,
+            "master": getattr(sig, "master", False), "note": note, "role": role, "why": why,
             "one_of": one_of, "text": src, "line": node.lineno, "model": _cast_object(node, sig)}
 
 

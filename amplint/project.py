@@ -11,6 +11,7 @@ files beside it; a file runs in the precision of the entry points that reach it
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import os
@@ -27,7 +28,7 @@ from .parsing import DEFAULT_LIMITS, Limits
 from .project_index import Argument, CallSite, ProjectIndex, Symbol, _candidates
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 from .precision_facts import DEEPSPEED_OPTION, GENERIC_AMP_FLAGS, LAUNCHER_TRAINERS, LOSS_SCALER_CALL, NEVER_TRAINS, precision_call_signal, precision_call_values
-from .precision_facts import _INFERENCE_DIR, _INFERENCE_FILE
+from .precision_facts import DTYPE_LOOKUP, _INFERENCE_DIR, _INFERENCE_FILE
 from .summary import FileSummary, summarise
 
 REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
@@ -453,6 +454,65 @@ def _branch_of_another_precision(sig: Signal, stated: set) -> bool:
     tests = _PRECISION_TEST.findall(sig.condition)
     named = {_PRECISION_WORDS.get(t.lower()) for t in tests}
     return bool(tests) and None not in named and not named & stated
+
+
+def _setting(expr: ast.AST, leaves: Dict[str, object]):
+    """The value of the setting ``expr`` reads (``cfg.training.amp``, ``self.amp``, a local ``dtype``) in a Hydra
+    config's ``leaves``: the leaf whose dotted path ends like the attribute chain after its root name
+    (``training.amp``, else ``amp`` when one leaf ends so). ``_MISSING`` when the config does not say."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+    parts.reverse()
+    for start in range(1, len(parts) + 1) if len(parts) > 1 else (0,):
+        tail = ".".join(parts[start:]) if len(parts) > 1 else parts[0]
+        if not tail:
+            break
+        hits = [v for k, v in leaves.items() if k == tail or k.endswith("." + tail)]
+        if len(hits) == 1 or hits and all(h == hits[0] for h in hits):
+            return hits[0]
+        if hits:
+            return _MISSING
+    return _MISSING
+
+
+_MISSING = object()
+
+
+def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
+    """Whether ``condition`` (a signal's ``if self.amp`` / ``if dtype == "float16"``) holds under a Hydra program's
+    config ``leaves``: None when it reads anything the config does not settle."""
+    text = condition[3:] if condition.startswith("if ") else condition
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+    def truth(n: ast.AST) -> Optional[bool]:
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            t = truth(n.operand)
+            return None if t is None else not t
+        if isinstance(n, ast.BoolOp):
+            values = [truth(v) for v in n.values]
+            if isinstance(n.op, ast.And):
+                return False if False in values else (True if all(v is True for v in values) else None)
+            return True if True in values else (False if all(v is False for v in values) else None)
+        if isinstance(n, (ast.Name, ast.Attribute)):
+            v = _setting(n, leaves)
+            return bool(v) if isinstance(v, (bool, int)) or v is None else None
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.NotEq)) \
+                and isinstance(n.comparators[0], ast.Constant) and isinstance(n.left, (ast.Name, ast.Attribute)):
+            v = _setting(n.left, leaves)
+            if v is _MISSING or isinstance(v, (dict, list)):
+                return None
+            same = str(v).lower() == str(n.comparators[0].value).lower()
+            return same if isinstance(n.ops[0], ast.Eq) else not same
+        return None
+
+    return truth(node)
 
 
 def _unread_amp_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[Tuple[str, str, str]],
@@ -1093,6 +1153,8 @@ class Project:
                                                      f"`precision: {'/'.join(sorted(stated))}`")
                                   if any(str(ev) == r[1] for _, ev in off) else r) for r in roles]
                         signals = [x for x in signals if x not in off]
+                if facts[path].get("hydra_config_names"):
+                    signals, roles = self._hydra_settings(path, facts[path]["hydra_config_names"], signals, roles)
                 if stated and "float16" not in stated:
                     # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared
                     # trainer's autocast and GradScaler, switched by that setting, are off or bfloat16 in its runs
@@ -1125,6 +1187,58 @@ class Project:
                                                 f["line"]))
             self._entry_points = sorted(eps, key=lambda e: e.display)
         return self._entry_points
+
+    def _hydra_settings(self, path: Path, configs, signals, roles):
+        """``signals`` and ``roles`` as the program's own Hydra config sets them: an autocast or GradScaler
+        switched by a setting the config turns off (physicsnemo's `autocast(enabled=self.amp)` with
+        ``self.amp = cfg.amp`` and ``amp: False``; torchrl's ``GradScaler(enabled=(dtype == "float16"))`` with
+        ``sys.dtype: bfloat16``) is not read, and an autocast whose dtype is looked up by a setting's string
+        (``dtype=getattr(torch, dtype)``) takes the config's dtype. Only the primary config
+        (``config_name``) is read; a setting it does not hold, or holds twice with different values, stays
+        as it was (a command-line override may set it)."""
+        from .config_evidence import config_leaves  # noqa: PLC0415 (a leaf module; only Hydra programs ask)
+        leaves: Dict[str, object] = {}
+        for config_path, name in configs:
+            for suffix in (".yaml", ".yml"):
+                cfile = (path.parent / config_path / (name + suffix)) if not name.endswith((".yaml", ".yml")) \
+                    else path.parent / config_path / name
+                if cfile.is_file():
+                    try:
+                        leaves.update(config_leaves(self.read(cfile), cfile.name))
+                    except OSError:
+                        pass
+                    break
+        if not leaves:
+            return signals, roles
+        where = {}
+        kept = []
+        for sig, ev in signals:
+            if sig.kind in ("autocast", "grad_scaler") and sig.conditional and sig.condition \
+                    and _config_truth(sig.condition, leaves) is False:
+                where[str(ev)] = f"switched off by the program's Hydra config ({sig.condition})"
+                continue
+            lookup = sig.note[len(DTYPE_LOOKUP):].strip("`") if sig.kind == "autocast" and sig.note.startswith(DTYPE_LOOKUP) else ""
+            if lookup:
+                try:
+                    value = _setting(ast.parse(lookup, mode="eval").body, leaves)
+                except SyntaxError:
+                    value = _MISSING
+                dtype = _PRECISION_WORDS.get(str(value).lower()) if isinstance(value, str) else None
+                if dtype is not None and dtype != sig.dtype:
+                    sig = dataclasses.replace(sig, dtype=dtype, enabled=sig.enabled and dtype != "float32")
+            kept.append((sig, ev))
+        off_files = {ev.path for sig, ev in signals if str(ev) in where and sig.kind == "autocast"}
+        if off_files and not any(sig.kind in ("autocast", "half_params") and sig.enabled and sig.dtype == "float16"
+                                 for sig, _ in kept):
+            # vortex_shedding_mgn: `self.scaler = GradScaler()` beside `autocast(enabled=self.amp)` and `amp: False`,
+            # scaling only `if self.amp:`: with no float16 autocast or half cast left, its scaler scales nothing
+            for sig, ev in kept:
+                if sig.kind == "grad_scaler" and not sig.conditional and ev.path in off_files:
+                    where[str(ev)] = "a GradScaler beside the autocast that the program's Hydra config switches off"
+            kept = [(sig, ev) for sig, ev in kept if str(ev) not in where]
+        if where:
+            roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
+        return kept, roles
 
     def _bound_parameters(self, path: Path, facts: dict) -> dict:
         """``facts`` with the evidence whose precision is a parameter of its function (a ColossalAI

@@ -84,5 +84,10 @@ def test_the_training_settings_of_a_config_may_sit_in_a_section_or_go_by_another
     assert _mode(tmp_path / "nested", yaml=nested) == "bf16"
     named = "precision: float32\nfine_tune_epochs: 20\nfine_tune_lr: 5.0e-4\n"
     assert _mode(tmp_path / "named", yaml=named) == "fp32"
-    # near miss: a config with no training setting says nothing of the run (a model card, a dataset's)
-    assert _mode(tmp_path / "card", yaml="precision: float32\nname: geotransolver\n") == "fp16-mixed"
+    # near miss: a config with no training setting says nothing of the run (a model card, a dataset's), unless it is
+    # the program's own primary config (`config_name`), whose settings the program reads (tests/test_hydra_settings.py)
+    card = Project(write_project(tmp_path / "card", {"train.py": textwrap.dedent(TRAIN),
+                                                     "conf/model/card.yaml": "precision: float32\nname: geotransolver\n"}))
+    [ep] = card.entry_points()
+    assert Regime(ep.signals).mode == "fp16-mixed"
+    assert _mode(tmp_path / "primary", yaml="precision: float32\nname: geotransolver\n") == "fp32"
