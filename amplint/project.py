@@ -467,6 +467,8 @@ def _setting(expr: ast.AST, leaves: Dict[str, object]):
     if isinstance(expr, ast.Name):
         parts.append(expr.id)
     parts.reverse()
+    if len(parts) > 1 and not _CONFIG_ROOT.fullmatch(parts[0]):
+        return _MISSING  # ``device.type``: an object of the program, not a setting
     for start in range(1, len(parts) + 1) if len(parts) > 1 else (0,):
         tail = ".".join(parts[start:]) if len(parts) > 1 else parts[0]
         if not tail:
@@ -480,6 +482,9 @@ def _setting(expr: ast.AST, leaves: Dict[str, object]):
 
 
 _MISSING = object()
+# the roots a setting is read through: the config object (``cfg.train.amp``, ``config.amp.enabled``, ``hparams``)
+# or an attribute the program copied it to (``self.amp = cfg.amp``)
+_CONFIG_ROOT = re.compile(r"(?i)self|c|h?params|hp|opts?|args|\w*(?:cfg|conf|config)\w*")
 
 
 def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
@@ -1110,8 +1115,10 @@ class Project:
                     if hydra and cpath.suffix in (".yaml", ".yml") and not any(
                             (path.parent / d).resolve() in (cpath.parent, *cpath.parent.parents) for d in hydra):
                         # NeMo's train_asr_adapter.py: `@hydra_runner(config_path="../conf/asr_adapters", ...)` loads its
-                        # configs from there, not the `trainer.precision: 16` of another directory's YAML
-                        roles.append(("not read", str(ev), "a YAML outside the Hydra config_path of this program"))
+                        # configs from there, not the `trainer.precision: 16` of another directory's YAML (listed
+                        # only where it would apply by its place, beside or above the program)
+                        if _config_applies(cpath, path, self.root):
+                            roles.append(("not read", str(ev), "a YAML outside the Hydra config_path of this program"))
                         continue
                     if sig.note.startswith('DeepSpeed "') and cpath.suffix != ".sh" and self._launched_without(cpath, path):
                         # MedicalGPT's deepspeed_zero_stage2_config.json beside run_dpo.sh, which runs dpo_training.py
