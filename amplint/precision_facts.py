@@ -61,7 +61,10 @@ _INFERENCE_FILE = re.compile(
     r"run_inference\w*|text_generation\w*|pipeline\w*)\.py$")
 # A directory of inference scripts (litgpt's generate/, a project's inference/ or serving/)
 _INFERENCE_DIR = re.compile(r"(?i)(^|/)(generate|generation|inference|infer|serve|serving|deploy|demos?|chat)/")
-_BENCHMARK_FILE = re.compile(r"(?i)(^|/)(\w*bench\w*|\w*profil\w*|\w*throughput\w*|\w*latency\w*|\w*memory\w*|speed\w*)(/|\.py$)")
+# a benchmark by its words, not inside a name: ``benchmarks/``, ``bench_gemm.py``, ``run_benchmark.py``,
+# ``memory_usage.py``; not ``airbench94.py`` (a CIFAR-10 training speedrun that trains in pure fp16)
+_BENCHMARK_FILE = re.compile(r"(?i)(^|/)(\w+_)?(bench|benchmarks?|benchmarking|profil\w*|throughput|latency|"
+                             r"memory_(?:usage|test|footprint|bench\w*|profil\w*)|\w*memory|speed\w*)(_\w*)?(/|\.py$)")
 _EXPORT_FILE = re.compile(r"(?i)(^|/)(export\w*|convert\w*|\w*onnx\w*|quantiz\w*|\w*to_fp16\w*|\w*_trt\w*)\.py$")
 _DTYPE_FLAG = re.compile(r"(?i)fp16|float16|half|bf16|bfloat16|precision|dtype|\bamp\b|use_amp|mixed"
                          # a branch for old torch versions (mmcv's wrap_fp16_model: ``model.half()`` only
@@ -763,7 +766,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         if not isinstance(node, ast.Call) or id(node) in skipped:
             continue
         seen_node = _or_default(_with_local_values(node, owner(node)), owner(node))
-        call_facts = ast_call_facts(seen_node, imports, targets.get(id(node)))
+        loop_owner = _module_loop_owner(node, parents)
+        call_facts = ast_call_facts(seen_node, imports, targets.get(id(node)) or ("module" if loop_owner else None))
         _plugin_config_default(seen_node, call_facts)
         one_of = _splat_kwargs(node, call_facts, owner, parents, imports, lines)
         variables = autocast_dtype_vars if call_facts.qualname in AUTOCAST_NAMES else dtype_vars
@@ -838,6 +842,16 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             record["model"] = targets[id(node)]  # ``model = Net().cuda().half()``: the model is what is assigned
         if data_cast is not None and sig is data_cast[0]:
             record["model"] = data_cast[1]  # ``model.bank.data = model.bank.data.half()``: a parameter of ``model``
+        if sig.kind == "half_params" and loop_owner is not None:
+            # airbench's ``for mod in self.modules(): ... mod.half()``: the modules of ``self`` (an instance the
+            # callers name) or of ``model``
+            record["model"] = "" if loop_owner == "self" else loop_owner.rsplit(".", 1)[-1]
+        elif sig.kind == "half_params" and record["model"] and fn is not None and _returns_name(fn, record["model"]):
+            # ``def make_net(): net = net.half().cuda(); return net``: the object is what the file's callers bind
+            # (``model = make_net()``), when they bind one name
+            bound = {t for t in _bound_to_calls_of(getattr(fn, "name", ""), parents) if t}
+            if len(bound) == 1:
+                record["model"] = bound.pop()
         if sig.kind == "half_params" and isinstance(node.func, ast.Attribute) and node.func.attr == "from_pretrained" \
                 and targets.get(id(node)):
             record["model"] = targets[id(node)]  # ``text_encoder = T5EncoderModel.from_pretrained(..., torch_dtype=...)``
@@ -1720,6 +1734,44 @@ def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, o
 
 
 _CONFIG_OBJECT = re.compile(r"(?i)config(_class)?$")
+
+
+_MODULE_ITERATORS = {"modules", "children", "named_modules", "named_children"}
+
+
+def _module_loop_owner(node: ast.AST, parents: "_Parents") -> Optional[str]:
+    """``model`` when ``node`` is a method call on the target of an enclosing ``for m in model.modules():`` (or
+    ``for name, m in model.named_modules():``), the loop's module; else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)):
+        return None
+    name = node.func.value.id
+    for p in parents.chain(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return None
+        if isinstance(p, ast.For) and isinstance(p.iter, ast.Call) and isinstance(p.iter.func, ast.Attribute) \
+                and p.iter.func.attr in _MODULE_ITERATORS:
+            targets = p.target.elts if isinstance(p.target, ast.Tuple) else [p.target]
+            if isinstance(targets[-1], ast.Name) and targets[-1].id == name:
+                return _dotted(p.iter.func.value) or None
+    return None
+
+
+def _returns_name(fn: ast.AST, name: str) -> bool:
+    """Does function ``fn`` return the local ``name`` (``return net``) in its own body?"""
+    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name
+               for n in ast.walk(fn)) and not isinstance(fn, ast.ClassDef)
+
+
+def _bound_to_calls_of(name: str, parents: "_Parents") -> List[str]:
+    """The names the file binds the result of calling its function ``name`` to (``model = make_net()`` ->
+    ``model``; ``self.model = self.build()`` -> ``model``)."""
+    out = []
+    for a in parents.of(ast.Assign):
+        v = a.value
+        if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(v, ast.Call) \
+                and (_dotted(v.func) or "").rsplit(".", 1)[-1] == name:
+            out.append((_dotted(a.targets[0]) or "").rsplit(".", 1)[-1])
+    return out
 
 
 def _cast_object(node: ast.AST, sig: Signal) -> str:

@@ -295,6 +295,11 @@ def nonfinite_stops(ctx) -> List[NonfiniteStop]:
     return cached  # type: ignore[return-value]
 
 
+# An LR range test (fastai's ``lr_find``, doctr's ``record_lr``): it raises the learning rate until the loss
+# diverges, so stopping at the first non-finite loss is its stop criterion, not a training run ended early.
+_LR_RANGE_TEST = re.compile(r"(?i)^_*((find|record|range|search)_?lrs?|lrs?_?(find\w*|range\w*|search\w*|test))$")
+
+
 def _stops(ctx):
     seen = set()
     for call in ctx.nodes(cst.Call):
@@ -303,6 +308,9 @@ def _stops(ctx):
             continue
         holder, threshold = _test_holding(ctx, call)
         if holder is None or threshold or holder in seen:
+            continue
+        fn = ctx.enclosing_function(holder)
+        if fn is not None and _LR_RANGE_TEST.match(fn.name.value):
             continue
         if isinstance(holder, cst.Assert):
             stop: Optional[cst.CSTNode] = holder
