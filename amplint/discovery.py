@@ -16,7 +16,10 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import pathspec
 
 # Test modules: their models and training steps are fixtures, not how the project trains.
-TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
+# test code, and the support modules of a test suite (xtuner's ``xtuner/_testing/``, transformers'
+# ``testing_utils.py``): no precision evidence, and not judged as model code
+TEST_PATH = re.compile(r"(^|/)_?(tests?|testing)(_?utils?|_?helpers?)?/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$"
+                       r"|(^|/)_?(testing|tests?)_?(utils?|helpers?|cases?)\.py$")
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
