@@ -1470,6 +1470,14 @@ class PrecisionModel:
         if value is None:
             return UNKNOWN
         fact = self._value_dtype(value, name)
+        if fact.is_half and fact.assumed and self._autocast_turned_off(name):
+            # the regime's guess is that the arguments of code under fp16 autocast are its float16
+            # activations; code that turns autocast off around its use of the argument (``with
+            # autocast(enabled=False):`` without a cast, ``custom_fwd(cast_inputs=torch.float32)``)
+            # is written for float32 inputs, which its callers do not contradict (FunASR's SOND
+            # ``F.normalize(profile)`` of the speaker profiles from ``forward(**batch)``)
+            return DTypeFact(None, LIKELY, f"`{name.value}` is used where autocast is turned off, and no caller "
+                                           "passes it a float16 value")
         if fact.dtype != F16:
             # ``if use_sigmoid: p = x.sigmoid()`` / ``else: p = softmax(x)``: float16 on one branch
             # is float16 for the code after both (the hazard is on that path)
@@ -1478,6 +1486,12 @@ class PrecisionModel:
                 if branch.dtype == F16:
                     return branch
         return fact
+
+    def _autocast_turned_off(self, node: cst.CSTNode) -> bool:
+        """Does ``node`` lie in a region of its function that turns autocast off (``autocast(enabled=
+        False)``, ``custom_fwd(cast_inputs=torch.float32)``), lexically?"""
+        region = self.ctx.region_of(node)
+        return region is not None and (not region.enabled or region.dtype == F32)
 
     def _other_branch_values(self, name: cst.Name) -> List[object]:
         """The values ``name`` holds after an ``if`` / ``else`` whose other branch binds it too, besides
