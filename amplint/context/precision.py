@@ -393,21 +393,24 @@ class PrecisionModel:
                 return False
         return True
 
-    def seen_calls(self, fn: cst.FunctionDef, private_methods: bool = False) -> Optional[Tuple[List[cst.Call], Dict[Path, set]]]:
+    def seen_calls(self, fn: cst.FunctionDef, private_methods: bool = False,
+                   public_methods: bool = False) -> Optional[Tuple[List[cst.Call], Dict[Path, set]]]:
         """Every call of the module-level function ``fn``: (this file's calls, other than its own
         recursion; the lines of the calls by its name in each other project file), or None when they
         may not all be seen: ``fn`` referenced other than by a call (a callback, a hook), a method,
         no call at all, or calls in more files than are read (``callers.MAX_FILES``).
         ``private_methods``: also a private method (``def _m(self, ...)``) of a module-level class
         whose name no other project file calls: by convention only its class calls it
-        (``self._m(...)``), and this file is all there is to see."""
+        (``self._m(...)``), and this file is all there is to see; ``public_methods``: any method of
+        such a class (not a dunder) whose name no other project file calls."""
         from .callers import MAX_FILES
         ctx = self.ctx
         if ctx.parent(fn) is not ctx.module:
             owner = ctx.enclosing_class(fn)
             name = fn.name.value
             if not (private_methods and owner is not None and ctx.parent(owner) is ctx.module
-                    and ctx.parent(fn) is owner.body and name.startswith("_") and not name.endswith("__")):
+                    and ctx.parent(fn) is owner.body and not (name.startswith("__") and name.endswith("__"))
+                    and (name.startswith("_") or public_methods)):
                 return None
             seen = self._seen_calls(fn, 0)
             return seen if seen is not None and not seen[1] else None
@@ -1334,7 +1337,14 @@ class PrecisionModel:
             return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} "
                                                    f"by {_where(h)} in {h.path}")
         private = fn.name.value.startswith("_") and not fn.name.value.endswith("__")
-        seen = self.seen_calls(fn, private_methods=True) if facts and private else None
+        # (so is a public method of a class reached by a training entry point that only its class
+        # calls, no other file calling anything of that name: ultralytics' ``calculate_angle_loss``
+        # on the assigned ground-truth boxes; code outside the project calls into library code, which
+        # the library policy judges under any float16 use, not into a training program's classes)
+        regime = self.ctx.regime
+        public = not fn.name.value.startswith("_") and fn.name.value != "forward" and regime is not None \
+            and not regime.any_fp16_use and regime.override is None and self.ctx.enclosing_class(fn) is not None
+        seen = self.seen_calls(fn, private_methods=True, public_methods=public) if facts and (private or public) else None
         if seen is not None and len(seen[0]) == own:
             # Every call of this private helper (module-level, or a method only its class calls) is
             # seen, and none passes float16;
@@ -2115,8 +2125,87 @@ class PrecisionModel:
             returned = self._forward_returned(call)
             if returned is not None:
                 return returned
+            if self._holds_no_layers(cls):
+                # a module with no layers, parameters or buffers (ultralytics' TaskAlignedAssigner:
+                # hyper-parameters only) makes no activation of its own: what it returns is what its
+                # ops make of its inputs (gathered ground-truth boxes), and its forward did not say
+                return DTypeFact(None, LIKELY, f"`{short}` holds no layers: its output is no activation")
             return DTypeFact(state.dtype, LIKELY, f"`{short}` module output under autocast", state.evidence)
         return inputs[0] if inputs and inputs[0].dtype else UNKNOWN
+
+    def _holds_no_layers(self, cls: str) -> bool:
+        """Is the project class ``cls`` (as this file names it), and the class its ``forward`` is
+        defined in, an ``nn.Module`` holding nothing but plain values: every ``self.x = ...`` of its
+        methods a literal, a name or arithmetic on them (no call but of a builtin), nothing registered
+        (``register_buffer``, ``add_module``, ...), its bases ``nn.Module`` or such classes?"""
+        key = ("no_layers", cls)
+        cache = self.ctx._cache
+        if key not in cache:
+            cache[key] = False  # recursion ends here
+            forward = self._module_forward(cls)
+            found = self._class_def(cls)
+            cache[key] = forward is not None and found is not None and all(
+                model._plain_class(c, 0) for model, c in
+                (found, (forward[0], forward[0].ctx.enclosing_class(forward[1]))))
+        return cache[key]  # type: ignore[return-value]
+
+    def _class_def(self, cls: str) -> Optional[Tuple["PrecisionModel", cst.ClassDef]]:
+        """The definition of the project class named ``cls`` here, with its file's model."""
+        ctx = self.ctx
+        if "." not in cls:
+            local = next((s for s in ctx.module.body if isinstance(s, cst.ClassDef) and s.name.value == cls), None)
+            if local is not None:
+                return self, local
+        index = ctx.project_index
+        if index is None or not ctx.imports.module_name:
+            return None
+        sym = index.resolve(cls, ctx.imports.module_name)
+        if sym is None or sym.kind != "class" or "." in sym.qualname:
+            return None
+        other = ctx if Path(sym.path) == Path(ctx.path).resolve() else ctx.other_file(sym.path)
+        if other is None:
+            return None
+        node = next((s for s in other.module.body if isinstance(s, cst.ClassDef) and s.name.value == sym.qualname), None)
+        return (self.model_for(other), node) if node is not None else None
+
+    def _plain_class(self, cls: Optional[cst.ClassDef], depth: int) -> bool:
+        ctx = self.ctx
+        if cls is None or depth > 3:
+            return False
+        for base in cls.bases:
+            name = ctx.qualname(base.value) or ""
+            if name in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                continue
+            found = self._class_def(ctx.code(base.value)) if isinstance(base.value, (cst.Name, cst.Attribute)) else None
+            if found is None or not found[0]._plain_class(found[1], depth + 1):
+                return False
+        for b in ctx.semantic.attributes_of(cls):
+            if b.value is None or not _plain_value(b.value):
+                return False
+        for call in ctx.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in _REGISTERS \
+                    and ctx.is_ancestor(cls, call):
+                return False
+        return True
+
+
+# Calls that give a module something it holds (a buffer, a parameter, a submodule).
+_REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_module"}
+_PLAIN_CALLS = {"int", "float", "bool", "str", "list", "tuple", "dict", "set", "len", "max", "min", "abs", "round",
+                "sorted", "range"}
+
+
+def _plain_value(expr: cst.CSTNode) -> bool:
+    """A value with no call but of a builtin (``stride if stride is not None else [8, 16, 32]``)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and not (isinstance(node.func, cst.Name) and node.func.value in _PLAIN_CALLS):
+            return False
+        if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+            return False
+        stack.extend(node.children)
+    return True
 
 
 def precision_model(ctx: FileContext) -> PrecisionModel:
