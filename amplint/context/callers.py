@@ -154,3 +154,46 @@ def project_call_sites(pm, fn: cst.FunctionDef) -> List[Tuple[object, object, cs
                 continue
             out.append((other, other_pm, call))
     return out
+
+
+def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]]:
+    """What the calls written with the name of the method ``fn`` (``self.sd.scale_loss(loss)``: a
+    receiver the project index does not resolve to a class) pass for ``param``, in the other files
+    of the project: the calls that may run it when none is resolved to it. None when there is none,
+    when they are in more than ``MAX_FILES`` files, when one may not take ``fn``'s parameters (its
+    positional arguments more than ``fn`` has), or when one does not say (``*args``)."""
+    ctx = pm.ctx
+    project = ctx.project
+    if project is None or not hasattr(project, "calls_named") or not ctx.imports.module_name:
+        return None
+    here = Path(ctx.path).resolve()
+    name = fn.name.value
+    lines: Dict[Path, set] = {}
+    for site in project.calls_named(name):
+        if site.path != here:
+            lines.setdefault(site.path, set()).add(site.line)
+    if not lines or len(lines) > MAX_FILES:
+        return None
+    from .training import is_test_file
+    test = getattr(project, "is_test", None)
+    if test is not None and not is_test_file(ctx):
+        lines = {p: n for p, n in lines.items() if not test(p)}
+        if not lines:
+            return None
+    limit = len(_positional_names(fn, True))
+    out: List[Passed] = []
+    for path, at in lines.items():
+        other = ctx.other_file(path)
+        if other is None:
+            return None
+        calls = [c for c in other.method_calls(name) if other.on_lines(c, at)]
+        if not calls:
+            return None
+        for call in calls:
+            if sum(1 for a in call.args if a.keyword is None and not a.star) > limit:
+                return None  # not a call of this method
+            known, value = argument_for(call, fn, param, True)
+            if not known:
+                return None
+            out.append(Passed(call, value, pm.model_for(other), other.path))
+    return out

@@ -1306,18 +1306,36 @@ class PrecisionModel:
         """What the callers of ``fn`` pass for ``name``: float16 when one passes float16, UNKNOWN
         (not float16) when every one passes a value known not to be float16, None when they do not
         say (no callers seen, or some pass a value of unknown dtype)."""
-        from .callers import passed_values
+        from .callers import passed_by_name, passed_values
         key = (self.ctx.path, fn.name.value, name)
         if key in _ASKING:
             _CUTS[0] += 1
             return None  # mutual recursion through callers: nothing more to learn
         _ASKING.add(key)
+        named: List[_Heard] = []
         try:
             facts = [self._heard(p) for p in passed_values(self, fn, name, elsewhere=False)]
             own = len(facts)
             facts.extend(self._heard_elsewhere(fn, name))
+            method = fn.name.value
+            if not facts and method != "forward" and not (method.startswith("__") and method.endswith("__")) \
+                    and self.ctx.enclosing_class(fn) is not None:
+                named = [self._heard(p) for p in passed_by_name(self, fn, name) or ()]
         finally:
             _ASKING.discard(key)
+        if named and all(h.known and not h.fact.is_half for h in named):
+            # No call resolves to this method, but every call written with its name passes a value
+            # known not to be float16 (ai-toolkit's trainer: ``self.sd.scale_loss(loss)`` after
+            # ``loss = F.mse_loss(pred.float(), target.float(), reduction="none")``, on a model object
+            # it is handed): those are the calls that run it. (They only clear the regime's guess:
+            # a float16 value passed by a call of that name may be another class's.)
+            tensors = [h for h in named if h.fact.dtype is not None]
+            if not tensors:
+                return UNKNOWN
+            widest = _widest([h.fact for h in tensors])
+            h = next(h for h in tensors if h.fact.dtype == widest.dtype)
+            return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} by the calls "
+                                                   f"of that name ({_where(h)} in {h.path})")
         for h in facts:
             fact = h.fact
             if fact.is_half:
