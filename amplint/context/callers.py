@@ -159,7 +159,10 @@ def project_call_sites(pm, fn: cst.FunctionDef) -> List[Tuple[object, object, cs
 def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]]:
     """What the calls written with the name of the method ``fn`` (``self.sd.scale_loss(loss)``: a
     receiver the project index does not resolve to a class) pass for ``param``, in the other files
-    of the project: the calls that may run it when none is resolved to it. None when there is none,
+    of the project: the calls that may run it when none is resolved to it. (The index records calls
+    through ``self``'s attributes, imported names and the instances it follows, not those on a local
+    or a parameter of unknown type: ``metric_fn.update(...)`` in a loop over a dict is not among
+    them.) None when there is none,
     when they are in more than ``MAX_FILES`` files, when one may not take ``fn``'s parameters (its
     positional arguments more than ``fn`` has), or when one does not say (``*args``)."""
     ctx = pm.ctx
