@@ -208,11 +208,14 @@ def test_fix_of_float_operands_under_autocast_only_disables_autocast():
 
 
 def test_disabled_autocast_without_float_operands_is_still_flagged():
-    # Disabling autocast alone keeps float16 inputs in float16.
+    # Disabling autocast alone keeps float16 inputs in float16: ``q``, a matmul's output under the
+    # function's autocast. (An argument only assumed float16, no caller saying, is not float16 inside
+    # the disabled region: code there is written for float32 inputs; test_dtype_autocast_off_arguments.)
     assert only("""
         import torch
         @torch.autocast("cuda")
-        def f(q, k, eps=1e-4):
+        def f(x, w, k, eps=1e-4):
+            q = x @ w
             with torch.autocast("cuda", enabled=False):
                 return 1 / (torch.einsum("nld,nd->nl", q, k.sum(dim=1)) + eps)
     """) == ["AMP203"]
