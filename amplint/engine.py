@@ -95,7 +95,7 @@ def analyse(ctx: FileContext, codes: Set[str]) -> Tuple[List[Violation], List[st
             errors.append(f"{ctx.path}: internal error in rule {code}: {tb.strip().splitlines()[-1]}\n{tb}")
     violations, unbuilt = _set_aside_classes_built_nowhere(ctx, violations)
     violations.extend(_library_policy(ctx, codes, violations, errors))
-    if unbuilt:
+    if unbuilt and _users_pick_precision(ctx):
         never_built = Regime([], None, f"{LIBRARY_SCOPE}: {NEVER_BUILT}").assuming_any_fp16_use()
         violations.extend(_library_look(ctx, codes, violations, errors, never_built, f"library code: {NEVER_BUILT}",
                                         within=unbuilt))
@@ -142,6 +142,14 @@ def _library_policy(ctx: FileContext, codes: Set[str], found: List[Violation], e
 # runs in none of the project's trainings, so it is judged as library code, whatever its file's precision.
 NEVER_BUILT = "a class nothing in the project builds"
 PRECISION_FREE = {"AMP501"}  # rules whose findings do not depend on the precision
+
+
+def _users_pick_precision(ctx: FileContext) -> bool:
+    """Is code that none of the project's trainings runs its users' to run in the precision they pick
+    (``Project.users_pick_precision``)? A lone file (no project) is."""
+    project = getattr(ctx, "project", None)
+    pick = getattr(project, "users_pick_precision", None)
+    return True if pick is None else pick()
 
 
 def _module_level_class(ctx: FileContext, node: cst.CSTNode) -> Optional[cst.ClassDef]:

@@ -28,6 +28,9 @@ def file_label(project, path: Path) -> Tuple[str, str]:
         return regime.mode, "configured"
     if regime.scope.startswith("test"):
         return "test", regime.scope
+    from .project import NOT_RUN
+    if regime.scope.startswith(NOT_RUN):
+        return "not run", regime.scope
     if regime.scope.startswith("library") or (not regime.signals and "no training entry point" in regime.scope):
         return "library", regime.scope
     return regime.mode, regime.scope
@@ -59,6 +62,8 @@ def precision_parts(files_by_project: List[Tuple[object, Path]]) -> str:
         files = f"{n} file{'s' if n != 1 else ''}"
         if label.startswith("library:"):
             parts.append(f"{label[len('library:'):]} {files} (library policy)")
+        elif label == "not run":
+            parts.append(f"no training run of the project reaches {files} (not judged in float16)")
         elif label == "test":
             parts.append(f"{files} {'are tests' if n != 1 else 'is a test'} (no precision assumed)")
         else:
@@ -119,6 +124,9 @@ def settings_report(projects) -> str:
             labels = Counter(file_label(project, f)[0] for f in unreached)
             words = ", ".join(f"{label}: {n}" for label, n in sorted(labels.items()))
             out.append(f"  files no entry point reaches: {len(unreached)} ({words})")
+            if labels.get("not run"):
+                out.append(f"    {labels['not run']} of them: not run by the project's trainings, whose own runs say their "
+                           f"precision: not judged in float16 (no library policy; `assume-precision` judges them)")
             from .project import ONLY_OTHER_PROGRAMS
             found = [m.group(1) for m in (re.search(re.escape(ONLY_OTHER_PROGRAMS) + r" \(([^()]*)\)",
                                                     project.regime_for(f).scope) for f in unreached) if m]

@@ -63,6 +63,10 @@ def who_reaches(scope: str) -> str:
     entry points that reach it do not set its precision."""
     return next((words for marker, words in _WHO_REACHES.items() if marker in scope), "no training entry point reaches")
 ANY_FP16_USE = "any float16 use of library code"
+# a file no training run reaches, in a project whose own training runs say their precision (Amphion's
+# unbuilt ForwardAttentionV2, physicsnemo's metrics beside its example trainings): run by none of them, so
+# not judged in float16 and not looked at by the library policy (``Project._unreached_library``)
+NOT_RUN = "not run by the project's trainings"
 LAUNCHED = "launched in fp16:"  # in an ANY_FP16_USE scope: the launcher decides the precision
 
 
@@ -107,6 +111,12 @@ class Regime:
         """Library code judged by the library policy: no training entry point reaches it, nothing
         says its precision and no ``assume-precision`` is set (``Project._library``)."""
         return not self.signals and self.override is None and self.scope.startswith(LIBRARY_SCOPE)
+
+    @property
+    def not_run(self) -> bool:
+        """Code no training run of the project reaches, in a project whose own training runs say their
+        precision (``Project._unreached_library``): not judged in float16, no library look."""
+        return not self.signals and self.override is None and self.scope.startswith(NOT_RUN)
 
     @property
     def any_fp16_use(self) -> bool:
@@ -804,6 +814,7 @@ class Project:
         "loaded_by_no_run": "the files only unregistered modules nothing imports lead to, beside registered models (regime_for)",
         "config_dotted_pairs": "consecutive parts of the dotted names in configuration files (_loaded_by_no_run)",
         "package_loops_f16": "the package loops holding all the project's float16 evidence, or none (regime_for)",
+        "own_runs": "the project's own training runs that say their precision (Project.own_runs_saying_precision)",
         "library_loops": "entry point file -> whether it is a package file no script runs (Project._library_loop)",
         "directories_above": "path -> set(path.parents) (Project._nearest_entry_points)",
     }
@@ -1764,21 +1775,21 @@ class Project:
                     owners.setdefault(x, []).append(ep.name())
             modes = {Regime(ep.signals).mode for ep in eps_near if ep.signals}
             if len(modes) > 1 and not modes <= {"fp16-mixed", "fp16-master", "fp16"}:
-                return self._library(f"no training entry point reaches it, and the entry points under {where}/ disagree")
+                return self._unreached_library(f"no training entry point reaches it, and the entry points under {where}/ disagree")
             names = tuple(ep.name() for ep in eps_near)
             regime = Regime(signals, None, "", names, tuple(tuple(owners[x]) for x in signals))
             programs = self._only_programs_that_do_not_train_import(key) \
                 if regime.mode in ("fp16-mixed", "fp16-master", "fp16") else None
             if programs:
-                return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
+                return self._unreached_library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
             apart = self._directory_apart(key, eps) if regime.mode in ("fp16-mixed", "fp16-master", "fp16") else None
             if apart is not None:
                 # EVA: EVA-01/clip/ (the EVA-CLIP models, which no file of the project imports) is not judged by
                 # EVA-01/eva/'s DeepSpeed fp16 beside it
-                return self._library(f"no training entry point reaches it, and its directory {apart}/ holds none, nor "
+                return self._unreached_library(f"no training entry point reaches it, and its directory {apart}/ holds none, nor "
                                      f"any file or evidence of one: the entry points of other directories say nothing of it")
             if regime.mode in ("fp16-mixed", "fp16-master", "fp16") and self._loaded_by_no_run(key):
-                return self._library(NO_RUN_LOADS)
+                return self._unreached_library(NO_RUN_LOADS)
             regime.scope = f"{UNREACHED_PROGRAM if program else UNREACHED} (the entry points under {where}/)"
             return regime
         # Entry points agree when those with evidence say one precision, or float16 in its forms
@@ -1795,12 +1806,12 @@ class Project:
                 # dinov2's hub/ (hubconf.py builds its inference models): no training run imports it, so
                 # the training's float16 says nothing of it; whoever runs it in float16 is a user. (Under
                 # an fp32 or bf16 training the project's precision reports no more than this would.)
-                return self._library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
+                return self._unreached_library(f"{ONLY_OTHER_PROGRAMS} ({', '.join(programs)})")
             loops = self._float16_only_in_package_loops(key, eps, project)
             if loops:
                 # modelscope: one package trainer's `model.half()` (mglm, under `if args.fp16`) and a few trainers'
                 # and hooks' autocast made 766 files of other models pure half
-                return self._library(f"no training entry point reaches it, and the float16 evidence is that of the "
+                return self._unreached_library(f"no training entry point reaches it, and the float16 evidence is that of the "
                                      f"package's own loops ({', '.join(loops)}), which its users call with the "
                                      f"precision they pick")
             # (under an fp32 or bf16 training the project's precision stays: the library policy would add float16
@@ -1809,15 +1820,15 @@ class Project:
             if apart is not None:
                 # InternImage: autonomous_driving/'s mmdet3d plugin (trained by mmdet's runner from configs with no
                 # fp16 key) is not judged by classification/'s DeepSpeed fp16
-                return self._library(f"no training entry point reaches it, and its directory {apart}/ holds none, nor "
+                return self._unreached_library(f"no training entry point reaches it, and its directory {apart}/ holds none, nor "
                                      f"any file or evidence of one: the entry points of other directories say nothing of it")
             if eps and project.mode in ("fp16-mixed", "fp16-master", "fp16") and self._loaded_by_no_run(key):
                 # FunASR: the legacy EEND and MossFormer models, never `@tables.register`ed and imported by nothing
                 # but their own unregistered model files, are built by none of its runs (T10-7)
-                return self._library(NO_RUN_LOADS)
+                return self._unreached_library(NO_RUN_LOADS)
             scope = (UNREACHED_PROGRAM if program else UNREACHED) if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points, project.origins)
-        return self._library("no training entry point reaches it, and the entry points disagree")
+        return self._unreached_library("no training entry point reaches it, and the entry points disagree")
 
     def _signals_of_runs_naming(self, ep: "EntryPoint", key: Path) -> Tuple[List[Tuple[Signal, Evidence]], List[str]]:
         """``ep``'s evidence for the file ``key`` when ``ep`` picks one of a registry of run configs that
@@ -2352,6 +2363,39 @@ class Project:
                                                   " of the enclosing project", tuple(names))
         return self._harness_regime
 
+    def own_runs_saying_precision(self) -> List[str]:
+        """The project's own training runs that say their precision: entry points that are no loop of
+        a package its users call (``_library_loop``: a program, a script, a file outside the packages),
+        no copy of a third-party hook, with precision evidence other than a launcher's (Amphion's,
+        physicsnemo's, FunASR's trainings). Where there are some, the project says how its code runs,
+        and code none of them reaches is run by none of its trainings: it is not judged as under any
+        float16 use (the library policy is for code whose users pick the precision, docs/precision.md).
+        Empty for a library (no entry point, or only its own loops and programs without evidence:
+        speechbrain's ``Brain.fit``, ParlAI's agents); computed once."""
+        memo = self.memo("own_runs")
+        if "names" not in memo:
+            memo["names"] = [ep.name() for ep in self.entry_points()
+                             if not self._library_loop(ep) and not self.vendored_hook(ep)
+                             and any(sig.kind != "launcher" for sig, _ in ep.signals)]
+        return memo["names"]
+
+    def users_pick_precision(self) -> bool:
+        """Is code no training run of the project reaches its users' to run in the precision they pick
+        (no own training run says a precision: ``own_runs_saying_precision``)? Then the library policy
+        looks at it as under any float16 use; otherwise it is not judged in float16."""
+        return not self.own_runs_saying_precision()
+
+    def _unreached_library(self, why: str) -> Regime:
+        """A file no entry point reaches, in a project with entry points, that the rules above leave to
+        the library policy (``why``): library code when the project's users pick its precision, or an
+        ``assume-precision`` judges it; in a project whose own training runs say their precision, code
+        run by none of them, not judged in float16 (``NOT_RUN``)."""
+        if self.assume or self.users_pick_precision():
+            return self._library(why)
+        runs = self.own_runs_saying_precision()
+        shown = ", ".join(runs[:3]) + (f", {len(runs) - 3} more" if len(runs) > 3 else "")
+        return Regime([], None, f"{NOT_RUN}: {why}; the project's own training runs say their precision ({shown})")
+
     def _library(self, why: str) -> Regime:
         if self.assume:
             return Regime([], self.assume, f"{LIBRARY_SCOPE} ({why}): assume-precision = \"{self.assume}\"")
@@ -2364,7 +2408,8 @@ class Project:
         for p in paths:
             r = self.regime_for(p)
             label = r.mode if r.signals or r.override else ("test" if r.scope.startswith("test") else
-                                                            "library" if r.scope.startswith("library") else r.mode)
+                                                            "library" if r.scope.startswith("library") else
+                                                            "not run" if r.scope.startswith(NOT_RUN) else r.mode)
             counts[label] = counts.get(label, 0) + 1
         return counts
 

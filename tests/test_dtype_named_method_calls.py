@@ -79,7 +79,7 @@ def run(vae, loader):
 def codes(passed="loss"):
     files = {"toolkit/__init__.py": "", "toolkit/base_model.py": textwrap.dedent(BASE), "extensions/__init__.py": "",
              "extensions/ltx/__init__.py": "", "train.py": textwrap.dedent(TRAIN).format(passed=passed),
-             "train_vae.py": textwrap.dedent(VAE)}
+             "toolkit/train_vae.py": textwrap.dedent(VAE)}  # (a loop of the package: its users pick the precision)
     return [f.code for f in lint_source(textwrap.dedent(MODEL), filename="extensions/ltx/model.py", extra_files=files,
                                         select=("AMP102",))]
 

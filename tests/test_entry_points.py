@@ -175,7 +175,8 @@ def test_code_no_entry_point_reaches_is_library_when_they_disagree(tmp_path):
         "b.py": "import torch\ndef main(model, x):\n    model = model.bfloat16()\n" + STEP,
     })
     r = p.regime_for(p.root / "lib.py")
-    assert r.mode == "fp32" and r.scope.startswith("library")
+    # (a.py and b.py are the project's own runs and say their precision: lib.py is run by neither)
+    assert r.mode == "fp32" and r.not_run and "the entry points disagree" in r.scope
     # ... and the project's only precision when they agree
     p = project(tmp_path / "2", {"lib.py": OPTIM, "a.py": "import torch\ndef main(model, x):\n    model.half()\n" + STEP})
     assert p.regime_for(p.root / "lib.py").mode == "fp16"
@@ -329,7 +330,7 @@ def test_summary_line_says_which_precision_and_what_no_entry_point_reaches(tmp_p
     r = run(["check", "--output-format", "concise"], p.root)
     last = r.out.splitlines()[-1]
     assert last.startswith("Assumed precision: ") and "fp16 for 1 file" in last and "bf16 for 1 file" in last
-    assert "no training entry point reaches 1 file (library policy)" in last and "1 file is a test" in last
+    assert "no training run of the project reaches 1 file (not judged in float16)" in last and "1 file is a test" in last
 
 
 def test_library_code_is_judged_by_assume_precision_when_configured(tmp_path):

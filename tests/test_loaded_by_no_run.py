@@ -119,7 +119,7 @@ def test_an_unregistered_module_nothing_imports_beside_registered_models_is_run_
     p = Project(root)
     for name in ("pkg/models/eend/e2e_eend.py", "pkg/models/eend/scorer.py"):
         regime = p.regime_for(root / name)
-        assert regime.library and "no run loads it" in regime.scope, name
+        assert regime.not_run and "no run loads it" in regime.scope, name
     found = _findings(root)
     assert ("pkg/models/eend/scorer.py", "AMP401") not in found
     # near miss: the registered model and what it imports are built by the run (its fp16 option)
@@ -151,4 +151,4 @@ def test_a_module_nothing_imports_beside_modules_a_run_loads_keeps_the_projects_
     root = _project(tmp_path, **{"pkg/models/para/extra_scorer.py": SCORER})
     p = Project(root)
     assert p.regime_for(root / "pkg/models/para/extra_scorer.py").mode == "fp16-mixed"
-    assert p.regime_for(root / "pkg/models/eend/scorer.py").library
+    assert p.regime_for(root / "pkg/models/eend/scorer.py").not_run

@@ -71,11 +71,10 @@ def _project(tmp_path, **extra):
 
 def test_what_only_programs_that_do_not_train_import_is_library_code(tmp_path):
     # dinov2: hubconf.py builds hub/text's inference model; the training (fp16 with a GradScaler) never
-    # imports it: no AMP401 on its logit scale, and the guard that rounds to 0 is reported as library code
+    # imports it: no AMP401 on its logit scale; and since that training, the project's own run, says its
+    # precision, the guard that rounds to 0 is not judged in float16 either (docs/precision.md)
     found = _findings(_project(tmp_path, **{"hubconf.py": HUBCONF}))
-    hub = [(code, msg) for path, code, msg in found if path == "pkg/hub/text.py"]
-    assert [c for c, _ in hub] == ["AMP102"]
-    assert "under any float16 use of this code" in hub[0][1]
+    assert [c for path, c, _ in found if path == "pkg/hub/text.py"] == []
     r = run(["check", "--no-cache", "--show-settings", "."], tmp_path / "p")
     assert "2 of them: programs that do not train, or files only such programs import (library policy): " \
         "hubconf.py" in r.out

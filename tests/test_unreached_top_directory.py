@@ -43,7 +43,7 @@ def _regime(tmp_path, trainer="classification/main_deepspeed.py", imports="", ex
 
 def test_a_sibling_sub_projects_precision_is_not_a_directory_it_never_enters(tmp_path):
     regime = _regime(tmp_path)
-    assert regime.library and "mapping/ holds none" in regime.scope, regime.scope
+    assert regime.not_run and "mapping/ holds none" in regime.scope, regime.scope
 
 
 def test_near_miss_an_entry_point_at_the_root_keeps_the_projects_precision(tmp_path):
@@ -94,7 +94,7 @@ def _nested(tmp_path, extra=None, imports=""):
 
 def test_a_nested_package_no_file_imports_is_apart_from_its_siblings_training(tmp_path):
     regime = _nested(tmp_path)
-    assert regime.library and "EVA-01/clip/ holds none" in regime.scope, regime.scope
+    assert regime.not_run and "EVA-01/clip/ holds none" in regime.scope, regime.scope
 
 
 def test_nested_near_misses(tmp_path):
@@ -108,7 +108,7 @@ def test_nested_near_misses(tmp_path):
 
 def test_nested_with_every_entry_point_in_one_sibling(tmp_path):
     regime = _nested(tmp_path, extra={"EVA-01/video/main.py": None, "EVA-02/asuka/run.py": None})
-    assert regime.library, regime.scope
+    assert regime.not_run, regime.scope
     # near miss: a package registering its classes is loaded by name (fairseq's --user-dir, a config's registry)
     registered = "from reg import register\n@register('clip')\nclass Registered:\n    pass\n"
     regime = _nested(tmp_path / "r", extra={"EVA-01/clip/reg.py": registered})

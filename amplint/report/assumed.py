@@ -52,6 +52,12 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
             r = project.regime_for(main)
             ev = r.half_params or r.fp16_autocast or r.fp16 or r.bf16
             return AssumedPrecision(root, mode, why, Location.of(ev) if ev is not None else None)
+        if labels[0] == "not run":
+            root = project.display(project.root) or "."
+            n = len(files)
+            return AssumedPrecision(root, "fp32", f"no training run of the project reaches {'these' if n != 1 else 'this'} "
+                                    f"{n} file{'s' if n != 1 else ''}, and its own trainings say their precision: not "
+                                    f"judged in float16 (docs/precision.md); `assume-precision` sets one")
         if labels[0] == "library" and (_has_entry_points(project) or any(
                 "nothing in the project trains" in project.regime_for(f).scope for f in files)):
             from ..project import who_reaches
