@@ -610,10 +610,28 @@ def _deepspeed_masters(signals: List[Tuple[Signal, Evidence]]) -> List[Tuple[Sig
         return signals
     # (a half cast taken only in some runs may be those without DeepSpeed: DALLE-pytorch's ``if not using_deepspeed:
     # if args.fp16: dalle.half()``)
+    # A cast switched by the trainer's fp16 flag alone is taken in DeepSpeed's fp16 runs: an "auto" block follows
+    # that flag, and Hugging Face refuses a config whose fp16 block disagrees with it (MiniCPM-V's finetune.py:
+    # `compute_dtype = torch.float16 if training_args.fp16 else ...`, launched with `--fp16 true --deepspeed
+    # ds_config_zero2.json`; T11-1)
     kept = "DeepSpeed's fp16 optimizer keeps float32 master weights"
     return [(dataclasses.replace(sig, master=True, note="; ".join(x for x in (sig.note, kept) if x)), ev)
-            if sig.kind == "half_params" and sig.dtype == "float16" and not sig.master and not sig.conditional
+            if sig.kind == "half_params" and sig.dtype == "float16" and not sig.master
+            and (not sig.conditional or _fp16_switch_only(sig))
             else (sig, ev) for sig, ev in signals]
+
+
+_HALF_WHEN = re.compile(r"\(float16 if (.+)\)$")
+
+
+def _fp16_switch_only(half: Signal) -> bool:
+    """The half cast ``half`` is taken when a flag named for float16 is on, and on nothing else: ``if args.fp16:
+    model.half()``, ``torch.float16 if training_args.fp16 else ...`` (not ``if args.fp16 and not
+    using_deepspeed``, nor a dtype compared with a string)."""
+    m = _HALF_WHEN.search(half.condition or "")
+    flags, whole = _conjuncts(f"if {m.group(1)}" if m else half.condition)
+    return bool(flags) and whole and all(
+        "==" not in f and _words(f.rsplit(".", 1)[-1]) & _HALF_OPTION and "deepspeed" not in f.lower() for f in flags)
 
 
 def _without_other_loops_options(facts: dict) -> dict:

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from amplint.project import Project
-from cliutil import write_project
+from cliutil import run, write_project
 
 DS = """{
   "zero_optimization": {"stage": 1},
@@ -40,3 +40,52 @@ def test_auto_blocks_follow_the_launchers_flag(tmp_path, flag, mode):
     p = Project(root)
     (ep,) = p.entry_points()
     assert p.regime_for(ep.path).mode == mode, flag
+
+
+COMPUTE_DTYPE = """
+import torch
+import transformers
+
+def train():
+    parser = transformers.HfArgumentParser(transformers.TrainingArguments)
+    (training_args,) = parser.parse_args_into_dataclasses()
+    compute_dtype = (
+        torch.float16
+        if training_args.fp16
+        else (torch.bfloat16 if training_args.bf16 else torch.float32)
+    )
+    model = transformers.AutoModel.from_pretrained("m", torch_dtype=compute_dtype)
+    transformers.Trainer(model=model, args=training_args).train()
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+@pytest.mark.parametrize("launch, mode, amp101", [
+    # MiniCPM-V's finetune_lora.sh (T11-1): the cast switched by the trainer's --fp16 is taken in DeepSpeed's fp16
+    # runs, whose optimizer keeps float32 master weights
+    ("--fp16 true --deepspeed ds_config.json", "fp16-master", False),
+    # near miss: the same program run without DeepSpeed steps the float16 parameters with the Trainer's AdamW
+    ("--fp16 true", "fp16", True),
+])
+def test_a_cast_switched_by_the_fp16_flag_trains_under_deepspeed_fp16(tmp_path, launch, mode, amp101):
+    root = write_project(tmp_path / "p", {"ds_config.json": DS, "finetune.py": textwrap.dedent(COMPUTE_DTYPE),
+                                          "finetune_lora.sh": f"torchrun finetune.py --output_dir out {launch}\n"})
+    p = Project(root)
+    (ep,) = p.entry_points()
+    assert p.regime_for(ep.path).mode == mode
+    r = run(["check", "--no-cache", "--select", "AMP101", "."], root)
+    assert ("AMP101" in r.out) is amp101, r.out
+
+
+def test_a_cast_switched_by_more_than_the_fp16_flag_is_not_deepspeeds(tmp_path):
+    # near miss: `if args.fp16 and not args.deepspeed: model.half()` is taken only in runs without DeepSpeed:
+    # not marked as DeepSpeed's master-weight run (kept pure half, as before)
+    src = textwrap.dedent(COMPUTE_DTYPE).replace("if training_args.fp16\n",
+                                                 "if training_args.fp16 and not training_args.deepspeed\n")
+    root = write_project(tmp_path / "p", {"ds_config.json": DS, "finetune.py": src,
+                                          "finetune_lora.sh": "torchrun finetune.py --fp16 true --deepspeed ds_config.json\n"})
+    p = Project(root)
+    (ep,) = p.entry_points()
+    assert not any(sig.master for sig, _ in ep.signals if sig.kind == "half_params")
