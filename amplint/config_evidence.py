@@ -268,7 +268,7 @@ def _shell_signals(text: str) -> Iterator[Found]:
             break
 
 
-_SHELL_OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*(?:dtype|precision)[\w-]*|adam[_-]epsilon|optim)(?:=| +)[\"']?([\w.-]+)")
+_SHELL_OPTION = re.compile(r"(?<![\w-])--((?:[A-Za-z][\w-]*)?(?:dtype|precision)[\w-]*|adam[_-]epsilon|optim)(?:=| +)[\"']?([\w.-]+)")
 
 
 def shell_options(text: str) -> List[Tuple[int, str, str]]:

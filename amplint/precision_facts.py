@@ -432,6 +432,22 @@ def _hydra_configs(functions: List[ast.AST]) -> List[Tuple[str, Optional[str]]]:
     return out
 
 
+def _option_switch(node: ast.AST, parents: "_Parents") -> Optional[Tuple[str, str, List[str]]]:
+    """``node`` is a value of a dict literal with string keys looked up by an option (``{"bf16": autocast(dtype=
+    torch.bfloat16), "fp16": ..., "fp32": nullcontext()}[args.precision]``): (the option's name, ``node``'s key, every
+    key), else None."""
+    table = parents.parent.get(id(node))
+    if not isinstance(table, ast.Dict) or not any(v is node for v in table.values):
+        return None
+    lookup = parents.parent.get(id(table))
+    if not (isinstance(lookup, ast.Subscript) and lookup.value is table and isinstance(lookup.slice, ast.Attribute)):
+        return None
+    keys = [k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in table.keys]
+    if None in keys:
+        return None
+    return lookup.slice.attr, keys[next(i for i, v in enumerate(table.values) if v is node)], keys
+
+
 def _option_defaults(nodes: List[ast.AST]) -> Dict[str, Optional[str]]:
     """The string defaults of the file's dtype / precision options (a dataclass field ``torch_dtype: Optional[str]
     = field(default=None, ...)``, ``add_argument("--torch_dtype", default="float16")``): option -> its default
@@ -896,6 +912,15 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # ``create_colossalai_plugin(plugin, dtype, ...)``: ``precision=dtype`` is what the callers pass
             record["param"] = param
             record["alternatives"] = {v: _plugin_record(node, v) for v in ("fp16", "bf16", "fp32")}
+        switch = _option_switch(node, parents) if sig.kind in ("autocast", "grad_scaler") else None
+        if switch is not None:
+            # ``with {"bf16": autocast(dtype=torch.bfloat16), "fp16": autocast(dtype=torch.float16), "fp32":
+            # nullcontext()}[args.precision]:`` (Lumina-T2X, T11-3): the entry the option's value picks, which the
+            # project reads from the launcher scripts or the option's default (Project._option_casts)
+            option_name, key, keys = switch
+            record["one_of"] = f"`{option_name}` picks one of {', '.join(keys)}"
+            facts["option_casts"].append({**record, "option": option_name, "option_key": key})
+            continue
         if option is not None:
             if _CONFIG_OBJECT.search(_dotted(getattr(node.func, "value", None)) or "") \
                     or _CONFIG_OBJECT.search(record["model"] or ""):

@@ -1327,6 +1327,18 @@ class Project:
         out = []
         for c in casts:
             values = self._option_values(entry, c["option"], reach)
+            if "option_key" in c:
+                # an entry of a dict looked up by the option (``{"bf16": autocast(dtype=torch.bfloat16), ...}[
+                # args.precision]``): evidence where the runs pick it; with no value known, one of the entries (T11-3)
+                picked = sorted({v.lower() for v, _ in values})
+                if not picked:
+                    out.append(c)
+                elif c["option_key"].lower() in picked:
+                    where = next(w for v, w in values if v.lower() == c["option_key"].lower())
+                    note = f"`--{c['option']} {c['option_key']}` ({where})"
+                    out.append({**c, "one_of": None if len(picked) == 1 else f"`{c['option']}` is one of {', '.join(picked)}",
+                                "note": f"{c['note']}; {note}" if c["note"] else note})
+                continue
             half = sorted((_HALF_OPTION_VALUES[v.lower()], v, where) for v, where in values
                           if v.lower() in _HALF_OPTION_VALUES)
             if not half:
