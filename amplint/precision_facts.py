@@ -695,6 +695,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["hydra_config_paths"] = list(dict.fromkeys(p for p, _ in hydra))
     facts["hydra_config_names"] = [[p, n] for p, n in hydra if n]
 
+    # the classes whose ``__init__`` hands a model it is given to PEFT (xtuner's SupervisedFinetune, T11-6)
+    facts["peft_classes"] = _peft_classes(parents.of(ast.ClassDef)) \
+        if b"get_peft_model" in source or b"prepare_model_for_" in source else {}
+
     if not _precision_words(source):
         return facts
     trains = _training_words(source) or bool(entry)
@@ -904,6 +908,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                               note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
                                    f"fp16 mixed precision")
         record["main"] = _under_main(node, parents)
+        if record["kind"] == "half_params" and record["dtype"] == "float16" and record["model"] and fn is not None \
+                and not record.get("master") and not _TASK_HEAD_MODEL.search(_dotted(node.func) or "") \
+                and _calls_with(fn, record["model"], node.lineno):
+            # ``llm = from_pretrained(..., torch_dtype=torch.float16)`` then ``SupervisedFinetune(llm, lora=cfg)``: a
+            # class of the project may hand it to PEFT (``peft_classes``); the project decides (Project._peft_wrapped)
+            record["passed_on"] = "literal" if _literal_half_cast(node) else "variable"
         if fields.pending is not None and sig.kind == "half_params":
             # ``dtype=config.amp_dtype`` of a config class in another file: its default, which the project reads
             record["default_of"] = list(fields.pending)
@@ -1150,6 +1160,81 @@ def _adapter_wrapped(nodes: List[ast.AST], parents: Optional["_Parents"] = None)
     return {_dotted(n.args[0]).rsplit(".", 1)[-1] for n in nodes
             if isinstance(n, ast.Call) and (_dotted(n.func) or "").rsplit(".", 1)[-1] in _ADAPTER_WRAPPERS
             and n.args and _dotted(n.args[0]) and (parents is None or not _under_if(n, parents))}
+
+
+def _peft_classes(classes: List[ast.AST]) -> Dict[str, Dict[str, List[str]]]:
+    """The module-level classes whose ``__init__`` hands a model it is given to a PEFT wrapper, there or in a method
+    it calls on ``self`` (xtuner's ``SupervisedFinetune.__init__``: ``self.llm = self.build_llm_from_cfg(llm, ...)``,
+    ``self.use_lora = lora is not None``, ``if self.use_lora: self._prepare_for_lora()``, which runs
+    ``prepare_model_for_kbit_training(self.llm)`` and ``get_peft_model(self.llm, self.lora)``): class -> {"params":
+    the ``__init__`` parameters the wrapped attribute is built from, "when": the parameters the ``if`` around the
+    wrap tests (it is taken when each is passed a value other than None)}. A wrap under a test of anything else,
+    or under an ``if`` inside the method, is not recorded."""
+    out: Dict[str, Dict[str, List[str]]] = {}
+    for cls in classes:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        init = methods.get("__init__")
+        if init is None:
+            continue
+        params = {a.arg for a in init.args.args[1:] + init.args.kwonlyargs}
+        built: Dict[str, set] = {}  # self.<attr> -> the parameters its assignments in __init__ read
+        for node in ast.walk(init):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        built.setdefault(t.attr, set()).update(
+                            n.id for n in ast.walk(node.value) if isinstance(n, ast.Name) and n.id in params)
+
+        def tested(test: ast.AST) -> Optional[set]:
+            names = set()
+            for n in ast.walk(test):
+                if isinstance(n, ast.Name) and n.id in params:
+                    names.add(n.id)
+                elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+                    names |= built.get(n.attr, set())
+            return names or None
+
+        def wraps(body: List[ast.stmt], top: bool) -> List[Tuple[str, Optional[set]]]:
+            """(the attribute a PEFT wrapper gets, the parameters the ifs around it test) in ``body``."""
+            found = []
+
+            def visit(stmts, when):
+                for st in stmts:
+                    if isinstance(st, ast.If):
+                        if not top:
+                            continue
+                        cond = tested(st.test)
+                        if cond is None:
+                            continue
+                        visit(st.body, (when or set()) | cond)
+                        continue
+                    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        continue
+                    for n in ast.walk(st):
+                        if not isinstance(n, ast.Call):
+                            continue
+                        name = _dotted(n.func) or ""
+                        if name.rsplit(".", 1)[-1] in _ADAPTER_WRAPPERS and n.args \
+                                and (_dotted(n.args[0]) or "").startswith("self."):
+                            found.append((_dotted(n.args[0])[5:].split(".", 1)[0], when))
+                        elif top and name.startswith("self.") and name[5:] in methods and name[5:] != "__init__":
+                            found.extend((attr, when) for attr, w in wraps(methods[name[5:]].body, False) if w is None)
+            visit(body, None)
+            return found
+
+        for attr, when in wraps(init.body, True):
+            if built.get(attr):
+                out[cls.name] = {"params": sorted(built[attr]), "when": sorted(when or ())}
+                break
+    return out
+
+
+def _calls_with(fn: ast.AST, name: str, after: int) -> bool:
+    """Does a call in ``fn`` after line ``after`` take the local ``name`` as an argument (``Wrapper(llm, lora=cfg)``)?"""
+    return any(isinstance(n, ast.Call) and n.lineno > after and any(
+        isinstance(a, ast.Name) and a.id == name for a in [*n.args, *(k.value for k in n.keywords)]) for n in ast.walk(fn))
 
 
 def _under_if(node: ast.AST, parents: "_Parents") -> bool:

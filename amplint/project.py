@@ -922,7 +922,63 @@ class Project:
             for path, facts in list(self._facts.items()):
                 if any(s.get("default_of") for s in facts.get("signals", ())):
                     self._facts[path] = self._with_field_defaults(facts)
+            if any(f.get("peft_classes") for f in self._facts.values()):
+                for path, facts in list(self._facts.items()):
+                    if any(s.get("passed_on") for s in facts.get("signals", ())):
+                        self._facts[path] = self._with_peft_wrapped(path, facts)
         return self._facts
+
+    def _with_peft_wrapped(self, path: Path, facts: dict) -> dict:
+        """``facts`` with each float16 load or cast that its function then hands to a project class whose ``__init__``
+        wraps it with PEFT (``precision_facts._peft_classes``: xtuner's ``build_lora_model``, ``llm =
+        from_pretrained(..., torch_dtype=torch.float16)`` then ``SupervisedFinetune(llm, lora=lora_config)``, whose
+        ``_prepare_for_lora`` runs ``prepare_model_for_kbit_training`` and ``get_peft_model``) read as the same calls
+        written inline are: a frozen base whose adapters train in float32, not a half model the optimizer steps
+        (T11-6). Only where the call passes the model for a parameter the wrapped attribute is built from and a
+        value other than None for each parameter the wrap is switched by (``SupervisedFinetune(llm)`` fine-tunes the
+        whole half model)."""
+        index, out, changed = self.index, [], False
+        fns = [x for x in index.symbols_in(path) if x.kind == "function"]
+        for s in facts["signals"]:
+            wrapper = self._peft_wrapper(s, fns) if s.get("passed_on") and s["role"] == TRAINING else None
+            if wrapper is None:
+                out.append(s)
+                continue
+            changed = True
+            if s["passed_on"] == "literal":
+                out.append({**s, "role": "inference", "why": f"`{s['model']}` is handed to PEFT by {wrapper} (a "
+                                                             f"frozen base, always float16): its own dtype, not the "
+                                                             f"trained model's"})
+            else:
+                out.append({**s, "kind": "flag", "pure": False, "master": False,
+                            "note": f"`{s['model']}` is handed to PEFT by {wrapper} and cast to float16: the "
+                                    f"trained model runs in fp16 mixed precision"})
+        return {**facts, "signals": out} if changed else facts
+
+    def _peft_wrapper(self, s: dict, fns: list) -> Optional[str]:
+        """The project class (`` `Class` (file)``) that the function holding the half cast ``s`` hands its model to, whose
+        ``__init__`` wraps it with PEFT in that call; None if none does."""
+        index = self.index
+        for fn in fns:
+            if fn.qualname.rsplit(".", 1)[-1] != s.get("function"):
+                continue
+            for site in index.calls_from(fn.name):
+                if site.line <= s["line"]:
+                    continue
+                cls = index.resolve(site.callee, fn.module)
+                if cls is None or cls.kind != "class":
+                    continue
+                spec = self._facts.get(cls.path, {}).get("peft_classes", {}).get(cls.qualname)
+                init = index.symbol(f"{cls.name}.__init__")
+                if not spec or init is None:
+                    continue
+                if not any(arg is not None and arg.kind == "name" and arg.text == s["model"]
+                           for arg in (site.argument_for(init, p)[1] for p in spec["params"])):
+                    continue
+                passed = [site.argument_for(init, w) for w in spec["when"]]
+                if all(known and arg is not None and arg.text != "None" for known, arg in passed):
+                    return f"`{cls.qualname}` ({self.display(cls.path)})"
+        return None
 
     def _with_field_defaults(self, facts: dict) -> dict:
         """``facts`` with each half load whose dtype is a config object's attribute of a class in another file
