@@ -493,6 +493,12 @@ class _Fields:
                 for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
                     if a.annotation is not None and _dotted(a.annotation):
                         classes.setdefault(a.arg, set()).add(_dotted(a.annotation))
+                # a parameter defaulting to an instance (``fsdp_config=FSDPConfig()``)
+                args = node.args
+                for a, d in [*zip((*args.posonlyargs, *args.args)[::-1], args.defaults[::-1]),
+                             *zip(args.kwonlyargs, args.kw_defaults)]:
+                    if a.annotation is None and isinstance(d, ast.Call) and _dotted(d.func):
+                        classes.setdefault(a.arg, set()).add(_dotted(d.func))
             elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and isinstance(node.value, ast.Call) and _dotted(node.value.func):
                 classes.setdefault(node.targets[0].id, set()).add(_dotted(node.value.func))
@@ -695,6 +701,14 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["hydra_config_paths"] = list(dict.fromkeys(p for p, _ in hydra))
     facts["hydra_config_names"] = [[p, n] for p, n in hydra if n]
 
+    # DeepSpeed named in the code (an import, a name, a string: ``--deepspeed``, ``DeepSpeedStrategy``), not in a comment:
+    # a DeepSpeed configuration file is no run's whose code never names it (T11-7)
+    if b"deepspeed" in source.lower() and _names_deepspeed(parents):
+        facts["deepspeed"] = True
+    # a framework's trainer that takes a DeepSpeed config from its command line or its own config (transformers'
+    # Trainer / TrainingArguments, accelerate's Accelerator, Lightning's Trainer / Fabric, trl, mmengine's Runner)
+    if any(_DEEPSPEED_FRAMEWORK_IMPORT.match(m) for m in facts["imports"]) or _DEEPSPEED_FRAMEWORK_USE.search(source):
+        facts["deepspeed_framework"] = True
     # the classes whose ``__init__`` hands a model it is given to PEFT (xtuner's SupervisedFinetune, T11-6)
     facts["peft_classes"] = _peft_classes(parents.of(ast.ClassDef)) \
         if b"get_peft_model" in source or b"prepare_model_for_" in source else {}
@@ -800,7 +814,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             call_facts.kwargs[option[0]] = Dotted("torch.float16")
         if call_facts.qualname not in AUTOCAST_NAMES:
             for k, v in list(call_facts.kwargs.items()):
-                if isinstance(v, Dotted) and k in ("dtype", "torch_dtype") and v.name not in variables:
+                if isinstance(v, Dotted) and k in ("dtype", "torch_dtype", "param_dtype") and v.name not in variables:
                     call_facts.kwargs[k] = fields.value_of(v.name, v)
         for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
             if isinstance(v, Dotted) and v.name in variables:
@@ -1229,6 +1243,37 @@ def _peft_classes(classes: List[ast.AST]) -> Dict[str, Dict[str, List[str]]]:
                 out[cls.name] = {"params": sorted(built[attr]), "when": sorted(when or ())}
                 break
     return out
+
+
+_DEEPSPEED_FRAMEWORK_IMPORT = re.compile(
+    r"transformers(\.\w+)*\.(\w*Trainer|\w*TrainingArguments|HfArgumentParser)$|accelerate(\.\w+)*\.Accelerator$|"
+    r"(lightning|pytorch_lightning)(\.\w+)*\.(Trainer|Fabric)$|trl(\.|$)|mmengine\.runner\.(Flexible)?Runner$")
+_DEEPSPEED_FRAMEWORK_USE = re.compile(
+    rb"\btransformers\.(\w*Trainer|\w*TrainingArguments|HfArgumentParser)\b|\baccelerate\.Accelerator\b|"
+    rb"\b(pl|L|lightning|pytorch_lightning)\.(Trainer|Fabric)\(")
+
+
+def _names_deepspeed(parents: "_Parents") -> bool:
+    """Does the code (not a comment or a docstring) name DeepSpeed: an import, a name or attribute, a string
+    (``"--deepspeed"``, ``type="DeepSpeedStrategy"``), a keyword argument?"""
+    for n in parents.of(ast.Import, ast.ImportFrom, ast.Name, ast.Attribute, ast.Constant, ast.keyword):
+        if isinstance(n, ast.Import):
+            words = [a.name for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            words = [n.module or "", *(a.name for a in n.names)]
+        elif isinstance(n, ast.Name):
+            words = [n.id]
+        elif isinstance(n, ast.Attribute):
+            words = [n.attr]
+        elif isinstance(n, ast.keyword):
+            words = [n.arg or ""]
+        elif isinstance(n.value, str) and len(n.value) < 200 and not isinstance(parents.parent.get(id(n)), ast.Expr):
+            words = [n.value]  # (a docstring is no use)
+        else:
+            words = []
+        if any("deepspeed" in w.lower() for w in words):
+            return True
+    return False
 
 
 def _calls_with(fn: ast.AST, name: str, after: int) -> bool:
@@ -1933,12 +1978,14 @@ def _extra_signal(node: ast.Call, facts, source: bytes) -> Optional[Signal]:
     sig = _loader_signal(node, facts)
     if sig is not None:
         return sig
-    if q.rsplit(".", 1)[-1] == "MixedPrecision" and "param_dtype" in facts.kwargs:
+    # (FSDP2's ``fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=...))`` as FSDP's MixedPrecision, T11-7)
+    policy = q.rsplit(".", 1)[-1]
+    if policy in ("MixedPrecision", "MixedPrecisionPolicy") and "param_dtype" in facts.kwargs:
         d = facts.kwargs["param_dtype"]
         if isinstance(d, Dotted) and d.name in ("torch.float16", "torch.half"):
-            return Signal("half_params", "float16", pure=True, note="FSDP MixedPrecision(param_dtype=float16)", master=True)
+            return Signal("half_params", "float16", pure=True, note=f"FSDP {policy}(param_dtype=torch.float16)", master=True)
         if isinstance(d, Dotted) and d.name == "torch.bfloat16":
-            return Signal("half_params", "bfloat16", pure=True, note="FSDP MixedPrecision(param_dtype=bfloat16)", master=True)
+            return Signal("half_params", "bfloat16", pure=True, note=f"FSDP {policy}(param_dtype=torch.bfloat16)", master=True)
     return None
 
 

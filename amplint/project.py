@@ -578,13 +578,19 @@ def _seen_from(facts: dict, own: bool, runs_its_loop: bool = False) -> dict:
             "precision_calls": [c for c in facts.get("precision_calls", ()) if c.get("function") not in mains]}
 
 
-def _called_from(facts: dict, path: Path, reached: "_Reached") -> dict:
+def _called_from(facts: dict, path: Path, reached: "_Reached", reach: set = frozenset()) -> dict:
     """``facts`` of a file an entry point imports, less the evidence inside functions that the entry
     point's code never calls (the project's call graph): a helper module's ``build_half_model()``
     used by another script of a monorepo is not this script's precision. Module-level evidence runs
-    on import and stays; so does evidence in a function the call graph does not know."""
-    kept = [s for s in facts["signals"] if not s.get("function") or reached.holds(path, s["function"])]
+    on import and stays; so does evidence in a function the call graph does not know, and an FSDP mixed-precision
+    policy built in a method that a file of ``reach`` calls on an object the call graph does not follow."""
+    kept = [s for s in facts["signals"] if not s.get("function") or reached.holds(path, s["function"])
+            or s["note"].startswith(_FSDP_POLICY) and reached.calls_method(path, s["function"], reach)]
     return facts if len(kept) == len(facts["signals"]) else {**facts, "signals": kept}
+
+
+# an FSDP mixed-precision policy (``MixedPrecision`` / FSDP2's ``MixedPrecisionPolicy``, precision_facts._extra_signal)
+_FSDP_POLICY = "FSDP MixedPrecision"
 
 
 def _auto_blocks_follow_flags(signals: List[Tuple[Signal, Evidence]]) -> List[Tuple[Signal, Evidence]]:
@@ -1159,7 +1165,7 @@ class Project:
                         continue
                     pf = _seen_from(pf, p == path, runs_its_loop=str(p) in runs)
                     if p != path:
-                        pf = _called_from(pf, p, reached)
+                        pf = _called_from(pf, p, reached, reach)
                         if stated:
                             pf = _without_other_loops_options(pf)
                     else:
@@ -1210,6 +1216,11 @@ class Project:
                         # without DeepSpeed: a DeepSpeed config is read only by the runs that are given it
                         roles.append(("not read", str(ev), "a DeepSpeed config that no launcher script of this program "
                                                             "passes"))
+                        continue
+                    if sig.note.startswith('DeepSpeed "') and cpath.suffix != ".sh" and self._runs_no_deepspeed(cpath, path, reach):
+                        # xtuner's v1 engine (FSDP2) beside the v0 trainer's configs/deepspeed/*.json: no code it runs names
+                        # DeepSpeed, and it hands its model to no framework that takes a DeepSpeed config (T11-7)
+                        roles.append(("not read", str(ev), "a DeepSpeed config; nothing this program runs uses DeepSpeed"))
                         continue
                     if cpath.parent in sub_models and cpath.parent != path.parent and path.parent in cpath.parent.parents:
                         # StyleTTS2's Utils/PLBERT/config.yml (`mixed_precision: "fp16"`): the pretraining config
@@ -1438,9 +1449,29 @@ class Project:
             source = self.read(entry)
         except OSError:
             return False
-        name = config.name.encode()
-        if _DEEPSPEED_PROGRAM.search(source) or name in source:
+        if _DEEPSPEED_PROGRAM.search(source) or config.name.encode() in source:
             return False
+        return not self._named_by_another_config(config)
+
+    def _runs_no_deepspeed(self, config: Path, entry: Path, reach: set) -> bool:
+        """Does the program ``entry`` run without DeepSpeed whatever it is given: no file it reaches names DeepSpeed in
+        its code (``import deepspeed``, ``--deepspeed``, ``DeepSpeedStrategy``: ``precision_facts._names_deepspeed``),
+        none uses a framework's trainer that takes a DeepSpeed config from its command line or its own config
+        (transformers' Trainer / TrainingArguments, accelerate's Accelerator, Lightning's Trainer, trl, mmengine's
+        Runner), no launcher script of it names DeepSpeed or ``config``, and no other
+        configuration file names ``config``?"""
+        facts = self.facts()
+        for q in reach:
+            f = facts.get(q)
+            if f is None or self.is_test(q):
+                continue
+            if f.get("deepspeed") or f.get("deepspeed_framework"):
+                return False
+        if any(deepspeed or config.name in text for _, _, (deepspeed, text) in self._shell_runs_of(entry)):
+            return False
+        return not self._named_by_another_config(config)
+
+    def _named_by_another_config(self, config: Path) -> bool:
         memo = self.memo("shell_runs")
         if "named_configs" not in memo:
             texts = []
@@ -1452,7 +1483,8 @@ class Project:
                     except OSError:
                         continue
             memo["named_configs"] = texts
-        return not any(name in text for f, text in memo["named_configs"] if f != config)
+        name = config.name.encode()
+        return any(name in text for f, text in memo["named_configs"] if f != config)
 
     def _shell_runs_of(self, entry: Path) -> List[Tuple[Path, List[Tuple[int, str, str]], Tuple[bool, str]]]:
         """The shell scripts that name the program ``entry``: (script, the dtype / precision options it passes as
@@ -2663,6 +2695,32 @@ class _Reached:
                                           exclude=self.project.fallback_classes())
         named = [s for s in self.project.index.symbols_in(path) if s.qualname.rsplit(".", 1)[-1] == function]
         return not named or any(s.name in self._names for s in named)
+
+    def calls_method(self, path: Path, function: str, reach: set) -> bool:
+        """Is a method named ``function`` of a class of ``path`` called, by that name, on an object (not ``self``) in a
+        file of ``reach``, the files the entry point imports (xtuner's ``TrainEngine.build_model``: ``model =
+        model.fully_shard(self.fsdp_cfg)`` on a model its config builds, which the call graph does not follow, and
+        ``BaseModel.fully_shard`` builds the FSDP2 policy)?"""
+        project = self.project
+        if not any(s.is_method and s.qualname.rsplit(".", 1)[-1] == function for s in project.index.symbols_in(path)):
+            return False
+        memo = self.__dict__.setdefault("_method_calls", {})
+        if function not in memo:
+            memo[function] = self._calls_method(function, reach)
+        return memo[function]
+
+    def _calls_method(self, function: str, reach: set) -> bool:
+        project = self.project
+        call = re.compile(rb"(?<!\bself)\.\s*" + re.escape(function.encode()) + rb"\(")
+        for q in reach:
+            if project.is_test(q):
+                continue
+            try:
+                if call.search(project.read(q)):
+                    return True
+            except OSError:
+                continue
+        return False
 
 
 def _longest_module(name: str, modules: Dict[str, Path], floor: int = 1) -> Optional[Path]:

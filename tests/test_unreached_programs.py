@@ -242,7 +242,9 @@ class Finetune:
     assert p.regime_for(tmp_path / "q/pkg/pretssel/ecapa.py").half_params is None
     # near miss: a half model with float32 master weights (DeepSpeed fp16: fairseq's registry models, built at run
     # time, train this way) keeps half activations in unreached code
+    # (a program that runs DeepSpeed: a DeepSpeed config is no run of code that never names it, T11-7)
     files["pkg/ds_config.json"] = '{"train_batch_size": 8, "fp16": {"enabled": true}}'
+    files["pkg/finetune.py"] = "import deepspeed\n" + files["pkg/finetune.py"]
     p = Project(write_project(tmp_path / "r", files))
     assert p.regime_for(tmp_path / "r/pkg/pretssel/ecapa.py").half_params is not None
 
