@@ -35,8 +35,10 @@ DEEPSPEED = '{"fp16": {"enabled": true}, "zero_optimization": {"stage": 2}}'
 
 
 def _findings(tmp_path, support_path):
-    # a DeepSpeed fp16 training: float16 activations in the files no entry point reaches, too
-    files = {"pkg/__init__.py": "", "pkg/train.py": TRAIN.replace(".half()", ""), "pkg/ds_config.json": DEEPSPEED,
+    # a DeepSpeed fp16 training: float16 activations in the files no entry point reaches, too (the program runs
+    # DeepSpeed: a DeepSpeed config is no run of code that never names it, T11-7)
+    files = {"pkg/__init__.py": "", "pkg/train.py": "import deepspeed\n" + TRAIN.replace(".half()", ""),
+             "pkg/ds_config.json": DEEPSPEED,
              support_path: SUPPORT}
     root = write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
     r = run(["check", "--no-cache", "--output-format", "json", "."], root)
