@@ -411,6 +411,12 @@ def _dtype_option(node: ast.Call, fn, option_locals: Dict[str, List[Tuple[int, i
     return None
 
 
+# code that loads a module or builds a class by a name it is given: importlib, a registry's lookup, a Hydra / LDM
+# ``target`` string, a file's own names looked up by string
+_DYNAMIC_LOAD = re.compile(rb"importlib|__import__|import_module|load_source|\brunpy\b|\bexec\(|pkgutil|entry_points|"
+                           rb"instantiate_from_config|get_obj_from_str|_target_|instantiate\(|get_class\(|\blocate\(|"
+                           rb"spec_from_file_location|SourceFileLoader|globals\(\)|sys\.modules|@\s*[\w.]*register\w*|"
+                           rb"\bREGISTRY\b|Registry\(")
 DTYPE_LOOKUP = "dtype looked up by "  # an autocast's note when its dtype is ``getattr(torch, <setting>)``
 
 
@@ -690,6 +696,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # backward / an optimizer / a trainer somewhere in the file (a project none of whose files trains
     # holds no training evidence: whisper's --fp16 is its decoder's)
     facts["trains"] = _training_words(source) or bool(entry)
+    # the file loads modules by name at run time (so a module nothing imports may still run)
+    facts["loads_modules"] = bool(_DYNAMIC_LOAD.search(source))
     training_helpers = _training_helpers(functions, training_lines)
     facts["precision_functions"] = _precision_functions(functions, parents.of(ast.Return))
     facts["master_optimizers"] = sorted(

@@ -2179,7 +2179,7 @@ class Project:
         facts = self.facts()
         registered = [p for p, f in facts.items() if f.get("registered") and not self.is_test(p)]
         if not registered:
-            return set()
+            return self._files_nothing_can_load()
         registry_dirs = {p.parent for p in registered} | {p.parent.parent for p in registered}
         graph = self._import_graph()
         imported = {t for targets in graph.values() for t in targets}
@@ -2203,6 +2203,34 @@ class Project:
         live_dirs = {p.parent for p in loaded if p.stem != "__init__"}
         return {p for p in _closure_of(unloaded_roots, graph, loaded)
                 if not self.is_test(p) and p.parent not in live_dirs}
+
+    def _files_nothing_can_load(self) -> set:
+        """In a project whose code loads nothing by name (no registry, ``importlib``, ``__import__``, Hydra or LDM
+        ``target`` string, ``globals()`` lookup: ``loads_modules`` of no file), the modules that nothing imports
+        and that are no program, package ``__init__``, test, nor part of a package of the project (its users'
+        API), and that no configuration file names, with the files only they lead to: left-over code no run
+        can execute (LlamaGen's ``tokenizer_image/discriminator.py``, a copy its GAN losses replaced by
+        ``discriminator_patchgan.py``, whose unused ``ActNorm`` was judged under the trainings' fp16)."""
+        facts = self.facts()
+        if any(f.get("loads_modules", True) for p, f in facts.items() if not self.is_test(p)):
+            return set()
+        graph = self._import_graph()
+        imported = {t for targets in graph.values() for t in targets}
+        loaded_roots, unloaded_roots = [], []
+        for p in graph:
+            if p in imported or self.is_test(p):
+                continue
+            f = facts.get(p, {})
+            if not f.get("script") and not f.get("entry_points") and p.stem != "__init__" and p.suffix == ".py" \
+                    and not _SCRIPT_DIR.search(self.relative(p)) and not self.in_package(p) \
+                    and f"{p.parent.name}.{p.stem}" not in self._config_dotted_pairs():
+                unloaded_roots.append(p)
+            else:
+                loaded_roots.append(p)
+        if not unloaded_roots:
+            return set()
+        loaded = _closure_of(loaded_roots, graph)
+        return {p for p in _closure_of(unloaded_roots, graph, loaded) if not self.is_test(p)}
 
     def _config_dotted_pairs(self) -> set:
         """Every two consecutive parts of the dotted names the project's configuration files hold (``a.b`` and
