@@ -85,3 +85,20 @@ def test_near_miss_the_product_outside_the_fallback():
 def test_near_miss_a_flag_no_autocast_import_sets():
     assert amp203(source=MERGE.replace("from torch.cuda.amp import autocast", "import fast_kernels\n    from torch.cuda.amp import custom_fwd as autocast_fwd"),
                   ) != []
+
+
+@pytest.mark.parametrize("test", [
+    'LooseVersion(torch.__version__) >= LooseVersion("1.6.0")',  # EasyCV's YOLOX head (set 12, T12-2)
+    'digit_version(torch.__version__) > digit_version("1.5")',
+    'not (TORCH_VERSION < (1, 6))',
+])
+def test_the_branch_for_a_torch_before_autocast_is_not_judged_under_it(test):
+    assert amp203(test=test) == []
+
+
+@pytest.mark.parametrize("test", [
+    'LooseVersion(torch.__version__) >= LooseVersion("2.0.0")',  # the else runs on torch 1.6 - 1.13 too
+    'TORCH_VERSION < (1, 6)',  # the else (the fallback here) is what a torch with autocast runs
+])
+def test_near_miss_a_version_test_that_leaves_autocast_possible(test):
+    assert amp203(test=test) != []

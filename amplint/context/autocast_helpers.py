@@ -8,6 +8,7 @@ level deep (a helper of a helper is not followed).
 """
 from __future__ import annotations
 
+import re
 from typing import Optional, Tuple
 
 import libcst as cst
@@ -129,6 +130,14 @@ def without_autocast_branch(ctx, node: cst.CSTNode) -> bool:
             test, negated = test.expression, True
         if isinstance(test, cst.Call) and ctx.call_name(test) in IS_AUTOCAST_ENABLED:
             pass  # ``if torch.is_autocast_enabled(): ... else: <here>``: autocast is off here
+        elif isinstance(test, cst.Comparison) and _torch_before_autocast(ctx, test) is not None:
+            # ``if LooseVersion(torch.__version__) >= LooseVersion("1.6.0"): ... else: <here>`` (EasyCV's YOLOX
+            # head): the branch for a torch without native autocast
+            if _torch_before_autocast(ctx, test) != negated and ctx.is_ancestor(a.body, node):
+                return True
+            if _torch_before_autocast(ctx, test) == negated and a.orelse is not None and ctx.is_ancestor(a.orelse, node):
+                return True
+            continue
         else:
             if flags is None:
                 flags = _autocast_flags(ctx)
@@ -139,3 +148,36 @@ def without_autocast_branch(ctx, node: cst.CSTNode) -> bool:
         if not negated and a.orelse is not None and ctx.is_ancestor(a.orelse, node):
             return True
     return False
+
+
+# torch.cuda.amp.autocast came with torch 1.6
+_AUTOCAST_SINCE = (1, 6)
+_TORCH_VERSION_TEXT = re.compile(r"(?i)torch\.__version__|torch_version|\btorch\.version\b")
+_VERSION_LITERAL = re.compile(r"(\d+)\s*[.,]\s*(\d+)")
+
+
+def _torch_before_autocast(ctx, test: cst.Comparison) -> Optional[bool]:
+    """For a test comparing torch's version with a literal one (``LooseVersion(torch.__version__) >=
+    LooseVersion("1.6.0")``, ``digit_version(TORCH_VERSION) < digit_version("1.6")``, ``TORCH_VERSION >= (1, 6)``):
+    True when the test holds only on a torch older than native autocast (1.6), False when it fails only there,
+    None when it says nothing of that."""
+    if len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    left, right = ctx.code(test.left), ctx.code(target.comparator)
+    ops = {cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">", cst.GreaterThanEqual: ">="}
+    op = ops.get(type(target.operator))
+    if op is None:
+        return None
+    if _TORCH_VERSION_TEXT.search(right) and not _TORCH_VERSION_TEXT.search(left):
+        left, right = right, left
+        op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+    m = _VERSION_LITERAL.search(right)
+    if not _TORCH_VERSION_TEXT.search(left) or m is None:
+        return None
+    v = (int(m.group(1)), int(m.group(2)))
+    if op == "<" and v <= _AUTOCAST_SINCE or op == "<=" and v < _AUTOCAST_SINCE:
+        return True   # holds only before 1.6
+    if op == ">=" and v <= _AUTOCAST_SINCE or op == ">" and v < _AUTOCAST_SINCE:
+        return False  # fails only before 1.6
+    return None
