@@ -73,3 +73,42 @@ def test_update_under_the_same_if_is_reported_once_as_the_second_unscale():
     body = BEFORE_FIX.replace("        scaler.update()", "            scaler.update()")
     (line, message), = found("AMP303", source(body))
     assert line == 11 and "already been called" in message
+
+
+TOO_EARLY = """
+import torch
+
+def fit(model, loader, clip=1.0):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        if clip is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+"""
+
+
+def test_unscale_before_the_scaled_backward_of_its_own_iteration():
+    """autogluon's TabM loop (set 12): unscale_ and clip before the backward; the step then skips its unscale_."""
+    (line, message), = found("AMP303", TOO_EARLY)
+    assert line == 12
+    assert "before this iteration's scaled backward" in message and "never detected" in message
+
+
+def test_near_miss_unscale_after_the_backward_right_before_the_step():
+    fixed = TOO_EARLY.replace("""        if clip is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        scaler.scale(loss).backward()
+""", """        scaler.scale(loss).backward()
+        if clip is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+""")
+    assert lines("AMP303", fixed) == []

@@ -9,7 +9,7 @@ import libcst as cst
 from ..context.conditions import holds_at
 from ..context.nonfinite_stops import skipped_updates
 from ..context.project_text import grep, strip_comment
-from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, bf16_only, insertion_anchor, is_grad_scaler,
+from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, bf16_only, innermost_loop, insertion_anchor, is_grad_scaler,
                                 repeated_updates, training_steps, wrapper_steps_after_plain_backward)
 from ..findings import Location, Applicability, Confidence, Fix, Violation
 from .base import Rule
@@ -242,6 +242,20 @@ class GradScalerMisuse(Rule):
                     continue  # a second unscale_ that raises is reported as such
                 reported.add(e.index)
                 target = ctx.code(e.target) if e.target is not None else "optimizer"
+                stepped = self._stepped_after(ctx, step, e, bw)
+                if stepped is not None:
+                    # autogluon's TabM loop: zero_grad, loss, unscale_ + clip, then the scaled backward and step
+                    message = (f"`{e.scaler}.unscale_({target})` runs before this iteration's scaled backward: it "
+                               f"unscales (and the clip sees) the gradients zero_grad left, and "
+                               f"`{ctx.code(stepped.call)}` then skips its own unscale_ (already done this iteration), "
+                               f"so the optimizer steps with gradients multiplied by the loss scale (65536 at the "
+                               f"start) and an overflow of the backward is never detected")
+                    yield Violation(e.call, message, Confidence.CERTAIN,
+                                    help=f"move `{e.scaler}.unscale_({target})` and the clip after "
+                                         f"`{e.scaler}.scale(loss).backward()`, right before `{ctx.code(stepped.call)}`",
+                                    related=[Location(ctx.path, ctx.line_of(bw.call), "the scaled backward, after it"),
+                                             Location(ctx.path, ctx.line_of(stepped.call), "the step")])
+                    continue
                 message = (f"`{e.scaler}.unscale_({target})` runs on iterations that do not step: the next "
                            f"`{e.scaler}.scale(loss).backward()` adds scaled gradients to these unscaled ones, and "
                            f"the next unscale_ divides them by the loss scale again (65536 at the start), so "
@@ -250,6 +264,16 @@ class GradScalerMisuse(Rule):
                                 help=f"unscale (and clip) only on the iterations that call `{e.scaler}.step({target})`, "
                                      f"right before it; call `{e.scaler}.update()` on those iterations only",
                                 related=[Location(ctx.path, ctx.line_of(bw.call), "the next scaled backward")])
+
+    @staticmethod
+    def _stepped_after(ctx, step: Step, unscale, bw):
+        """The ``scaler.step(...)`` of the same scaler that follows the scaled backward ``bw`` in the same iteration
+        as ``unscale`` (which comes before ``bw``): the unscale_ belongs to that step's iteration, too early."""
+        loop = innermost_loop(ctx, unscale.call, step.scope)
+        if loop is None or ctx.line_of(unscale.call) > ctx.line_of(bw.call) or innermost_loop(ctx, bw.call, step.scope) is not loop:
+            return None
+        return next((s for s in step.of_kind("scaler_step") if s.scaler == unscale.scaler
+                     and ctx.line_of(s.call) > ctx.line_of(bw.call) and innermost_loop(ctx, s.call, step.scope) is loop), None)
 
     # scaler.update() after each of two optimizers' steps ------------------------------------------
     def _update_twice(self, ctx, step: Step) -> Iterable[Violation]:
