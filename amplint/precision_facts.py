@@ -417,6 +417,15 @@ _DYNAMIC_LOAD = re.compile(rb"importlib|__import__|import_module|load_source|\br
                            rb"instantiate_from_config|get_obj_from_str|_target_|instantiate\(|get_class\(|\blocate\(|"
                            rb"spec_from_file_location|SourceFileLoader|globals\(\)|sys\.modules|@\s*[\w.]*register\w*|"
                            rb"\bREGISTRY\b|Registry\(")
+def _runs_at_top(tree: ast.Module, source: bytes) -> bool:
+    """Does the module do work at its top level, as a program run by path does: a call statement, a loop or a
+    ``with`` outside any function, or command-line arguments read (``sys.argv``, ``parse_args``)?"""
+    if b"sys.argv" in source or b"parse_args" in source:
+        return True
+    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith))
+               or isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) for n in tree.body)
+
+
 DTYPE_LOOKUP = "dtype looked up by "  # an autocast's note when its dtype is ``getattr(torch, <setting>)``
 
 
@@ -698,6 +707,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["trains"] = _training_words(source) or bool(entry)
     # the file loads modules by name at run time (so a module nothing imports may still run)
     facts["loads_modules"] = bool(_DYNAMIC_LOAD.search(source))
+    # the file does its work when run (a script without a ``__main__`` block: LMFlow's examples/detail_memory.py)
+    facts["runs_at_top"] = _runs_at_top(tree, source)
     training_helpers = _training_helpers(functions, training_lines)
     facts["precision_functions"] = _precision_functions(functions, parents.of(ast.Return))
     facts["master_optimizers"] = sorted(

@@ -2207,8 +2207,9 @@ class Project:
     def _files_nothing_can_load(self) -> set:
         """In a project whose code loads nothing by name (no registry, ``importlib``, ``__import__``, Hydra or LDM
         ``target`` string, ``globals()`` lookup: ``loads_modules`` of no file), the modules that nothing imports
-        and that are no program, package ``__init__``, test, nor part of a package of the project (its users'
-        API), and that no configuration file names, with the files only they lead to: left-over code no run
+        and that are no program (nor a script doing its work at its top level, ``runs_at_top``), package
+        ``__init__``, test, nor part of a package of the project (its users' API), and that no configuration file
+        names, with the files only they lead to: left-over code no run
         can execute (LlamaGen's ``tokenizer_image/discriminator.py``, a copy its GAN losses replaced by
         ``discriminator_patchgan.py``, whose unused ``ActNorm`` was judged under the trainings' fp16)."""
         facts = self.facts()
@@ -2221,7 +2222,8 @@ class Project:
             if p in imported or self.is_test(p):
                 continue
             f = facts.get(p, {})
-            if not f.get("script") and not f.get("entry_points") and p.stem != "__init__" and p.suffix == ".py" \
+            if not f.get("script") and not f.get("runs_at_top", True) and not f.get("entry_points") \
+                    and p.stem != "__init__" and p.suffix == ".py" \
                     and not _SCRIPT_DIR.search(self.relative(p)) and not self.in_package(p) \
                     and f"{p.parent.name}.{p.stem}" not in self._config_dotted_pairs():
                 unloaded_roots.append(p)

@@ -80,3 +80,11 @@ def test_near_miss_a_project_that_loads_modules_by_name_keeps_it_judged(tmp_path
 
 def test_near_miss_a_package_module_is_its_users_api(tmp_path):
     assert ("AMP102", "discriminator_old.py") in _codes(tmp_path, {"gan/__init__.py": ""})
+
+
+def test_near_miss_a_script_doing_its_work_at_the_top_is_a_program(tmp_path):
+    script = OLD + "\nfor x in []:\n    ActNorm(3)(x)\n"
+    files = {"train.py": TRAIN, "gan/loss.py": LOSS, "gan/discriminator_old.py": script}
+    root = write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
+    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
+    assert "discriminator_old.py" in {f["filename"].replace("\\", "/").rsplit("/", 1)[-1] for f in json.loads(r.out)}
