@@ -2209,9 +2209,10 @@ class Project:
         ``target`` string, ``globals()`` lookup: ``loads_modules`` of no file), the modules that nothing imports
         and that are no program (nor a script doing its work at its top level, ``runs_at_top``), package
         ``__init__``, test, nor part of a package of the project (its users' API), and that no configuration file
-        names, with the files only they lead to: left-over code no run
-        can execute (LlamaGen's ``tokenizer_image/discriminator.py``, a copy its GAN losses replaced by
-        ``discriminator_patchgan.py``, whose unused ``ActNorm`` was judged under the trainings' fp16)."""
+        names, and whose classes all live on in the modules of its directory that the runs load
+        (``_superseded_copy``): a left-over copy no run can execute (LlamaGen's ``tokenizer_image/discriminator.py``,
+        which its GAN losses replaced by ``discriminator_patchgan.py``, whose unused ``ActNorm`` was judged under
+        the trainings' fp16), with the files only it leads to."""
         facts = self.facts()
         if any(f.get("loads_modules", True) for p, f in facts.items() if not self.is_test(p)):
             return set()
@@ -2232,7 +2233,27 @@ class Project:
         if not unloaded_roots:
             return set()
         loaded = _closure_of(loaded_roots, graph)
-        return {p for p in _closure_of(unloaded_roots, graph, loaded) if not self.is_test(p)}
+        copies = [p for p in unloaded_roots if self._superseded_copy(p, loaded)]
+        return {p for p in _closure_of(copies, graph, loaded) if not self.is_test(p)} if copies else set()
+
+    def _superseded_copy(self, path: Path, loaded: set) -> bool:
+        """Is every class ``path`` defines at its top level also defined, or imported under its name, by a module
+        of its directory that the runs load? A copy the project replaced (LlamaGen's ``discriminator.py``: its
+        ``ActNorm``, ``Blur``, ``DiscriminatorBlock`` live on in ``discriminator_patchgan.py`` /
+        ``discriminator_stylegan.py``, its ``PatchGANDiscriminator`` is what ``vq_loss.py`` imports another class
+        as). A helper module nothing imports that duplicates nothing stays judged by the project's precision."""
+        names = [s.qualname for s in self.index.symbols_in(path) if s.kind == "class" and not s.is_method]
+        siblings = [q for q in loaded if q.parent == path.parent and q != path and q.suffix == ".py"]
+        if not names or not siblings:
+            return False
+        text = []
+        for q in siblings:
+            try:
+                text.append(self.read(q).decode("utf-8", "replace"))
+            except OSError:
+                continue
+        joined = "\n".join(text)
+        return all(re.search(rf"\bclass\s+{re.escape(n)}\b|\bas\s+{re.escape(n)}\b", joined) for n in names)
 
     def _config_dotted_pairs(self) -> set:
         """Every two consecutive parts of the dotted names the project's configuration files hold (``a.b`` and

@@ -1,8 +1,9 @@
-"""Left-over modules (docs/precision.md, "Code no entry point reaches"): in a project whose code loads nothing by
+"""Left-over copies (docs/precision.md, "Code no entry point reaches"): in a project whose code loads nothing by
 name (no registry, importlib, ``__import__``, Hydra / LDM ``target`` string, ``globals()`` lookup), a module that
-nothing imports and that is no program, package file or test runs in none of its trainings (set 10: LlamaGen's
-``tokenizer_image/discriminator.py``, replaced by ``discriminator_patchgan.py``, whose unused ``ActNorm`` divides by
-``std + 1e-6``). It is not judged in float16; a way to load modules by name anywhere in the project keeps it judged."""
+nothing imports, that is no program, package file or test, and whose classes all live on in modules of its
+directory that the runs load runs in none of its trainings (set 10: LlamaGen's ``tokenizer_image/discriminator.py``,
+replaced by ``discriminator_patchgan.py``, whose unused ``ActNorm`` divides by ``std + 1e-6``). It is not judged in
+float16; a way to load modules by name anywhere in the project, or a class of its own, keeps it judged."""
 import json
 import textwrap
 
@@ -33,6 +34,15 @@ if __name__ == "__main__":
 LOSS = """
 import torch
 from torch import nn
+
+class ActNorm(nn.Module):  # the live copy of the class the old module also defines
+    def __init__(self, n):
+        super().__init__()
+        self.conv = nn.Conv2d(n, n, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+
 
 class GANLoss(nn.Module):
     def __init__(self):
@@ -85,6 +95,14 @@ def test_near_miss_a_package_module_is_its_users_api(tmp_path):
 def test_near_miss_a_script_doing_its_work_at_the_top_is_a_program(tmp_path):
     script = OLD + "\nfor x in []:\n    ActNorm(3)(x)\n"
     files = {"train.py": TRAIN, "gan/loss.py": LOSS, "gan/discriminator_old.py": script}
+    root = write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
+    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
+    assert "discriminator_old.py" in {f["filename"].replace("\\", "/").rsplit("/", 1)[-1] for f in json.loads(r.out)}
+
+
+def test_near_miss_a_module_with_a_class_of_its_own_stays_judged(tmp_path):
+    own = OLD.replace("class ActNorm(", "class ActNormV2(")
+    files = {"train.py": TRAIN, "gan/loss.py": LOSS, "gan/discriminator_old.py": own}
     root = write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
     r = run(["check", "--no-cache", "--output-format", "json", "."], root)
     assert "discriminator_old.py" in {f["filename"].replace("\\", "/").rsplit("/", 1)[-1] for f in json.loads(r.out)}
