@@ -1711,11 +1711,16 @@ class Project:
 
     def _built_import_graph(self) -> Dict[Path, set]:
         modules = {name: self.resolved(p) for name, p in self._module_paths().items()}
+        facts = self.facts()
+        names = {path: graph.get("names", {}) for path, graph in self.index._graphs.items()}
+        packages = {p: m for m, p in modules.items() if p.name == "__init__.py"}
         graph: Dict[Path, set] = {}
-        for path, f in self.facts().items():
+        for path, f in facts.items():
             targets = set()
             module = f["module"] or ""
             package = module.rpartition(".")[0]
+            # the packages this file imports names from (``from pkg import X`` lists ``pkg`` and ``pkg.X``)
+            named_from = {n.rpartition(".")[0] for n in f["imports"]}
             for name in f["imports"]:
                 for base in _candidates(name, package):
                     # a guess relative to the importing package (``<pkg>.torch`` for ``import torch``) counts
@@ -1725,8 +1730,12 @@ class Project:
                     floor = base.count(".") - name.count(".") + 1
                     hit = _longest_module(base, modules, floor)
                     if hit is not None:
-                        targets.add(hit)
-                        targets.update(_lazy_targets(base, modules, self.facts()))
+                        if hit.name == "__init__.py" and base in modules and name in named_from:
+                            break  # ``from pkg import X``: what runs is X's module (below), not all pkg imports
+                        via = _reexport_targets(base, hit, modules, packages, names) \
+                            if hit.name == "__init__.py" else None
+                        targets.update(via if via else (hit,))
+                        targets.update(_lazy_targets(base, modules, facts))
                         break
             targets.discard(path)
             graph[path] = targets
@@ -2783,6 +2792,32 @@ def _longest_module(name: str, modules: Dict[str, Path], floor: int = 1) -> Opti
         if hit is not None:
             return hit
         parts.pop()
+    return None
+
+
+def _reexport_targets(name: str, init: Path, modules: Dict[str, Path], packages: Dict[Path, str],
+                      names: Dict[Path, dict]) -> Optional[List[Path]]:
+    """The module that defines ``name`` (``pkg.nn.FullyConnected``) when the package ``__init__`` it is imported
+    from (``init``) only re-exports it (``from .module import FullyConnected``), through nested packages doing
+    the same: the code an importer of that name runs. Importing it runs every module the ``__init__`` imports,
+    but their functions and classes run only when called: physicsnemo's domino training imports a few layers
+    from ``physicsnemo.nn``, whose ``__init__`` imports every layer and functional of the package. None when
+    the name is not a re-export (defined in the ``__init__``, or from a star import): the ``__init__`` then."""
+    for _ in range(8):
+        module = packages.get(init)
+        if module is None or not name.startswith(module + "."):
+            return None
+        first, _, rest = name[len(module) + 1:].partition(".")
+        bound = names.get(init, {}).get(first)
+        if not bound or bound.startswith("*"):
+            return None
+        name = ".".join(x for x in (bound, rest) if x)
+        hit = _longest_module(name, modules)
+        if hit is None or hit == init:
+            return None
+        if hit.name != "__init__.py" or name in modules:
+            return [hit]
+        init = hit
     return None
 
 
