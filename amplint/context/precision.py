@@ -299,6 +299,8 @@ class PrecisionModel:
         fn = ctx.enclosing_function(node)
         if self._scopes_autocast(fn):
             return NOT_AUTOCAST
+        if fn is not None and self._held_by_datasets(ctx.enclosing_class(fn)):
+            return NOT_AUTOCAST
         off = self._called_without_autocast(fn) if fn is not None else None
         if off is not None:
             return AutocastState(False, None, LIKELY, off)
@@ -883,6 +885,64 @@ class PrecisionModel:
                 off = off or region.evidence
             cache[key] = off if not on else None
         return cache[key]  # type: ignore[return-value]
+
+    def _held_by_datasets(self, cls: Optional[cst.ClassDef]) -> bool:
+        """Is every instance of the module-level class ``cls`` built for a ``Dataset``: each
+        construction the project index sees is an argument of a ``Dataset`` subclass's construction
+        (``AudioDataset(WhisperFrontend())``, or through a local used only so), or sits in a method of a
+        ``Dataset`` subclass (``self.frontend = WhisperFrontend()`` in its ``__init__``)? Then its
+        methods run where the dataset calls them, in ``__getitem__`` on the data loader's CPU workers,
+        never under the training step's autocast (FunASR's and ludwig's audio front ends: triage set
+        10, T10-4). False when no construction is seen."""
+        if cls is None or self.ctx.parent(cls) is not self.ctx.module or not self._module_like(cls):
+            return False
+        key = ("held_by_datasets", cls)
+        cache = self.ctx._cache
+        if key not in cache:
+            cache[key] = False
+            cache[key] = self._built_for_datasets(cls)
+        return cache[key]  # type: ignore[return-value]
+
+    def _built_for_datasets(self, cls: cst.ClassDef) -> bool:
+        ctx = self.ctx
+        project = ctx.project
+        if project is None or not hasattr(project, "callers") or not ctx.imports.module_name:
+            return False
+        sites = project.callers(f"{ctx.imports.module_name}.{cls.name.value}")
+        if not sites:
+            return False
+        # what must be a Dataset subclass: the classes whose methods build it, the calls it is handed
+        # to (asked of the project index last: most classes are built where no dataset is in sight)
+        owners: List[str] = []
+        receivers: List[Tuple[FileContext, cst.Call]] = []
+        for site in sites:
+            other = ctx if Path(site.path) == Path(ctx.path).resolve() else ctx.other_file(site.path)
+            if other is None:
+                return False
+            calls = [c for c in other.nodes(cst.Call) if (other.call_name(c) or "").rsplit(".", 1)[-1] == cls.name.value
+                     and other.on_lines(c, {site.line})]
+            if not calls:
+                return False
+            for c in calls:
+                given = _handed_to(other, c)
+                if given is not None:
+                    receivers.extend((other, g) for g in given)
+                elif other.enclosing_class(c) is not None:
+                    owners.append(site.caller.rsplit(".", 1)[0])  # built in a method: of a Dataset?
+                else:
+                    return False
+        index = ctx.project_index
+        if index is None:
+            return False
+        datasets = {s.name for base in _DATASET_BASES for s in index.subclasses(base)}
+        if not datasets:
+            return False
+        for other, call in receivers:
+            name = other.call_name(call)
+            sym = index.resolve(name, other.imports.module_name or "") if name else None
+            if sym is None or sym.name not in datasets:
+                return False
+        return all(owner in datasets for owner in owners)
 
     def calls_of(self, fn: cst.FunctionDef) -> List[cst.Call]:
         """The calls of this file that call ``fn``: ``f(...)`` for a function, ``self.f(...)`` /
@@ -2224,6 +2284,31 @@ def _plain_value(expr: cst.CSTNode) -> bool:
             return False
         stack.extend(node.children)
     return True
+
+
+_DATASET_BASES = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset", "torch.utils.data.dataset.Dataset",
+                  "torch.utils.data.dataset.IterableDataset")
+
+
+def _handed_to(ctx: FileContext, built: cst.Call) -> Optional[List[cst.Call]]:
+    """The calls the object ``built`` makes is handed to, as an argument (``AudioDataset(
+    WhisperFrontend())``) or through a local name every use of which is one; None when it goes
+    anywhere else."""
+    def receiver(node: cst.CSTNode) -> Optional[cst.Call]:
+        arg = ctx.parent(node)
+        outer = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        return outer if isinstance(outer, cst.Call) and outer.func is not node else None
+
+    direct = receiver(built)
+    if direct is not None:
+        return [direct]
+    parent = ctx.parent(built)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+        return None
+    binding = ctx.semantic.binding_of(parent.targets[0].target)
+    uses = ctx.semantic.uses(binding) if binding is not None else []
+    calls = [receiver(u) for u in uses]
+    return calls if calls and all(c is not None for c in calls) else None  # type: ignore[return-value]
 
 
 def precision_model(ctx: FileContext) -> PrecisionModel:
