@@ -84,8 +84,9 @@ def test_near_miss_nothing_calls_it():
 
 def test_near_miss_the_caller_runs_under_autocast():
     """``render`` calls the helper outside any region of its own, and is itself called under the
-    training step's autocast: the helper runs under it."""
-    assert amp103_lines(render_name="compute_attention", inside="t = compute_attention(model(x), y)",
+    training step's autocast: the helper runs under it. (Both arguments the model's outputs: the loader's
+    ``y`` is float32 data, which would make the quotient float32 by promotion.)"""
+    assert amp103_lines(render_name="compute_attention", inside="t = compute_attention(model(x), model(x))",
                         train_imports="from render import compute_attention\n") == [7]
 
 

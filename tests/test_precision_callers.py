@@ -231,8 +231,9 @@ def test_a_module_function_that_returns_float32_gives_float32():
             return likelihood(x, 0.5 * lv)
     """)
     assert lines("AMP102", source, filename="model.py", extra_files={"train.py": TRAIN}) == []
-    # near miss: a helper whose result is float16 (a sigmoid of the float16 input) keeps the regime's float16
-    half = source.replace("log(approx_cdf(torch.exp(-log_scales) * x))", "log(halve(x))") + \
+    # near miss: a helper whose result is float16 (a sigmoid of a float16 product; the model's input
+    # itself is the loader's float32 data) keeps the regime's float16
+    half = source.replace("log(approx_cdf(torch.exp(-log_scales) * x))", "log(halve(x @ x))") + \
         "def halve(x):\n    return x.sigmoid() / 2\n"
     assert lines("AMP102", half, filename="model.py", extra_files={"train.py": TRAIN}) == [4]
 

@@ -181,6 +181,13 @@ _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step"}
 _WAVEFORM_ARGUMENT = re.compile(r"(?i)^(raw_)?(audio|audios|wav|wavs|waveform|waveforms|speech)$")
 
 
+# A loop over a data loader binds input data (``for x, y in train_loader:``): the loader's class, a name
+# or attribute named for one, and the wrappers a loop puts around it.
+_DATA_LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+_LOADER_NAME = re.compile(r"(?i)(^|_)(data_?)?loaders?$")
+_LOOP_WRAPPERS = {"enumerate", "tqdm", "iter", "trange"}
+
+
 # (file, function, parameter) whose callers are being asked: a cycle of helpers ends there.
 _ASKING: set = set()
 # How many answers were cut short so far (a cycle of helpers or of a file's own values, the depth
@@ -1547,8 +1554,42 @@ class PrecisionModel:
             if value[0] == "aug":
                 aug: cst.AugAssign = value[1]
                 return _widest([self._name_before(aug.target, aug), self.dtype_of(aug.value)])
+            if value[0] == "for" and value[1].value is not None:
+                return self._loader_item(value[1].value)
             return UNKNOWN
         return self.dtype_of(value)
+
+    def _loader_item(self, iterable: cst.CSTNode) -> DTypeFact:
+        """What a loop over a data loader binds (``for x, y in loader:``, through ``enumerate`` /
+        ``tqdm``): a batch of input data, float32 (or integer labels), which autocast does not cast;
+        UNKNOWN for any other loop. A loader is a ``DataLoader(...)`` (directly, or the value of the
+        name or ``self`` attribute looped over) or a name or attribute named for one
+        (``train_loader``, ``dataloader``)."""
+        for _ in range(3):
+            if isinstance(iterable, cst.Call) and iterable.args and not iterable.args[0].star \
+                    and (self.ctx.call_name(iterable) or "").rsplit(".", 1)[-1] in _LOOP_WRAPPERS:
+                iterable = iterable.args[0].value
+                continue
+            break
+        if not self._data_loader(iterable):
+            return UNKNOWN
+        return DTypeFact(F32, LIKELY, f"`{self.ctx.code(iterable)[:40]}` gives batches of input data, which autocast "
+                                      "does not cast")
+
+    def _data_loader(self, expr: cst.CSTNode) -> bool:
+        if isinstance(expr, cst.Call):
+            return (self.ctx.call_name(expr) or "") in _DATA_LOADERS
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr)
+            if isinstance(value, cst.Call) and (self.ctx.call_name(value) or "") in _DATA_LOADERS:
+                return True
+            return bool(_LOADER_NAME.search(expr.value))
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            value = self.init_attribute(expr, expr.attr.value)
+            if isinstance(value, cst.Call) and (self.ctx.call_name(value) or "") in _DATA_LOADERS:
+                return True
+            return bool(_LOADER_NAME.search(expr.attr.value))
+        return False
 
     def _name_before(self, name: cst.Name, stmt) -> DTypeFact:
         return self._lookup(name)
@@ -2209,6 +2250,12 @@ class PrecisionModel:
                 # ops make of its inputs (gathered ground-truth boxes), and its forward did not say
                 return DTypeFact(None, LIKELY, f"`{short}` holds no layers: its output is no activation")
             return DTypeFact(state.dtype, LIKELY, f"`{short}` module output under autocast", state.evidence)
+        regime = self.ctx.regime
+        if inputs and inputs[0].dtype == F32 and regime is not None and (
+                regime.half_params is not None or regime.launcher is not None or regime.any_fp16_use):
+            # float32 input data into a model whose weights may be half, or under an autocast out of
+            # sight (a launcher's): what it computes is not its input's dtype
+            return UNKNOWN
         return inputs[0] if inputs and inputs[0].dtype else UNKNOWN
 
     def _holds_no_layers(self, cls: str) -> bool:
