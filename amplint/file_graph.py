@@ -229,10 +229,16 @@ def _absolute(module: str, level: int, importer: Optional[str]) -> str:
     return ".".join([*base, module] if module else base)
 
 
+# Module methods that return the module itself (``Head().cuda().eval()`` is still the Head built).
+_SAME_MODULE_METHODS = {"cuda", "cpu", "to", "eval", "train", "float", "half", "bfloat16", "double", "requires_grad_",
+                        "to_empty", "share_memory"}
+
+
 def _instances(parents, parent, qualname, resolve) -> Dict[Any, str]:
     """What instances the file holds, for calls of their methods: ``(class qualname, attr)`` for
     ``self.coder = BoxCoder(...)`` in any method of the class, ``(id(def), name)`` for a local
-    ``coder = BoxCoder(...)``, each to the class's dotted name (``BoxCoder`` resolved through the
+    ``coder = BoxCoder(...)`` (``(None, name)`` for a script's module-level ``model = Head().cuda()``:
+    a device move or a mode switch returns the module), each to the class's dotted name (``BoxCoder`` resolved through the
     file's imports). A name assigned instances of two classes, or assigned anything else as well,
     is left out. Only classes by their spelling (a capitalised last name) outside torch: ``self.opt =
     torch.optim.AdamW(...)`` stays a value whose calls the graph does not follow."""
@@ -251,6 +257,10 @@ def _instances(parents, parent, qualname, resolve) -> Dict[Any, str]:
         else:
             continue
         built = None
+        # ``model = Head().cuda()``: a device move or mode switch returns the module built
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.func.attr in _SAME_MODULE_METHODS and isinstance(value.func.value, ast.Call):
+            value = value.func.value
         if isinstance(value, ast.Call) and len(targets) == 1:
             d = ast_dotted(value.func)
             last = d.rpartition(".")[2] if d else ""
@@ -263,8 +273,8 @@ def _instances(parents, parent, qualname, resolve) -> Dict[Any, str]:
                 c = _owner(fn, parent, (ast.ClassDef,))
                 if c is not None:
                     bind((qualname(c), t.attr), built)
-            elif isinstance(t, ast.Name) and fn is not None:
-                bind((id(fn), t.id), built)
+            elif isinstance(t, ast.Name):
+                bind((id(fn) if fn is not None else None, t.id), built)  # a script's module-level names too
     return {k: v for k, v in found.items() if v is not None}
 
 
@@ -274,8 +284,8 @@ def _instance_callee(dotted: str, cls: Optional[str], fn, instances: Dict[Any, s
     parts = dotted.split(".")
     if len(parts) == 3 and parts[0] == "self" and cls is not None:
         held = instances.get((cls, parts[1]))
-    elif len(parts) == 2 and fn is not None:
-        held = instances.get((id(fn), parts[0]))
+    elif len(parts) == 2:
+        held = instances.get((id(fn) if fn is not None else None, parts[0]))
     else:
         return None
     return f"{held}.{parts[-1]}" if held is not None else None
