@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .cache import ProjectCache, content_key, digest
-from .context.evidence import Evidence, Signal
+from .context.evidence import Evidence, Signal, ast_dotted
 from .config_evidence import RUN_PRECISION
 from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
@@ -470,13 +470,9 @@ def _setting(expr: ast.AST, leaves: Dict[str, object]):
     """The value of the setting ``expr`` reads (``cfg.training.amp``, ``self.amp``, a local ``dtype``) in a Hydra
     config's ``leaves``: the leaf whose dotted path ends like the attribute chain after its root name
     (``training.amp``, else ``amp`` when one leaf ends so). ``_MISSING`` when the config does not say."""
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-    parts.reverse()
+    parts = (ast_dotted(expr) or "").split(".")
+    if not parts[0]:
+        return _MISSING
     if len(parts) > 1 and not _CONFIG_ROOT.fullmatch(parts[0]):
         return _MISSING  # ``device.type``: an object of the program, not a setting
     for start in range(1, len(parts) + 1) if len(parts) > 1 else (0,):
@@ -2191,19 +2187,9 @@ class Project:
             return self._files_nothing_can_load()
         registry_dirs = {p.parent for p in registered} | {p.parent.parent for p in registered}
         graph = self._import_graph()
-        imported = {t for targets in graph.values() for t in targets}
-        loaded_roots, unloaded_roots = list(registered), []
-        for p in graph:
-            if p in imported or self.is_test(p):
-                continue
-            f = facts.get(p, {})
-            if (p.parent in registry_dirs or p.parent.parent in registry_dirs) and not f.get("registered") \
-                    and not f.get("script") and not f.get("entry_points") and p.stem != "__init__" \
-                    and p.suffix == ".py" and not _SCRIPT_DIR.search(self.relative(p)) \
-                    and f"{p.parent.name}.{p.stem}" not in self._config_dotted_pairs():
-                unloaded_roots.append(p)
-            else:
-                loaded_roots.append(p)
+        loaded_roots, unloaded_roots = self._unimported_modules(
+            lambda p, f: (p.parent in registry_dirs or p.parent.parent in registry_dirs) and not f.get("registered"))
+        loaded_roots += registered
         if not unloaded_roots:
             return set()
         loaded = _closure_of(loaded_roots, graph)
@@ -2212,6 +2198,28 @@ class Project:
         live_dirs = {p.parent for p in loaded if p.stem != "__init__"}
         return {p for p in _closure_of(unloaded_roots, graph, loaded)
                 if not self.is_test(p) and p.parent not in live_dirs}
+
+    def _unimported_modules(self, candidate) -> Tuple[List[Path], List[Path]]:
+        """The project's files that no file imports (tests aside), split in two: those that may run on their own
+        (a program, an entry point, a package ``__init__``, a file under ``scripts/`` / ``tools/``..., one a
+        configuration file names, or one ``candidate(path, facts)`` rejects) and the modules left, which nothing
+        loads unless something loads them by name."""
+        facts = self.facts()
+        graph = self._import_graph()
+        imported = {t for targets in graph.values() for t in targets}
+        loaded_roots: List[Path] = []
+        unloaded_roots: List[Path] = []
+        for p in graph:
+            if p in imported or self.is_test(p):
+                continue
+            f = facts.get(p, {})
+            if not f.get("script") and not f.get("entry_points") and p.stem != "__init__" and p.suffix == ".py" \
+                    and not _SCRIPT_DIR.search(self.relative(p)) \
+                    and f"{p.parent.name}.{p.stem}" not in self._config_dotted_pairs() and candidate(p, f):
+                unloaded_roots.append(p)
+            else:
+                loaded_roots.append(p)
+        return loaded_roots, unloaded_roots
 
     def _files_nothing_can_load(self) -> set:
         """In a project whose code loads nothing by name (no registry, ``importlib``, ``__import__``, Hydra or LDM
@@ -2226,19 +2234,8 @@ class Project:
         if any(f.get("loads_modules", True) for p, f in facts.items() if not self.is_test(p)):
             return set()
         graph = self._import_graph()
-        imported = {t for targets in graph.values() for t in targets}
-        loaded_roots, unloaded_roots = [], []
-        for p in graph:
-            if p in imported or self.is_test(p):
-                continue
-            f = facts.get(p, {})
-            if not f.get("script") and not f.get("runs_at_top", True) and not f.get("entry_points") \
-                    and p.stem != "__init__" and p.suffix == ".py" \
-                    and not _SCRIPT_DIR.search(self.relative(p)) and not self.in_package(p) \
-                    and f"{p.parent.name}.{p.stem}" not in self._config_dotted_pairs():
-                unloaded_roots.append(p)
-            else:
-                loaded_roots.append(p)
+        loaded_roots, unloaded_roots = self._unimported_modules(
+            lambda p, f: not f.get("runs_at_top", True) and not self.in_package(p))
         if not unloaded_roots:
             return set()
         loaded = _closure_of(loaded_roots, graph)

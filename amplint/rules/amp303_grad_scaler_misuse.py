@@ -245,25 +245,25 @@ class GradScalerMisuse(Rule):
                 stepped = self._stepped_after(ctx, step, e, bw)
                 if stepped is not None:
                     # autogluon's TabM loop: zero_grad, loss, unscale_ + clip, then the scaled backward and step
+                    step_code = ctx.code(stepped.call)
                     message = (f"`{e.scaler}.unscale_({target})` runs before this iteration's scaled backward: it "
-                               f"unscales (and the clip sees) the gradients zero_grad left, and "
-                               f"`{ctx.code(stepped.call)}` then skips its own unscale_ (already done this iteration), "
-                               f"so the optimizer steps with gradients multiplied by the loss scale (65536 at the "
-                               f"start) and an overflow of the backward is never detected")
-                    yield Violation(e.call, message, Confidence.CERTAIN,
-                                    help=f"move `{e.scaler}.unscale_({target})` and the clip after "
-                                         f"`{e.scaler}.scale(loss).backward()`, right before `{ctx.code(stepped.call)}`",
-                                    related=[Location(ctx.path, ctx.line_of(bw.call), "the scaled backward, after it"),
-                                             Location(ctx.path, ctx.line_of(stepped.call), "the step")])
-                    continue
-                message = (f"`{e.scaler}.unscale_({target})` runs on iterations that do not step: the next "
-                           f"`{e.scaler}.scale(loss).backward()` adds scaled gradients to these unscaled ones, and "
-                           f"the next unscale_ divides them by the loss scale again (65536 at the start), so "
-                           f"the accumulated gradient is mostly the last micro-batch's")
-                yield Violation(e.call, message, Confidence.CERTAIN,
-                                help=f"unscale (and clip) only on the iterations that call `{e.scaler}.step({target})`, "
-                                     f"right before it; call `{e.scaler}.update()` on those iterations only",
-                                related=[Location(ctx.path, ctx.line_of(bw.call), "the next scaled backward")])
+                               f"unscales (and the clip sees) the gradients zero_grad left, and `{step_code}` then "
+                               f"skips its own unscale_ (already done this iteration), so the optimizer steps with "
+                               f"gradients multiplied by the loss scale (65536 at the start) and an overflow of the "
+                               f"backward is never detected")
+                    help = (f"move `{e.scaler}.unscale_({target})` and the clip after "
+                            f"`{e.scaler}.scale(loss).backward()`, right before `{step_code}`")
+                    related = [Location(ctx.path, ctx.line_of(bw.call), "the scaled backward, after it"),
+                               Location(ctx.path, ctx.line_of(stepped.call), "the step")]
+                else:
+                    message = (f"`{e.scaler}.unscale_({target})` runs on iterations that do not step: the next "
+                               f"`{e.scaler}.scale(loss).backward()` adds scaled gradients to these unscaled ones, and "
+                               f"the next unscale_ divides them by the loss scale again (65536 at the start), so "
+                               f"the accumulated gradient is mostly the last micro-batch's")
+                    help = (f"unscale (and clip) only on the iterations that call `{e.scaler}.step({target})`, "
+                            f"right before it; call `{e.scaler}.update()` on those iterations only")
+                    related = [Location(ctx.path, ctx.line_of(bw.call), "the next scaled backward")]
+                yield Violation(e.call, message, Confidence.CERTAIN, help=help, related=related)
 
     @staticmethod
     def _stepped_after(ctx, step: Step, unscale, bw):
