@@ -133,6 +133,8 @@ def settings_report(projects) -> str:
             if found:
                 programs = sorted({name for names in found for name in names.split(", ") if not name.endswith(" more")})
                 shown = ", ".join(programs[:5]) + (f", {len(programs) - 5} more" if len(programs) > 5 else "")
+                judged = "library policy" if any(project.regime_for(f).library for f in unreached
+                                                 if ONLY_OTHER_PROGRAMS in project.regime_for(f).scope) else "not run"
                 out.append(f"    {len(found)} of them: programs that do not train, or files only such programs "
-                           f"import (library policy): {shown}")
+                           f"import ({judged}): {shown}")
     return "\n".join(out) + "\n"

@@ -70,6 +70,9 @@ def test_a_research_repos_unreached_model_is_not_judged_in_float16(tmp_path):
     r = p.regime_for(root / "models/unused.py")
     assert not r.library and r.mode == "fp32" and "own training runs say their precision" in r.scope
     out = run(["check", "--no-cache", "models/unused.py"], root).out + run(["check", "--no-cache", "--show-settings", "."], root).out
+    last = run(["check", "--no-cache", "--output-format", "concise", "."], root).out.splitlines()[-1]
+    assert last.startswith("Assumed precision: ") and not last.startswith("Assumed precision: not run"), last
+    assert "no training run of the project reaches 3 files (not judged in float16)" in last, last
     assert "not judged in float16" in out and "not run: 3" in out and "3 of them: not run by the project's trainings" in out, out
 
 

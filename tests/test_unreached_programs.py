@@ -76,7 +76,7 @@ def test_what_only_programs_that_do_not_train_import_is_library_code(tmp_path):
     found = _findings(_project(tmp_path, **{"hubconf.py": HUBCONF}))
     assert [c for path, c, _ in found if path == "pkg/hub/text.py"] == []
     r = run(["check", "--no-cache", "--show-settings", "."], tmp_path / "p")
-    assert "2 of them: programs that do not train, or files only such programs import (library policy): " \
+    assert "2 of them: programs that do not train, or files only such programs import (not run): " \
         "hubconf.py" in r.out
 
 

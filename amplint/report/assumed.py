@@ -45,7 +45,8 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
         from ..precision_report import file_label, precision_parts
         labels = [file_label(project, f)[0] for f in files]
         if len(set(labels)) > 1:
-            mode = max(set(labels), key=labels.count)
+            # (the headline is a precision some files run in: files no training run reaches are counted, not named)
+            mode = max(set(labels) - {"not run"}, key=labels.count)
             root = project.display(project.root) or "."
             why = "per training entry point (--show-settings): " + precision_parts([(project, f) for f in files])
             main = files[labels.index(mode)]
