@@ -102,9 +102,11 @@ class NativeScaler:
      {"amp_utils.py": "import torch\nscaler = torch.amp.GradScaler('cuda')\n"}),
     ("a wrapper class in another file constructs the GradScaler (timm's NativeScaler)", LOOP,
      {"scaler.py": NATIVE_SCALER}),
-    ("Hugging Face TrainingArguments(fp16=True)", LOOP,
+    # (a trainer flag of the program that runs the loop; another program's flag scales that program's steps only:
+    # tests/test_amp301_other_programs_flags.py)
+    ("Hugging Face TrainingArguments(fp16=True)", "import args  # noqa: F401\n" + LOOP,
      {"args.py": "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n"}),
-    ("Lightning Trainer(precision=16)", LOOP,
+    ("Lightning Trainer(precision=16)", "import cli  # noqa: F401\n" + LOOP,
      {"cli.py": "import lightning as L\ntrainer = L.Trainer(precision=16)\n"}),
     ("bf16 autocast", LOOP.replace("torch.float16", "torch.bfloat16"), None),
     ("autocast disabled", LOOP.replace('"cuda", dtype=torch.float16', '"cuda", enabled=False'), None),

@@ -10,14 +10,16 @@ from ..fp16 import FLOAT16, fmt, pow2
 from .base import Rule
 
 
-def loss_scaling_evidence(regime) -> Optional[Evidence]:
-    """Project-wide evidence that float16 steps are loss-scaled: a GradScaler anywhere (directly,
-    or constructed by a wrapper such as timm's NativeScaler), or a trainer / accelerator / apex
-    fp16 flag (they bring their own scaler)."""
+def loss_scaling_evidence(regime, flags: bool = True) -> Optional[Evidence]:
+    """Evidence that float16 steps are loss-scaled: a GradScaler (directly, or constructed by a wrapper
+    such as timm's NativeScaler), or, with ``flags``, a trainer / accelerator / apex fp16 flag (they bring
+    their own scaler, for the steps they run)."""
     if regime is None:
         return None
     if regime.grad_scaler is not None:
         return regime.grad_scaler
+    if not flags:
+        return None
     for sig, ev in regime.signals:
         if sig.kind == "flag" and sig.dtype == "float16" and sig.enabled:
             return ev
@@ -38,8 +40,12 @@ class Fp16AutocastWithoutGradScaler(Rule):
         regime = ctx.regime
         if loss_scaling_evidence(regime) is not None:
             return
-        if ctx.project is not None and loss_scaling_evidence(getattr(ctx.project, "evidence_anywhere", None)) is not None:
-            return  # a scaler built where no import shows it (handed to the loop at run time)
+        if ctx.project is not None and loss_scaling_evidence(getattr(ctx.project, "evidence_anywhere", None),
+                                                             flags=False) is not None:
+            # a scaler built where no import shows it (handed to the loop at run time); another program's
+            # `Trainer(fp16=True)` scales the steps that trainer runs, not this loop's (FlagAI's DreamBooth
+            # script beside its GLM / T5 trainers, set 12, M12-1)
+            return
         if regime is not None and regime.half_params is not None:
             return  # pure half: GradScaler cannot unscale float16 gradients; another problem
         for scope, step in training_steps(ctx).items():
