@@ -233,6 +233,19 @@ def _string_keyed(e: cst.Subscript) -> bool:
         and isinstance(e.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
 
 
+def _widest_passed(heard: List["_Heard"], name: str, fn: cst.FunctionDef, how: str) -> "DTypeFact":
+    """The widest dtype the known, non-float16 values ``heard`` pass for ``name`` (UNKNOWN when none is a
+    tensor), said with where one of them is passed (``how``, with ``{where}`` for its place)."""
+    tensors = [h for h in heard if h.fact.dtype is not None]
+    if not tensors:
+        return UNKNOWN
+    widest = _widest([h.fact for h in tensors])
+    h = next(h for h in tensors if h.fact.dtype == widest.dtype)
+    where = f"{_where(h)} in {h.path}"
+    return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} "
+                                           + how.format(where=where))
+
+
 def _only_raises(body: cst.BaseSuite) -> bool:
     stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
     return len(stmts) == 1 and isinstance(stmts[0], cst.SimpleStatementLine) \
@@ -1396,13 +1409,7 @@ class PrecisionModel:
             # ``loss = F.mse_loss(pred.float(), target.float(), reduction="none")``, on a model object
             # it is handed): those are the calls that run it. (They only clear the regime's guess:
             # a float16 value passed by a call of that name may be another class's.)
-            tensors = [h for h in named if h.fact.dtype is not None]
-            if not tensors:
-                return UNKNOWN
-            widest = _widest([h.fact for h in tensors])
-            h = next(h for h in tensors if h.fact.dtype == widest.dtype)
-            return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} by the calls "
-                                                   f"of that name ({_where(h)} in {h.path})")
+            return _widest_passed(named, name, fn, "by the calls of that name ({where})")
         for h in facts:
             fact = h.fact
             if fact.is_half:
@@ -1414,13 +1421,7 @@ class PrecisionModel:
             # helper this parameter is passed on to sees a known value, not an unknown one (which
             # would send it back to the regime: a method's fp32 argument taken as float16 one call
             # further down).
-            tensors = [h for h in facts if h.fact.dtype is not None]
-            if not tensors:
-                return UNKNOWN
-            widest = _widest([h.fact for h in tensors])
-            h = next(h for h in tensors if h.fact.dtype == widest.dtype)
-            return DTypeFact(widest.dtype, LIKELY, f"`{name}` of `{fn.name.value}` is passed {widest.dtype} "
-                                                   f"by {_where(h)} in {h.path}")
+            return _widest_passed(facts, name, fn, "by {where}")
         private = fn.name.value.startswith("_") and not fn.name.value.endswith("__")
         # (so is a public method of a class reached by a training entry point that only its class
         # calls, no other file calling anything of that name: ultralytics' ``calculate_angle_loss``
