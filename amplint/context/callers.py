@@ -33,9 +33,36 @@ def _positional_names(fn: cst.FunctionDef, method: bool) -> List[str]:
     return names[1:] if method and names and names[0] in ("self", "cls") else names
 
 
+# Helpers that call their first argument with the items of the lists that follow it: the builtin
+# ``map`` and mmdet's ``multi_apply(func, *args, **kwargs)`` (``map(partial(func, **kwargs), *args)``,
+# copied into many detection code bases).
+_MAPPERS = {"map", "multi_apply"}
+
+
+def mapped_callback(call: cst.Call) -> Optional[Tuple[str, str]]:
+    """``("method", f)`` for ``multi_apply(self.f, xs, ...)`` / ``map(self.f, xs)``, ``("function", f)``
+    for ``map(f, xs)``: the callback such a call runs on the items of ``xs``; None for any other call."""
+    func = call.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if last not in _MAPPERS or len(call.args) < 2 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    first = call.args[0].value
+    if isinstance(first, cst.Attribute) and isinstance(first.value, cst.Name) and first.value.value in ("self", "cls"):
+        return ("method", first.attr.value)
+    if isinstance(first, cst.Name):
+        return ("function", first.value)
+    return None
+
+
 def argument_for(call: cst.Call, fn: cst.FunctionDef, param: str, method: bool) -> Tuple[bool, Optional[cst.BaseExpression]]:
     """(known, value): the expression ``call`` passes for ``param`` of ``fn``; known is False when
-    ``*args`` / ``**kwargs`` may carry it."""
+    ``*args`` / ``**kwargs`` may carry it. A ``map`` / ``multi_apply`` call of ``fn`` as its callback
+    (``mapped_callback``) passes the lists after ``fn`` positionally (a list's dtype is its
+    tensors'), its keywords as they are."""
+    if call.args and mapped_callback(call) is not None and mapped_callback(call)[1] == fn.name.value \
+            and not (isinstance(call.func, cst.Name) and call.func.value == fn.name.value) \
+            and not (isinstance(call.func, cst.Attribute) and call.func.attr.value == fn.name.value):
+        call = call.with_changes(args=call.args[1:])
     for a in call.args:
         if a.keyword is not None and a.keyword.value == param:
             return True, a.value
@@ -60,6 +87,48 @@ def argument_for(call: cst.Call, fn: cst.FunctionDef, param: str, method: bool) 
     return True, None  # the default
 
 
+def spread_for(pm, call: cst.Call, fn: cst.FunctionDef, param: str, method: bool) -> Optional[cst.BaseExpression]:
+    """What a call ``argument_for`` cannot place passes for ``param`` through its ``*`` / ``**``
+    arguments, where the caller's code says: ``self.loss(*loss_inputs)`` after ``loss_inputs = outs
+    + (gt_bboxes, img_metas)`` passes the caller's ``gt_bboxes`` for ``gt_bboxes`` (the tuple's
+    element of the parameter's own name: EasyCV's FCOS head); ``self(**data, mode="train")`` passes
+    an entry of ``data`` for each parameter no other argument gives: the dict itself is returned,
+    and a caller takes its dtype for its entries' only where that is known (a loader's batch, an
+    mmcv runner's ``train_step(data)``). None otherwise."""
+    if mapped_callback(call) is not None and mapped_callback(call)[1] == fn.name.value:
+        return None
+    names = _positional_names(fn, method)
+    if param not in names and not any(p.name.value == param for p in fn.params.kwonly_params):
+        return None
+    for a in call.args:
+        if a.star != "*" or a.keyword is not None:
+            continue
+        seq = a.value
+        if isinstance(seq, cst.Name):
+            seq = pm.value_of(seq)
+        while isinstance(seq, cst.BinaryOperation) and isinstance(seq.operator, cst.Add):
+            seq = seq.right
+        if isinstance(seq, (cst.Tuple, cst.List)):
+            for e in seq.elements:
+                if isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and e.value.value == param:
+                    return e.value
+    spreads = [a.value for a in call.args if a.star == "**"]
+    return spreads[0] if len(spreads) == 1 else None
+
+
+def _spread_passed(pm, call: cst.Call, fn: cst.FunctionDef, param: str, method: bool, model, path: str) -> Optional[Passed]:
+    """A ``Passed`` for what ``call`` passes ``param`` through ``*`` / ``**`` (``spread_for``): a
+    dict's entries count only with a dtype the caller's model knows and computed, not guessed."""
+    value = spread_for(model, call, fn, param, method)
+    if value is None:
+        return None
+    if any(a.star == "**" and a.value is value for a in call.args):
+        fact = model.passed_dtype(call, value)
+        if fact.dtype is None or fact.assumed:
+            return None
+    return Passed(call, value, model, path)
+
+
 def passed_values(pm, fn: cst.FunctionDef, param: str, elsewhere: bool = True) -> List[Passed]:
     """What the calls of ``fn`` in this file and (``elsewhere``), for a module-level function, in
     the files of the project that import it pass for ``param``."""
@@ -72,6 +141,10 @@ def passed_values(pm, fn: cst.FunctionDef, param: str, elsewhere: bool = True) -
         known, value = argument_for(call, fn, param, method)
         if known:
             out.append(Passed(call, value, pm, ctx.path))
+        else:
+            spread = _spread_passed(pm, call, fn, param, method, pm, ctx.path)
+            if spread is not None:
+                out.append(spread)
     if elsewhere:
         out.extend(project_passed(pm, fn, param))
     return out
@@ -86,6 +159,10 @@ def project_passed(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
         known, value = argument_for(call, fn, param, method)
         if known:
             out.append(Passed(call, value, other_pm, other.path))
+        else:
+            spread = _spread_passed(other_pm, call, fn, param, method, other_pm, other.path)
+            if spread is not None:
+                out.append(spread)
     return out
 
 

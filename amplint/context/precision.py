@@ -27,6 +27,7 @@ import libcst as cst
 from ..torch_api import autocast as autocast_ops
 from ..torch_api import grad_mode
 from .autocast_helpers import without_autocast_branch
+from .callers import mapped_callback
 from .literal_paths import call_skips_path, path_needs
 from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model, autocast_device
 from .file_context import Evidence, FileContext
@@ -1174,6 +1175,11 @@ class PrecisionModel:
                     index.setdefault(("method", func.attr.value), []).append(call)
                 elif isinstance(func, cst.Name):
                     index.setdefault(("function", func.value), []).append(call)
+                # ``multi_apply(self._get_target_single, gt_bboxes_list, ...)`` / ``map(f, xs)`` call
+                # the callback with the lists' items (``callers.argument_for`` reads them so)
+                callback = mapped_callback(call)
+                if callback is not None:
+                    index.setdefault(callback, []).append(call)
             self.ctx._cache["calls_by_callee"] = index
         return index  # type: ignore[return-value]
 
