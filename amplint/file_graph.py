@@ -11,7 +11,8 @@ the callee ``losses.nll_loss``; which project module that is, is the index's que
     {"functions": [[qualname, line, params, kwonly, vararg, kwarg], ...],  # every def, methods too
      "classes":   [[qualname, line, [base, ...]], ...],                    # bases resolved
      "names":     {local: dotted, ...},             # what the file's imports bind (re-exports)
-     "calls":     [[caller, callee, line, col, [[how, text, kind], ...], on_self], ...]}
+     "calls":     [[caller, callee, line, col, [[how, text, kind], ...], on_self], ...],
+     "loose":     [[caller, "name.method", line, col, [[how, text, kind], ...], False], ...]}
 
 ``qualname`` is the dotted path inside the module (``Net.forward``; a nested ``def`` is
 ``outer.inner``); ``caller`` is the qualname of the innermost enclosing def ("" at module level;
@@ -23,7 +24,10 @@ name or attribute chain whose head is an imported name, a module-level definitio
 ``kind`` one of "number", "string", "constant" (True / None / ...), "name", "attribute", "call",
 "other". ``on_self`` is True for ``self.m(...)`` / ``cls.m(...)`` and for a method called through an
 instance the file holds (``self.coder.encode(...)`` after ``self.coder = BoxCoder()``: the callee is
-``<BoxCoder's dotted name>.encode``); ``self`` is not among the arguments.
+``<BoxCoder's dotted name>.encode``); ``self`` is not among the arguments. ``loose`` holds the calls
+of a method on a ``for`` target of the def (``for name, metric_fn in self.metrics.items():
+metric_fn.update(preds, target)``): an object of a type the graph does not know, whose calls only a
+question asked by the method's name reads (``ProjectIndex.calls_named``).
 """
 from __future__ import annotations
 
@@ -181,6 +185,21 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
                 binders.add(id(owner) if owner is not None else None)
     shadowed = imports.binds("map") or "map" in top or None in binders
     owners: Dict[int, Optional[ast.AST]] = {}
+    # the names each def (None: module level) binds as a ``for`` target: ``metric_fn.update(preds,
+    # target)`` in ``for name, metric_fn in self.metrics.items():`` is a method call on an object the
+    # index does not type, kept apart ("loose") for the questions asked by a method's name
+    loop_names: Dict[Optional[int], set] = {}
+    for node in parents.of(ast.For, ast.AsyncFor):
+        fn = _memo_owner(node, parent, owners)
+        bound = loop_names.setdefault(id(fn) if fn is not None else None, set())
+        todo = [node.target]
+        while todo:
+            t = todo.pop()
+            if isinstance(t, ast.Name):
+                bound.add(t.id)
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                todo.extend(t.elts)
+    loose = []
     for call, d, mapped in calls:
         fn = _memo_owner(call, parent, owners)
         if mapped is not None and (shadowed or any(id(f) in binders for f in _chain(fn, parent))):
@@ -192,7 +211,10 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
             cls = qualname(c) if c is not None else None
         through = _instance_callee(d, cls, fn, instances)
         callee = through or resolve(d, cls)
-        if callee is None:
+        receiver, dot, attr = d.partition(".")
+        on_loop_name = callee is None and mapped is None and dot and "." not in attr \
+            and receiver in loop_names.get(id(fn) if fn is not None else None, ())
+        if callee is None and not on_loop_name:
             continue
         args = list(mapped) if mapped is not None else []
         for a in call.args if mapped is None else ():
@@ -202,15 +224,19 @@ def file_graph(tree: ast.Module, module: Optional[str], source: bytes, parents=N
                 args.append(["", src.text(a), _kind(a)])
         for k in call.keywords if mapped is None else ():
             args.append([k.arg or "**", src.text(k.value), _kind(k.value)])
+        if on_loop_name:
+            loose.append([qualname(fn) if fn is not None else "", d, call.lineno, call.col_offset, args, False])
+            continue
         out_calls.append([qualname(fn) if fn is not None else "", callee, call.lineno, call.col_offset, args,
                           cls is not None or through is not None])
     functions.sort(key=lambda f: (f[1], f[0]))
     classes.sort(key=lambda c: (c[1], c[0]))
     out_calls.sort(key=lambda c: (c[2], c[3]))
+    loose.sort(key=lambda c: (c[2], c[3]))
     names = dict(sorted(imports.items()))
     # ``from .train_loop import *`` (detectron2.engine): "*<module>" keys, which no identifier can be
     names.update((f"*{m}", m) for m in stars if m)
-    return {"functions": functions, "classes": classes, "names": names, "calls": out_calls}
+    return {"functions": functions, "classes": classes, "names": names, "calls": out_calls, "loose": loose}
 
 
 def _chain(fn, parent: Dict[int, ast.AST]):
@@ -434,7 +460,7 @@ def check_graph(data) -> None:
     for c in _items(data.get("classes")):
         if not (isinstance(c, list) and len(c) == 3 and isinstance(c[0], str) and number(c[1]) and strings(c[2])):
             raise ValueError("bad graph class")
-    for c in _items(data.get("calls")):
+    for c in [*_items(data.get("calls")), *_items(data.get("loose", []))]:
         if not (isinstance(c, list) and len(c) == 6 and isinstance(c[0], str) and isinstance(c[1], str)
                 and number(c[2]) and number(c[3]) and isinstance(c[4], list) and isinstance(c[5], bool)
                 and all(isinstance(a, list) and len(a) == 3 and all(isinstance(x, str) for x in a) for a in c[4])):

@@ -103,6 +103,7 @@ class ProjectIndex:
         self._content: Dict[Path, str] = {}
         self._symbols: Dict[str, Symbol] = {}
         self._by_last: Optional[Dict[str, List[Tuple[Path, list]]]] = None
+        self._loose_by_last: Optional[Dict[str, List[Tuple[Path, list]]]] = None
         self._aliases: Optional[Dict[str, Set[str]]] = None
         self._resolved: Dict[Tuple[str, str], Optional[Symbol]] = {}
         self._subclasses: Optional[Dict[str, List[str]]] = None
@@ -260,11 +261,21 @@ class ProjectIndex:
         return sorted(out, key=lambda s: (str(s.path), s.line, s.col))
 
     def calls_named(self, last: str) -> List[CallSite]:
-        """Every call in the project written with the last name ``last`` (``f(...)``, ``x.f(...)``,
-        ``pipeline.model.f(...)``), resolved or not, in file and source order: the calls that may
-        run a method whose receiver the index does not follow."""
-        return sorted((self._site(path, raw) for path, raw in self._sites_by_last().get(last, ())),
-                      key=lambda s: (str(s.path), s.line, s.col))
+        """Every call in the project written with the last name ``last`` that the file graphs keep,
+        resolved to a definition or not, in file and source order: the calls that may run a method
+        whose receiver the index does not follow. Kept are calls through a name the file imports or
+        defines, through ``self`` / ``cls`` (``self.model.f(...)``, ``pipeline.model.f(...)`` after
+        an import), through an instance the file holds, and (the graphs' "loose" calls) a method
+        called on a ``for`` target (``for name, metric_fn in self.metrics.items():
+        metric_fn.update(preds, target)``). Calls on any other local or parameter (``x.f(...)`` after
+        ``def g(x):``) are not among them."""
+        if self._loose_by_last is None:
+            self._loose_by_last = {}
+            for path, graph in self._graphs.items():
+                for raw in graph.get("loose", ()):
+                    self._loose_by_last.setdefault(raw[1].rpartition(".")[2], []).append((path, raw))
+        found = [*self._sites_by_last().get(last, ()), *self._loose_by_last.get(last, ())]
+        return sorted((self._site(path, raw) for path, raw in found), key=lambda s: (str(s.path), s.line, s.col))
 
     def calls_from(self, name: str) -> List[CallSite]:
         """The calls written in the body of the function ``name`` (lambdas and comprehensions in

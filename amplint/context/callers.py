@@ -236,12 +236,13 @@ def project_call_sites(pm, fn: cst.FunctionDef) -> List[Tuple[object, object, cs
 def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]]:
     """What the calls written with the name of the method ``fn`` (``self.sd.scale_loss(loss)``: a
     receiver the project index does not resolve to a class) pass for ``param``, in the other files
-    of the project: the calls that may run it when none is resolved to it. (The index records calls
-    through ``self``'s attributes, imported names and the instances it follows, not those on a local
-    or a parameter of unknown type: ``metric_fn.update(...)`` in a loop over a dict is not among
-    them.) None when there is none,
-    when they are in more than ``MAX_FILES`` files, when one may not take ``fn``'s parameters (its
-    positional arguments more than ``fn`` has), or when one does not say (``*args``)."""
+    of the project: the calls that may run it when none is resolved to it (``ProjectIndex.calls_named``
+    says which: calls through ``self``'s attributes, imported names, the instances the index follows
+    and ``for`` targets, ``metric_fn.update(preds, target)`` in a loop over a dict of metric objects;
+    not those on another local or a parameter). A call that cannot bind to ``fn``'s parameters
+    (``_may_bind``: a dict's ``update(other)``) is another method of that name and left out. None
+    when no call is left, when they are in more than ``MAX_FILES`` files, or when one does not say
+    (``*args``)."""
     ctx = pm.ctx
     project = ctx.project
     if project is None or not hasattr(project, "calls_named") or not ctx.imports.module_name:
@@ -250,7 +251,7 @@ def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]
     name = fn.name.value
     lines: Dict[Path, set] = {}
     for site in project.calls_named(name):
-        if site.path != here:
+        if site.path != here and _may_bind(fn, [(a.how, a.kind) for a in site.args]):
             lines.setdefault(site.path, set()).add(site.line)
     if not lines or len(lines) > MAX_FILES:
         return None
@@ -260,7 +261,6 @@ def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]
         lines = {p: n for p, n in lines.items() if not test(p)}
         if not lines:
             return None
-    limit = len(_positional_names(fn, True))
     out: List[Passed] = []
     for path, at in lines.items():
         other = ctx.other_file(path)
@@ -270,10 +270,36 @@ def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]
         if not calls:
             return None
         for call in calls:
-            if sum(1 for a in call.args if a.keyword is None and not a.star) > limit:
-                return None  # not a call of this method
+            if not _may_bind(fn, [(a.keyword.value if a.keyword is not None else a.star or "", "")
+                                  for a in call.args]):
+                continue  # not a call of this method (``stats.update(other)`` for ``update(preds, target)``)
             known, value = argument_for(call, fn, param, True)
             if not known:
                 return None
             out.append(Passed(call, value, pm.model_for(other), other.path))
-    return out
+    return out or None
+
+
+def _may_bind(fn: cst.FunctionDef, args: List[Tuple[str, str]]) -> bool:
+    """May a call with these arguments (``(how, kind)``: how "" positional, "*", "**" or the
+    keyword) be a call of the method ``fn`` through an instance? Not with more positional arguments
+    than it takes, fewer than it requires, or a keyword it does not take (a call of another class's
+    method of that name: a dict's ``update(other)``)."""
+    params = fn.params
+    names = _positional_names(fn, True)
+    required = [p.name.value for p in (*params.posonly_params, *params.params) if p.default is None]
+    if required and required[0] in ("self", "cls"):
+        required = required[1:]
+    required += [p.name.value for p in params.kwonly_params if p.default is None]
+    hows = [h for h, _ in args]
+    if "*" in hows or "**" in hows:
+        return True  # may carry anything
+    positional = sum(1 for h in hows if h == "")
+    if positional > len(names) and not isinstance(params.star_arg, cst.Param):
+        return False
+    keywords = {h for h in hows if h}
+    takes = {*names, *(p.name.value for p in params.kwonly_params)}
+    if not isinstance(params.star_kwarg, cst.Param) and keywords - takes:
+        return False
+    given = set(names[:positional]) | keywords
+    return all(r in given for r in required)

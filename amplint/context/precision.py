@@ -1404,7 +1404,11 @@ class PrecisionModel:
             own = len(facts)
             facts.extend(self._heard_elsewhere(fn, name))
             method = fn.name.value
-            if not facts and method != "forward" and not (method.startswith("__") and method.endswith("__")) \
+            # (also when the calls seen pass values of no known dtype and none float16: a metric's
+            # ``update`` called by its subclasses' ``super().update(preds, target)`` only, and from
+            # outside through ``metric_fn.update(...)`` over a dict of metric objects, T10-3)
+            if (not facts or not any(h.fact.is_half or h.known for h in facts)) and method != "forward" \
+                    and not (method.startswith("__") and method.endswith("__")) \
                     and self.ctx.enclosing_class(fn) is not None:
                 named = [self._heard(p) for p in passed_by_name(self, fn, name) or ()]
         finally:
