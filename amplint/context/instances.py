@@ -42,13 +42,30 @@ def frozen_everywhere(ctx, cls: cst.ClassDef) -> Optional[List[str]]:
     return freezes
 
 
+def parts_taken_everywhere(ctx, cls: cst.ClassDef) -> Optional[List[str]]:
+    """``file:line`` of where the parts are taken of each instance of the module-level class ``cls``
+    the project builds outside its tests, when every one is held by a local that only hands out its
+    attributes (``model = clip.build_model(); self.transformer = model.transformer``: VQ-Diffusion's
+    text embedding takes CLIP's text tower), never called, passed on, kept or returned: its
+    ``forward`` never runs, and what only ``forward`` uses (CLIP's ``logit_scale``) is never
+    trained. Else None."""
+    project = ctx.project
+    module = ctx.imports.module_name
+    if project is None or not module or not hasattr(project, "callers") or ctx.parent(cls) is not ctx.module:
+        return None
+    taken: List[str] = []
+    if not _holders_frozen(ctx, f"{module}.{cls.name.value}", None, 0, taken, _parts_only) or not taken:
+        return None
+    return taken
+
+
 def _context_for(ctx, path: Path):
     return ctx if Path(ctx.path).resolve() == path else ctx.other_file(path)
 
 
-def _holders_frozen(ctx, qualified: str, index: Optional[int], depth: int, out: List[str]) -> bool:
+def _holders_frozen(ctx, qualified: str, index: Optional[int], depth: int, out: List[str], check=None) -> bool:
     """Is every result of the calls of ``qualified`` (element ``index`` of the tuple it returns)
-    held by a frozen holder?"""
+    held by a frozen holder (by a holder ``check`` accepts: ``_parts_only``)?"""
     project = ctx.project
     is_test = getattr(project, "is_test", None)
     sites = [s for s in project.callers(qualified) if not (is_test is not None and is_test(s.path))]
@@ -63,7 +80,7 @@ def _holders_frozen(ctx, qualified: str, index: Optional[int], depth: int, out: 
         if not calls:
             return False
         for call in calls:
-            if not _result_frozen(other, call, index, site.caller, depth, out):
+            if not _result_frozen(other, call, index, site.caller, depth, out, check):
                 return False
     return True
 
@@ -93,7 +110,8 @@ def _strip_self_returning(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _result_frozen(ctx, call: cst.Call, index: Optional[int], caller: str, depth: int, out: List[str]) -> bool:
+def _result_frozen(ctx, call: cst.Call, index: Optional[int], caller: str, depth: int, out: List[str],
+                   check=None) -> bool:
     expr = _through_self_returning(ctx, call)
     parent = ctx.parent(expr)
     if index is not None:  # the callee returns a tuple: its element ``index`` is the instance
@@ -105,7 +123,7 @@ def _result_frozen(ctx, call: cst.Call, index: Optional[int], caller: str, depth
     elif isinstance(parent, cst.Assign) and parent.value is expr and len(parent.targets) == 1:
         holder = parent.targets[0].target
     elif isinstance(parent, cst.Return):
-        return depth < MAX_DEPTH and _holders_frozen(ctx, caller, None, depth + 1, out)
+        return depth < MAX_DEPTH and _holders_frozen(ctx, caller, None, depth + 1, out, check)
     else:
         return False
     if isinstance(holder, cst.Name):
@@ -113,17 +131,46 @@ def _result_frozen(ctx, call: cst.Call, index: Optional[int], caller: str, depth
         returned = _returned_as(ctx, fn, holder.value) if fn is not None else None
         if returned is not None:  # ``return model`` / ``return model, transform``: its callers hold it
             return depth < MAX_DEPTH and _holders_frozen(ctx, caller, returned if returned >= 0 else None,
-                                                        depth + 1, out)
+                                                        depth + 1, out, check)
         scope = fn if fn is not None else ctx.module
-    elif isinstance(holder, cst.Attribute) and isinstance(holder.value, cst.Name) and holder.value.value == "self":
+    elif isinstance(holder, cst.Attribute) and isinstance(holder.value, cst.Name) and holder.value.value == "self" \
+            and check is None:
         scope = ctx.enclosing_class(call)
     else:
         return False
-    freeze = _freeze_in(ctx, scope, ctx.code(holder)) if scope is not None else None
+    freeze = (check or _freeze_in)(ctx, scope, ctx.code(holder)) if scope is not None else None
     if freeze is None:
         return False
     out.append(f"{ctx.path}:{ctx.line_of(freeze)}")
     return True
+
+
+# Methods of a module that neither run its forward nor hand it on.
+_KEEPS_FORWARD_IDLE = _SELF_RETURNING | {"load_state_dict", "parameters", "named_parameters", "state_dict"}
+
+
+def _parts_only(ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
+    """The first use of the local ``holder`` inside ``scope`` when every use reads an attribute of it
+    (``model.transformer``) or calls one of ``_KEEPS_FORWARD_IDLE`` on it, taking at least one part;
+    None when it is called, passed, stored, returned or rebound."""
+    first = None
+    for name in ctx.nodes(cst.Name):
+        if name.value != holder or not ctx.is_ancestor(scope, name):
+            continue
+        parent = ctx.parent(name)
+        if isinstance(parent, cst.AssignTarget) and parent.target is name:
+            continue  # the binding (``model = build_model()``)
+        if not (isinstance(parent, cst.Attribute) and parent.value is name):
+            return None  # ``model(x)``, ``f(model)``, ``return model``, ``self.m = model``
+        call = ctx.parent(parent)
+        if isinstance(call, cst.Call) and call.func is parent:
+            if parent.attr.value not in _KEEPS_FORWARD_IDLE:
+                return None  # ``model.forward(x)``, ``model.encode_image(x)``
+            continue
+        if isinstance(ctx.parent(parent), cst.AssignTarget):
+            return None  # ``model.x = ...``
+        first = first or parent
+    return first
 
 
 def _returned_as(ctx, fn: cst.FunctionDef, name: str) -> Optional[int]:

@@ -9,7 +9,7 @@ import libcst as cst
 
 from ..config import ConfigError, logit_scale_max_text
 from ..context import products as P
-from ..context.instances import frozen_everywhere
+from ..context.instances import frozen_everywhere, parts_taken_everywhere
 from ..context.precision import precision_model
 from ..context.project_text import grep, strip_comment
 from ..context.training import is_test_file
@@ -165,6 +165,7 @@ class UnclampedLearnableTemperature(Rule):
                     uses.append((attr, cls))
         clamped_names: Dict[Tuple[str, cst.ClassDef], bool] = {}
         frozen: Dict[cst.ClassDef, bool] = {}
+        parts_only: Dict[cst.ClassDef, bool] = {}
         for attr, cls in uses:
             name = attr.attr.value
             target = ctx.parent(attr)
@@ -185,6 +186,12 @@ class UnclampedLearnableTemperature(Rule):
                 frozen[cls] = frozen_everywhere(ctx, cls) is not None
             if frozen[cls]:
                 continue  # every instance the project builds is frozen (a distillation teacher): nothing grows it
+            fn = ctx.enclosing_function(attr)
+            if fn is not None and fn.name.value == "forward" and ctx.enclosing_class(fn) is cls:
+                if cls not in parts_only:
+                    parts_only[cls] = parts_taken_everywhere(ctx, cls) is not None
+                if parts_only[cls]:
+                    continue  # every instance only hands out its parts (CLIP's text tower): its forward never runs
             yield self._violation(ctx, kind, attr, site, fix_at, evidence)
 
     # ---- what a use is -----------------------------------------------------------------------------
