@@ -1718,7 +1718,7 @@ class Project:
             # the packages this file imports names from (``from pkg import X`` lists ``pkg`` and ``pkg.X``)
             named_from = {n.rpartition(".")[0] for n in f["imports"]}
             for name in f["imports"]:
-                for base in _candidates(name, package):
+                for base in _candidates(name, package, self.index._sibling_first(name, package)):
                     # a guess relative to the importing package (``<pkg>.torch`` for ``import torch``) counts
                     # only when it names a module of the package under the imported name's first part, never
                     # the package itself: that made every ``import torch`` of modelscope/models/nlp/mglm/
@@ -2637,10 +2637,14 @@ class Project:
         ``subclasses``), so that its cached result is reused only while their answers hold."""
         if self._index is None:
             files = {}
+            programs = set()
             for f in self.files():
                 summary = self.summary(f)
-                files[self.resolved(f)] = (self.module_name(f), summary.graph, self.content_key(f) or "")
-            self._index = ProjectIndex(files)
+                module = self.module_name(f)
+                files[self.resolved(f)] = (module, summary.graph, self.content_key(f) or "")
+                if module and summary.facts and summary.facts.get("script"):
+                    programs.add(module.rpartition(".")[0])
+            self._index = ProjectIndex(files, programs)
         return self._index
 
     def callers(self, name: str) -> List[CallSite]:

@@ -8,8 +8,9 @@ Names are full dotted names of project definitions: ``pkg.model.Net``, ``pkg.mod
 ``losses.nll_loss`` (module name as ``Project.module_name`` gives it, then the qualname inside the
 module). A callee written in a file (``nll_loss`` after ``from .losses import nll_loss``, resolved
 through that file's imports) is matched to a definition by ``resolve``: the module as written or
-relative to the calling file's package (scripts that put their own directory on ``sys.path``),
-names re-exported by a package's ``__init__`` followed, and a method looked up through the bases
+relative to the calling file's package (scripts that put their own directory on ``sys.path``;
+in a directory that holds a program, ``import utils`` is its sibling ``utils.py`` first, as Python
+puts the running script's directory first on ``sys.path``), names re-exported by a package's ``__init__`` followed, and a method looked up through the bases
 of its class (``self.helper()`` in a subclass calls the base's ``helper`` when it does not define
 its own). Calls on local values (``model.fit()``, ``x.view()``) are not resolved: their receiver's
 class is not known here.
@@ -96,7 +97,11 @@ class ProjectIndex:
     files without a module name (outside the root) or without a graph (unparsable) are left out.
     """
 
-    def __init__(self, files: Dict[Path, Tuple[Optional[str], Optional[dict], str]]) -> None:
+    def __init__(self, files: Dict[Path, Tuple[Optional[str], Optional[dict], str]],
+                 program_packages: Iterable[str] = ()) -> None:
+        # the packages (dotted directories below the root) that hold a program: their files' top-level
+        # imports name a sibling module first (``sibling_first``)
+        self._program_packages = frozenset(program_packages)
         self._modules: Dict[str, Path] = {}
         self._graphs: Dict[Path, dict] = {}
         self._module_of: Dict[Path, str] = {}
@@ -150,12 +155,16 @@ class ProjectIndex:
             self._resolved[key] = None  # a cycle of re-exports ends here
             found = None
             package = from_module.rpartition(".")[0]
-            for candidate in _candidates(dotted, package):
+            for candidate in _candidates(dotted, package, self._sibling_first(dotted, package)):
                 found = self._lookup(candidate, 0)
                 if found is not None:
                     break
             self._resolved[key] = found
         return self._resolved[key]
+
+    def _sibling_first(self, name: str, package: str) -> bool:
+        """Is ``name``, imported in a module of ``package``, first a module beside it (``_candidates``)?"""
+        return package in self._program_packages and f"{package}.{name.partition('.')[0]}" in self._modules
 
     def _lookup(self, dotted: str, depth: int) -> Optional[Symbol]:
         if depth > 8:
@@ -338,7 +347,7 @@ class ProjectIndex:
                     names.add(found.name)
                     named_from.add(found.module)
                     continue
-                for candidate in _candidates(target, package):
+                for candidate in _candidates(target, package, self._sibling_first(target, package)):
                     if candidate in self._modules:
                         whole.add(candidate)
                         break
@@ -420,9 +429,14 @@ class ProjectIndex:
         return self._by_last
 
 
-def _candidates(name: str, package: str):
+def _candidates(name: str, package: str, sibling_first: bool = False):
     """Where a dotted name may live: as written, then relative to the importing module's package
-    and its parents (scripts that put their own directory on sys.path)."""
+    and its parents (scripts that put their own directory on sys.path). ``sibling_first``: the
+    importing file's directory holds a program, which Python runs with that directory first on
+    ``sys.path``: ``import utils`` in ``evaluation/ft/engine.py`` beside ``evaluation/ft/run_ft.py``
+    is ``evaluation/ft/utils.py`` when it exists, not the root's ``utils.py`` (ibot, T13-1)."""
+    if sibling_first and package:
+        yield package + "." + name
     yield name
     parts = package.split(".") if package else []
     while parts:
