@@ -832,6 +832,7 @@ class Project:
         "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
         "config_texts": "the text of each configuration file (named_in_configs)",
         "loaded_by_no_run": "the files only unregistered modules nothing imports lead to, beside registered models (regime_for)",
+        "config_targets": "YAML configuration file -> the dotted names of its `target:` keys (_add_config_target_edges)",
         "config_dotted_pairs": "consecutive parts of the dotted names in configuration files (_loaded_by_no_run)",
         "package_loops_f16": "the package loops holding all the project's float16 evidence, or none (regime_for)",
         "own_runs": "the project's own training runs that say their precision (Project.own_runs_saying_precision)",
@@ -1735,7 +1736,67 @@ class Project:
                         break
             targets.discard(path)
             graph[path] = targets
+        self._add_config_target_edges(graph, modules)
         return graph
+
+    def _add_config_target_edges(self, graph: Dict[Path, set], modules: Dict[str, Path]) -> None:
+        """Add to ``graph`` the modules that a program builds from the ``target:`` strings of its YAML
+        configs (latent-diffusion's ``instantiate_from_config``: ``target: ldm.models.autoencoder.AutoencoderKL``):
+        a program (a script, an entry point's file) whose static imports lead to a file that loads modules by
+        name (``loads_modules``) imports the modules that the ``target:`` strings of the configuration files
+        belonging to it (``_config_applies``) name, resolved as it imports (beside it first, then from the root).
+        So a model reached only through configs has the precision and role of the programs loading them: an
+        inference demo's CLAP (Lumina-T2X's audio sub-app, T11-4), a training's codec (VQ-Diffusion, T13-3)."""
+        targets_of = self._config_targets()
+        if not targets_of:
+            return
+        facts = self.facts()
+        loaders = {p for p, f in facts.items() if f.get("loads_modules")}
+        if not loaders:
+            return
+        # the files whose static imports lead to a loader (one walk up the import graph from the loaders)
+        importers: Dict[Path, set] = {}
+        for src, dsts in graph.items():
+            for dst in dsts:
+                importers.setdefault(dst, set()).add(src)
+        leading = _closure_of(loaders, importers)
+        programs = [p for p in sorted(leading) if not self.is_test(p) and p in facts and (
+            facts[p].get("script") or facts[p].get("entry_points") or facts[p].get("runs_at_top"))]
+        for config, names in targets_of.items():
+            applies = [p for p in programs if _config_applies(config, p, self.root)]
+            # a config beside programs of its own (a sub-app's demo and its config.yaml) is theirs, not also that of a
+            # program in a directory above (the repository's trainer at the root): the nearest directory holding one
+            above = [p for p in applies if p.parent == config.parent or p.parent in config.parents]
+            if above:
+                nearest = max((p.parent for p in above), key=lambda d: len(d.parts))
+                applies = [p for p in applies if p.parent == nearest or nearest in p.parent.parents]
+            for path in applies:
+                package = (facts[path].get("module") or "").rpartition(".")[0]
+                for name in names:
+                    for base in _candidates(name, package, sibling_first=True):
+                        hit = modules.get(base.rpartition(".")[0]) or modules.get(base)
+                        if hit is not None:
+                            if hit != path:
+                                graph[path].add(hit)
+                            break
+
+    def _config_targets(self) -> Dict[Path, List[str]]:
+        """The dotted names of the ``target:`` keys of each YAML configuration file (``target: pkg.mod.Class``)."""
+        memo = self.memo("config_targets")
+        if "all" not in memo:
+            found: Dict[Path, List[str]] = {}
+            for f in self.config_files():
+                if f.suffix not in (".yaml", ".yml"):
+                    continue
+                try:
+                    text = f.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                names = list(dict.fromkeys(m.group(1) for m in _TARGET_KEY.finditer(text)))
+                if names:
+                    found[self.resolved(f)] = names
+            memo["all"] = found
+        return memo["all"]
 
     @property
     def regime(self) -> Regime:
@@ -2945,6 +3006,8 @@ def _beside_training_program(d: Path) -> bool:
         return False
 
 
+# a ``target:`` key of a YAML config naming a dotted Python object (latent-diffusion's ``instantiate_from_config``)
+_TARGET_KEY = re.compile(r"""^[ \t-]*target:[ \t]*["']?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)["']?[ \t]*(?:#.*)?$""", re.M)
 _CONFIG_DIR = re.compile(r"(?i)configs?|conf|cfgs?|recipes?")  # recipes/: alignment-handbook's run configs
 
 

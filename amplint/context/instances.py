@@ -275,7 +275,8 @@ def built_only_when_off(ctx, cls: cst.ClassDef) -> bool:
     losses) builds it without ``use_actnorm``: ActNorm's code runs in none of its trainings. Each
     reference to ``cls`` must lie in a function of this file, on the side of an ``if`` / conditional
     expression that a parameter with a falsy default (``False``, ``None``, ``0``) takes when true; the
-    function is a module-level function or the ``__init__`` of a module-level class; every call of it
+    function is a module-level function or the ``__init__`` of a module-level class (a call of ``cls``
+    there, ``ActNorm(n) if use_actnorm else nn.BatchNorm2d(n)``, is such a reference); every call of it
     in the project is seen (at least one) and passes nothing or a falsy literal for that parameter;
     and no other file imports ``cls``, no configuration file names it or the function's class."""
     project = ctx.project
@@ -285,7 +286,11 @@ def built_only_when_off(ctx, cls: cst.ClassDef) -> bool:
         return False
     name = cls.name.value
     refs = [r for r in ctx.semantic.references(name) if not ctx.is_ancestor(cls, r) and not _type_test(ctx, r)]
-    if not refs or project.imported(f"{module}.{name}") or project.callers(f"{module}.{name}") \
+    # (a call in this file is one of ``refs``, each of which must lie on the switched side: ``self.norm =
+    # ActNorm(n) if use_actnorm else nn.BatchNorm2d(n)``; a call in another file builds it there)
+    here = Path(ctx.file).resolve() if ctx.file is not None else None
+    if not refs or project.imported(f"{module}.{name}") \
+            or any(site.path != here for site in project.callers(f"{module}.{name}")) \
             or project.named_in_configs(name):
         return False
     for ref in refs:

@@ -1,0 +1,225 @@
+"""A model built from the ``target:`` strings of a YAML config (latent-diffusion's ``instantiate_from_config``) is
+reached by the program that loads that config: it takes that program's precision and role, not the project's
+fallback for "files no entry point reaches". (Lumina-T2X, set 11 T11-4: an inference demo's CLAP, frozen, judged
+under the trainers' fp16 autocast: AMP401 on its logit scale; VQ-Diffusion, set 13 T13-3: a frozen codec's files
+judged by the fallback.)"""
+import json
+import textwrap
+
+from amplint.project import Project
+
+from cliutil import run, write_project
+
+TRAIN = """
+import torch
+from torch import nn
+def main(loader):
+    model = nn.Linear(8, 8).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler("cuda")
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).pow(2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+"""
+
+DEMO = """
+import importlib
+import torch
+import yaml
+def instantiate_from_config(config):
+    module, cls = config["target"].rsplit(".", 1)
+    return getattr(importlib.import_module(module), cls)()
+@torch.no_grad()
+def main():
+    config = yaml.safe_load(open("config.yaml"))
+    model = instantiate_from_config(config["cond_stage_config"]).eval()
+    print(model(torch.randn(1, 16), torch.randn(1, 16)))
+if __name__ == "__main__":
+    main()
+"""
+
+CLAP = """
+import numpy as np
+import torch
+from torch import nn
+class CLAP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.audio = nn.Linear(16, 8)
+        self.text = nn.Linear(16, 8)
+        self.logit_scale = nn.Parameter(torch.ones([]) * np.log(1 / 0.07))
+    def forward(self, audio, text):
+        return self.text(text), self.audio(audio), self.logit_scale.exp()
+"""
+
+DEMO_FILES = {
+    "train.py": TRAIN,
+    "audio/demo.py": DEMO,
+    "audio/config.yaml": "cond_stage_config:\n  target: models.clap.CLAP\n",
+    "audio/models/clap.py": CLAP,
+}
+
+# a training program that builds its model from its config's ``target:`` strings
+TRAIN_FROM_CONFIG = """
+import torch
+import yaml
+from pkg.utils import instantiate_from_config
+def main():
+    config = yaml.safe_load(open("configs/train.yaml"))
+    model = instantiate_from_config(config["model"]).cuda()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    scaler = torch.cuda.amp.GradScaler()
+    for step in range(100):
+        with torch.cuda.amp.autocast():
+            loss = model(torch.randn(2, 3, 32, 32).cuda())
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+if __name__ == "__main__":
+    main()
+"""
+
+UTILS = """
+import importlib
+def instantiate_from_config(config):
+    module, cls = config["target"].rsplit(".", 1)
+    return getattr(importlib.import_module(module), cls)(**config.get("params", dict()))
+"""
+
+MODEL = """
+import torch.nn as nn
+from pkg.utils import instantiate_from_config
+class Model(nn.Module):
+    def __init__(self, codec_config):
+        super().__init__()
+        self.codec = instantiate_from_config(codec_config)
+        self.head = nn.Conv2d(8, 8, 1)
+    def forward(self, x):
+        return self.head(self.codec.encode(x)).square().mean()
+"""
+
+ACTNORM = """
+import torch
+import torch.nn as nn
+class ActNorm(nn.Module):
+    def __init__(self, num_features):
+        super().__init__()
+        self.loc = nn.Parameter(torch.zeros(1, num_features, 1, 1))
+        self.scale = nn.Parameter(torch.ones(1, num_features, 1, 1))
+        self.register_buffer("initialized", torch.tensor(0, dtype=torch.uint8))
+    def initialize(self, input):
+        with torch.no_grad():
+            flatten = input.permute(1, 0, 2, 3).contiguous().view(input.shape[1], -1)
+            mean = flatten.mean(1).view(1, -1, 1, 1)
+            std = flatten.std(1).view(1, -1, 1, 1)
+            self.loc.data.copy_(-mean)
+            self.scale.data.copy_(1 / (std + 1e-6))
+    def forward(self, input):
+        if self.training and self.initialized.item() == 0:
+            self.initialize(input)
+            self.initialized.fill_(1)
+        return self.scale * (input + self.loc)
+class Discriminator(nn.Module):
+    def __init__(self, use_actnorm=False):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.norm = ActNorm(8) if use_actnorm else nn.BatchNorm2d(8)
+    def forward(self, x):
+        return self.norm(self.conv(x))
+"""
+
+VQGAN = """
+import torch
+import torch.nn as nn
+from pkg.codec.actnorm import Discriminator
+class FrozenCodec(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 4, 4)
+    def encode(self, x):
+        return self.enc(x)
+    def build_loss(self):
+        return Discriminator()
+"""
+
+CODEC_FILES = {
+    "train.py": TRAIN_FROM_CONFIG,
+    "configs/train.yaml": "model:\n  target: pkg.model.Model\n  params:\n    codec_config:\n"
+                          "      target: pkg.codec.vqgan.FrozenCodec\n",
+    "pkg/__init__.py": "",
+    "pkg/utils.py": UTILS,
+    "pkg/model.py": MODEL,
+    "pkg/codec/__init__.py": "",
+    "pkg/codec/actnorm.py": ACTNORM,
+    "pkg/codec/vqgan.py": VQGAN,
+}
+
+
+def _project(tmp_path, files):
+    return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
+
+
+def _reach(root):
+    p = Project(root)
+    return {p.relative(ep.path): {p.relative(f) for f in ep.reach} for ep in p.entry_points()}
+
+
+def _findings(root):
+    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
+    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
+            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
+
+
+def test_a_model_only_an_inference_demo_builds_from_its_config_is_not_run_by_the_training(tmp_path):
+    root = _project(tmp_path, DEMO_FILES)
+    p = Project(root)
+    clap = root / "audio" / "models" / "clap.py"
+    assert p.regime_for(clap).not_run
+    assert ("audio/models/clap.py", "AMP401") not in _findings(root)
+
+
+def test_near_miss_a_model_a_training_builds_from_its_config_takes_that_training(tmp_path):
+    # the same CLAP named by the config of a training program that builds it by its target string: fp16 autocast,
+    # and the logit scale trains (AMP401)
+    files = {
+        "train.py": TRAIN_FROM_CONFIG.replace("configs/train.yaml", "configs/clap.yaml"),
+        "configs/clap.yaml": "model:\n  target: models.clap.CLAP\n",
+        "pkg/__init__.py": "",
+        "pkg/utils.py": UTILS,
+        "models/__init__.py": "",
+        "models/clap.py": CLAP,
+    }
+    root = _project(tmp_path, files)
+    assert "models/clap.py" in _reach(root)["train.py"]
+    assert ("models/clap.py", "AMP401") in _findings(root)
+
+
+def test_near_miss_a_sub_apps_config_is_not_the_root_trainers(tmp_path):
+    # the root trainer loads modules by name too, but audio/config.yaml lies beside the demo that loads it
+    files = {**DEMO_FILES, "train.py": "import importlib\n" + TRAIN}
+    root = _project(tmp_path, files)
+    assert "audio/models/clap.py" not in _reach(root)["train.py"]
+    assert ("audio/models/clap.py", "AMP401") not in _findings(root)
+
+
+def test_a_training_reaches_the_modules_its_config_targets_name(tmp_path):
+    root = _project(tmp_path, CODEC_FILES)
+    assert _reach(root)["train.py"] == {"train.py", "pkg/utils.py", "pkg/model.py", "pkg/codec/vqgan.py",
+                                        "pkg/codec/actnorm.py"}
+
+
+def test_a_class_called_only_on_the_off_side_of_an_option_in_its_own_file_is_not_judged(tmp_path):
+    # ``ActNorm(8) if use_actnorm else nn.BatchNorm2d(8)`` and every ``Discriminator()`` leaves it off
+    root = _project(tmp_path, CODEC_FILES)
+    assert ("pkg/codec/actnorm.py", "AMP102") not in _findings(root)
+
+
+def test_near_miss_a_build_that_turns_the_option_on_judges_the_class(tmp_path):
+    files = {**CODEC_FILES, "pkg/codec/vqgan.py": VQGAN.replace("Discriminator()", "Discriminator(use_actnorm=True)")}
+    root = _project(tmp_path, files)
+    assert ("pkg/codec/actnorm.py", "AMP102") in _findings(root)
