@@ -698,6 +698,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # vector-Jacobian product inside someone's backward (a reversible block recomputing its activations,
     # mmpretrain's RevBlock.backward_pass), not a training step.
     entry = {k: e for k, e in entry.items() if e["why"] != [_GIVEN_GRADIENTS]}
+    # a function of the file steps an optimizer (``optimizer.step()``, ``scaler.step(optimizer)``, a loss scaler's
+    # call): the file trains, whatever its name says (``_role``: ibot's fine-tuning ``eval_cls.py``, M13-1)
+    stepping = any(w in ("optimizer step", LOSS_SCALER_CALL) for e in entry.values() for w in e["why"])
     facts["entry_points"] = sorted(entry.values(), key=lambda e: e["line"])
     facts["script"] = b"__main__" in source  # run as a program, not only imported
     facts["registered"] = _registered_names(parents.of(ast.ClassDef)) if b"register" in source else []
@@ -811,7 +814,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         if sig is not None:
             # mmengine's ``cfg.optim_wrapper.type = "AmpOptimWrapper"`` under ``if args.amp:`` (mmocr / mmdet
             # tools/train.py), ``optim_wrapper = dict(type="AmpOptimWrapper", ...)``: fp16 autocast + loss scaling
-            role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script, training_helpers)
+            role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script, training_helpers,
+                              stepping=stepping)
             record = _record(sig, why, node, lines, role, _dtype_condition(node, parents, lines))
             record.update(function=getattr(owner(node), "name", None), main=_under_main(node, parents))
             facts["signals"].append(record)
@@ -871,7 +875,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             call = _precision_call(node, owner, parents)
             if call is not None:  # ``Fabric(precision=precision)`` with ``precision = p or default_precision()``
                 role, why = _role(node, Signal("flag", "float16"), parents, owner, path, trains, training_lines, imports,
-                                  script, training_helpers)
+                                  script, training_helpers, stepping=stepping)
                 if any(call["kwargs"].get(k) is False for k in ("training", "train", "is_training")):
                     # litgpt's ``LLM.load``: ``L.Fabric(precision=get_default_supported_precision(training=False))`` casts
                     # a loaded model for generation: an inference precision, whatever trains the model afterwards
@@ -885,7 +889,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # ``{"model": deepcopy(model).half()}`` / ``torch.save(model.half(), f)``: a half copy
             # for a checkpoint or an export, not the parameters that train.
             continue
-        role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script, training_helpers)
+        role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script, training_helpers,
+                              stepping=stepping)
         cond = one_of or _dtype_condition(node, parents, lines) or _enabled_switch(node, sig, lines)
         record = _record(sig, why, node, lines, role, cond)
         fn = owner(node)
@@ -2234,8 +2239,11 @@ def _training_callers(functions, training_lines: Dict[int, List[int]]) -> set:
 
 def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trains: bool,
           training_lines: Dict[int, List[int]], imports: ImportTable, script: bool,
-          training_helpers: frozenset = frozenset()):
-    """The role of a piece of evidence, and why."""
+          training_helpers: frozenset = frozenset(), stepping: bool = False):
+    """The role of a piece of evidence, and why. ``stepping``: a function of the file steps an optimizer, so
+    evidence in a function that trains (runs the step, or is called by or calls what does) is training in a
+    file named for evaluation too (the "evaluation protocols" of DINO / iBOT / BEiT fine-tune the whole model
+    in ``eval_cls.py``: autocast and GradScaler in ``train_one_epoch``, M13-1)."""
     fn = owner(node)
     names = []
     trained = set()  # functions named for evaluation that run a training step or that training calls
@@ -2276,7 +2284,7 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
         return BENCHMARK, "in a benchmark script"
     if _EXPORT_FILE.search(path) and sig.kind == "half_params":
         return EXPORT, "in an export / conversion script"
-    if _INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path):
+    if (_INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path)) and not (stepping and trained):
         return INFERENCE, "in an inference / evaluation script"
     if sig.kind == "half_params" and not trains and (fn is None or script) and "wrapper" not in sig.note:
         # a script that casts a model to half and never trains it; a function of a module that
