@@ -1872,6 +1872,50 @@ class PrecisionModel:
                 return DTypeFact(F32, CERTAIN, "cast to float32")
             if isinstance(a.value, cst.Attribute) and a.value.attr.value == "dtype":
                 return self.dtype_of(a.value.value)
+            chosen = self._chosen_dtype(a.value)
+            if chosen is not None:
+                return chosen
+        return None
+
+    def _chosen_dtype(self, expr: cst.BaseExpression) -> Optional[DTypeFact]:
+        """A dtype picked by a condition, written in place or held by a local: ``dtype = torch.float16
+        if self.use_fp16 else torch.float32`` then ``x.to(dtype)`` (StyleGAN's per-layer mixed
+        precision by hand, M13-2). Float16 ("likely") when a branch is float16 and its condition is
+        no literal False: the layers that take the flag run their activations in float16; the
+        branches' one dtype when they agree; None when a branch is no dtype name."""
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr)
+            if not isinstance(value, cst.IfExp):
+                return None
+            expr = value
+        if not isinstance(expr, cst.IfExp):
+            return None
+        # (the condition under which a leaf is picked, whether it is picked when that is false, dtype)
+        leaves: List[Tuple[Optional[cst.BaseExpression], bool, str]] = []
+        todo: List[Tuple[Optional[cst.BaseExpression], bool, cst.BaseExpression]] = [(None, False, expr)]
+        while todo:
+            test, negated, e = todo.pop()
+            if isinstance(e, cst.IfExp):
+                todo.append((e.test, False, e.body))
+                todo.append((e.test, True, e.orelse))
+                continue
+            name = self.ctx.qualname(e)
+            d = F16 if name in FLOAT16_NAMES else BF16 if name in BFLOAT16_NAMES else \
+                F32 if name in FLOAT32_NAMES else None
+            if d is None:
+                return None
+            leaves.append((test, negated, d))
+        leaves = [(test, negated, d) for test, negated, d in leaves  # (a branch a literal condition never picks)
+                  if not (isinstance(test, cst.Name) and test.value == ("True" if negated else "False"))]
+        for test, negated, d in leaves:
+            if d == F16 and test is not None:
+                when = f"not `{self.ctx.code(test)}`" if negated else f"`{self.ctx.code(test)}`"
+                return DTypeFact(F16, LIKELY, f"cast to float16 when {when} (a dtype picked per layer: "
+                                              f"`{self.ctx.code(expr)}`)")
+        kinds = {d for _, _, d in leaves}
+        if len(kinds) == 1:
+            d = kinds.pop()
+            return DTypeFact(d, LIKELY, f"cast to {d}")
         return None
 
     def _mapped(self, call: cst.Call) -> Optional[DTypeFact]:
