@@ -51,7 +51,12 @@ ONLY_OTHER_PROGRAMS = "no training run imports it: a program that does not train
 # legacy EEND model beside its `@tables.register`ed ones): no run builds it
 NO_RUN_LOADS = ("no run loads it: it is imported only by modules that nothing imports and that register no class, beside "
                 "models that register theirs for the runs to build")
-_WHO_REACHES = {NOTHING_TRAINS: "nothing in the project trains: no training entry point reaches",
+# a Hugging Face hub port of a model (``modeling_*.py``) that nothing outside its directory imports (FlagAI's
+# examples/AltCLIP/hf_altclip/): transformers loads it from a model repository in its users' programs
+HUB_PORT = ("a Hugging Face hub port (a modeling_*.py nothing outside its directory imports, in a directory with no "
+            "program): its users load it from the hub, none of the project's trainings runs it")
+_WHO_REACHES = {HUB_PORT: "no training run imports (a Hugging Face hub port nothing in the project imports)",
+                NOTHING_TRAINS: "nothing in the project trains: no training entry point reaches",
                 NO_RUN_LOADS: "no run loads (imported only by unregistered modules nothing imports, beside registered models)",
                 EXAMPLES_ONLY: "only example scripts with no precision evidence reach",
                 ONLY_OTHER_PROGRAMS: "no training run imports (only programs that do not train run it)",
@@ -1974,6 +1979,8 @@ class Project:
                                      f"any file or evidence of one: the entry points of other directories say nothing of it")
             if regime.mode in ("fp16-mixed", "fp16-master", "fp16") and self._loaded_by_no_run(key):
                 return self._unreached_library(NO_RUN_LOADS)
+            if regime.mode in ("fp16-mixed", "fp16-master", "fp16") and self._hub_port(key):
+                return self._unreached_library(HUB_PORT)
             regime.scope = f"{UNREACHED_PROGRAM if program else UNREACHED} (the entry points under {where}/)"
             return regime
         # Entry points agree when those with evidence say one precision, or float16 in its forms
@@ -2010,6 +2017,9 @@ class Project:
                 # FunASR: the legacy EEND and MossFormer models, never `@tables.register`ed and imported by nothing
                 # but their own unregistered model files, are built by none of its runs (T10-7)
                 return self._unreached_library(NO_RUN_LOADS)
+            if eps and project.mode in ("fp16-mixed", "fp16-master", "fp16") and self._hub_port(key):
+                # FlagAI's examples/AltCLIP/hf_altclip/ (T12-4): its fine-tuning uses flagai/model/mm/AltCLIP.py
+                return self._unreached_library(HUB_PORT)
             scope = (UNREACHED_PROGRAM if program else UNREACHED) if eps else project.scope
             return Regime(project.signals, None, scope, project.entry_points, project.origins)
         return self._unreached_library("no training entry point reaches it, and the entry points disagree")
@@ -2214,6 +2224,23 @@ class Project:
         if any(s["role"] == TRAINING and s["dtype"] in ("float16", "bfloat16") for _, f in below for s in f["signals"]):
             return False
         return not any(top not in src.parents for p, _ in below for src in into.get(p, ()))
+
+    def _hub_port(self, key: Path) -> bool:
+        """Is ``key`` the model code of a Hugging Face hub port: a ``modeling_*.py`` (the file transformers loads from
+        a model repository through its config's ``auto_map``, ``trust_remote_code=True``) in a directory that holds no
+        program (a script, an entry point, a file doing its work at its top level), that no file outside it imports
+        and none of whose modules a configuration file names? FlagAI's ``examples/AltCLIP/hf_altclip/`` (modeling /
+        configuration / processing files for the hub), beside the fine-tuning that trains ``flagai/model/mm/AltCLIP.py``
+        in fp32: the port runs in the programs of the users who load it from the hub, not in the project's (T12-4)."""
+        if not (key.name.startswith("modeling_") and key.suffix == ".py"):
+            return False
+        d = key.parent
+        here = [(p, f) for p, f in self.facts().items() if p.parent == d]
+        if any(f.get("script") or f.get("entry_points") or f.get("runs_at_top") for _, f in here):
+            return False
+        if any(f"{d.name}.{p.stem}" in self._config_dotted_pairs() for p, _ in here if p.stem != "__init__"):
+            return False
+        return self._imported_by_none_outside(d)
 
     def _loaded_by_name(self, top: Path) -> bool:
         """Does a file of the directory ``top`` register a class for configs to select (fairseq's ``--user-dir``
