@@ -25,7 +25,7 @@ import ast
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from .context.evidence import (AUTOCAST_NAMES, UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotted as _dotted, ast_value,
+from .context.evidence import (AUTOCAST_NAMES, AUTOCAST_STATE_NAMES, UNKNOWN, Dotted, Signal, ast_call_facts, ast_dotted as _dotted, ast_value,
                                classify)
 from .context.imports import ImportTable
 from .file_graph import _Tree, walk_with_parents
@@ -578,6 +578,33 @@ def _dtype_alternatives(node: ast.AST, imports: ImportTable, tables: Optional[Di
     return []
 
 
+def _option_lookup_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, Tuple[str, List[Tuple[str, str]]]]:
+    """Names assigned, once in the file, a dict literal of dtypes with string keys looked up by an option
+    (LLaMA2-Accessory: ``mixed_precision_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32":
+    torch.float32}[args.precision]``, T11-9): name -> (the option, [(key, dtype)])."""
+    out: Dict[str, Tuple[str, List[Tuple[str, str]]]] = {}
+    seen: Dict[str, int] = {}
+    for node in nodes:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = _dotted(node.targets[0])
+        if target is None:
+            continue
+        seen[target] = seen.get(target, 0) + 1
+        v = node.value
+        if not (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Dict)):
+            continue
+        key = v.slice.value if isinstance(v.slice, ast.Index) else v.slice  # (3.8's ast.Index)
+        if not isinstance(key, ast.Attribute):
+            continue
+        keys = [k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in v.value.keys]
+        dtypes = [_dtype_alternatives(x, imports) for x in v.value.values]
+        if None in keys or not all(len(d) == 1 for d in dtypes):
+            continue
+        out[target] = (key.attr, [(k, d[0]) for k, d in zip(keys, dtypes)])
+    return {name: v for name, v in out.items() if seen.get(name) == 1}
+
+
 def _dict_dtypes(node: ast.AST, imports: ImportTable) -> List[str]:
     """The values of a dict literal whose values are all dtypes; [] for anything else."""
     if not isinstance(node, ast.Dict) or not node.values:
@@ -735,6 +762,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["peft_classes"] = _peft_classes(parents.of(ast.ClassDef)) \
         if b"get_peft_model" in source or b"prepare_model_for_" in source else {}
 
+    # precision settings written in dict literals (T12-5), read by a program that reaches or runs this file
+    facts["setting_dicts"] = _setting_dicts(parents.of(ast.Dict, ast.Call), parents) \
+        if _SETTING_KEY_TEXT.search(source) else []
+
     if not _precision_words(source):
         return facts
     trains = _training_words(source) or bool(entry)
@@ -751,6 +782,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["dtype_defaults"] = _dtype_defaults(parents.of(ast.ClassDef), imports)
     fields = _Fields(parents.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign), imports, facts["dtype_defaults"])
     autocast_dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports, lookups=True)
+    option_lookups = _option_lookup_vars(parents.of(ast.Assign), imports)
     frozen = _frozen_objects(parents.of(ast.Call, ast.For, ast.AsyncFor), parents)
     adapted = _adapter_wrapped(parents.of(ast.Call))
     trained = _parameter_owners(parents.of(ast.Call))
@@ -799,6 +831,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     part_float32 = {m: [x for x in parts if not (m in frozen and x[0].endswith(_TRAINABLE_PART))]
                     for m, parts in part_float32.items()}
     deepspeed_options = _deepspeed_only_options(parents.of(ast.Attribute), parents)
+    autocast_aliases = _autocast_aliases(parents.of(ast.Assign), imports, owner)
     for node in parents.of(ast.Dict, ast.Assign, ast.Call):
         if isinstance(node, ast.Dict):
             # a DeepSpeed block under ``if precision == "bfloat16":`` is one of the options (gpt-neox)
@@ -822,7 +855,14 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             continue
         if not isinstance(node, ast.Call) or id(node) in skipped:
             continue
-        seen_node = _or_default(_with_local_values(node, owner(node)), owner(node))
+        if any(node is v for v in autocast_aliases.values()):
+            continue  # ``gpu_autocast_ctx = functools.partial(torch.amp.autocast, device_type="cuda")``: read at its calls
+        seen_node = node
+        if isinstance(node.func, ast.Name) and node.func.id in autocast_aliases and owner(node) is not None:
+            partial = autocast_aliases[node.func.id]
+            seen_node = ast.copy_location(ast.Call(func=partial.args[0], args=[*partial.args[1:], *node.args],
+                                                   keywords=[*partial.keywords, *node.keywords]), node)
+        seen_node = _or_default(_with_local_values(_with_caller_state(seen_node, owner(node)), owner(node)), owner(node))
         loop_owner = _module_loop_owner(node, parents)
         call_facts = ast_call_facts(seen_node, imports, targets.get(id(node)) or ("module" if loop_owner else None))
         _plugin_config_default(seen_node, call_facts)
@@ -839,7 +879,11 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             for k, v in list(call_facts.kwargs.items()):
                 if isinstance(v, Dotted) and k in ("dtype", "torch_dtype", "param_dtype") and v.name not in variables:
                     call_facts.kwargs[k] = fields.value_of(v.name, v)
+        looked_up = None
         for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
+            if isinstance(k, str) and isinstance(v, Dotted) and v.name in option_lookups and looked_up is None \
+                    and call_facts.qualname not in AUTOCAST_NAMES:
+                looked_up = (k, *option_lookups[v.name])
             if isinstance(v, Dotted) and v.name in variables:
                 alts = variables[v.name]
                 half = [a for a in alts if a in ("torch.float16", "torch.half")] or \
@@ -960,6 +1004,23 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # ``create_colossalai_plugin(plugin, dtype, ...)``: ``precision=dtype`` is what the callers pass
             record["param"] = param
             record["alternatives"] = {v: _plugin_record(node, v) for v in ("fp16", "bf16", "fp32")}
+        if looked_up is not None and sig.kind in ("half_params", "flag"):
+            # ``MixedPrecision(param_dtype=mixed_precision_dtype)`` with ``mixed_precision_dtype = {"fp16": torch.float16,
+            # "bf16": torch.bfloat16, ...}[args.precision]``: each entry is the evidence of the runs that pick it,
+            # which the project reads from the launcher scripts or the option's default (T11-9, as T11-3)
+            keyword, option_name, table = looked_up
+            keys = [k for k, _ in table]
+            for key, dtype in table:
+                picked = ast_call_facts(seen_node, imports, targets.get(id(node)))
+                picked.kwargs[keyword] = Dotted(dtype)
+                entry = classify(picked) or _extra_signal(node, picked, source)
+                if entry is None or entry.dtype not in ("float16", "bfloat16"):
+                    continue  # (``"tf32": torch.float32``: no evidence in the runs that pick it)
+                facts["option_casts"].append({**_record(entry, why, node, lines, role, None),
+                                              "function": record["function"], "main": record["main"],
+                                              "one_of": f"`{option_name}` picks one of {', '.join(keys)}",
+                                              "option": option_name, "option_key": key})
+            continue
         switch = _option_switch(node, parents) if sig.kind in ("autocast", "grad_scaler") else None
         if switch is not None:
             # ``with {"bf16": autocast(dtype=torch.bfloat16), "fp16": autocast(dtype=torch.float16), "fp32":
@@ -1584,6 +1645,57 @@ def _with_local_values(node: ast.Call, fn) -> ast.Call:
     return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords), node)
 
 
+def _autocast_aliases(assigns: List[ast.AST], imports: ImportTable, owner) -> Dict[str, ast.Call]:
+    """Module-level names bound to ``functools.partial(<autocast>, ...)`` fixing neither its dtype nor whether it is
+    enabled (TransformerEngine's ``gpu_autocast_ctx = functools.partial(torch.amp.autocast, device_type="cuda")``,
+    whose calls all pass ``enabled=False``): a spelling of autocast, no use of it; what says a precision is each
+    call of the name (T11-11). Calls in other files that import the name are not read."""
+    out: Dict[str, ast.Call] = {}
+    for a in assigns:
+        v = a.value
+        if not (isinstance(v, ast.Call) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
+                and owner(a) is None and v.args and imports.resolve(_dotted(v.func) or "") in ("functools.partial", "partial")
+                and imports.resolve(_dotted(v.args[0]) or "") in AUTOCAST_NAMES):
+            continue
+        fixed = {k.arg for k in v.keywords} | ({"dtype"} if len(v.args) > 2 else set())
+        if not fixed & {"dtype", "enabled"}:
+            out[a.targets[0].id] = v
+    return out
+
+
+def _with_caller_state(node: ast.Call, fn) -> ast.Call:
+    """An autocast call whose arguments name locals of ``fn`` assigned only the autocast state in force
+    (``enabled = torch.is_autocast_enabled("cuda")``, ``dtype = torch.get_autocast_dtype("cuda")``, then
+    ``torch.amp.autocast("cuda", enabled=enabled, dtype=dtype)``: TransformerEngine's recompute, T11-11) with
+    those arguments replaced by the calls, which ``ast_value`` reads as the caller's state. ``node`` itself
+    otherwise."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+            not (_dotted(node.func) or "").endswith("autocast"):
+        return node
+    names = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
+    if not names:
+        return node
+    assigned: Dict[str, List[ast.AST]] = {}
+    for stmt in ast.walk(fn):
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                if isinstance(t, ast.Name) and t.id in names:
+                    assigned.setdefault(t.id, []).append(stmt.value)
+    state = {n: vs[0] for n, vs in assigned.items()
+             if all(isinstance(v, ast.Call) and (_dotted(v.func) or "").rsplit(".", 1)[-1] in _AUTOCAST_STATE_GETTERS
+                    for v in vs)}
+    if not state:
+        return node
+
+    def swap(a: ast.AST) -> ast.AST:
+        return state[a.id] if isinstance(a, ast.Name) and a.id in state else a
+    return ast.copy_location(ast.Call(func=node.func, args=[swap(a) for a in node.args],
+                                      keywords=[ast.keyword(arg=k.arg, value=swap(k.value)) for k in node.keywords]), node)
+
+
+_AUTOCAST_STATE_GETTERS = frozenset(n.rsplit(".", 1)[-1] for n in AUTOCAST_STATE_NAMES)
+
+
 def _or_default(node: ast.Call, fn) -> ast.Call:
     """``from_pretrained(name, torch_dtype=torch_dtype or torch.float16)`` (AnglE): with ``torch_dtype`` a
     parameter of ``fn`` whose default is None, the dtype is the fallback; with anything else it is one of
@@ -1854,6 +1966,8 @@ def _enabled_switch(node: ast.AST, sig: Signal, lines: List[str]) -> Optional[st
         return None
     for k in node.keywords:
         if k.arg == "enabled" and (isinstance(k.value, (ast.Name, ast.Attribute))
+                                   # ``GradScaler(enabled=self.cfg["grad_scaler_enabled"])`` (autogluon's Mitra, T12-5)
+                                   or _setting_text(k.value) is not None
                                    or isinstance(k.value, ast.BoolOp) and isinstance(k.value.op, ast.And)
                                    # ``GradScaler(enabled=cfg.precision == "float16")`` (physicsnemo's recipes)
                                    or isinstance(k.value, ast.Compare)):
@@ -1899,8 +2013,61 @@ def _dtype_lookup(node: ast.AST) -> Optional[str]:
         v = k.value
         if k.arg == "dtype" and isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "getattr" \
                 and len(v.args) == 2 and _dotted(v.args[0]) == "torch":
-            return _dotted(v.args[1])
+            return _setting_text(v.args[1])
     return None
+
+
+def _setting_text(node: ast.AST) -> Optional[str]:
+    """The text of a setting read through names, attributes and string keys (``cfg.dtype``,
+    ``self.cfg.hyperparams["precision"]``), else None."""
+    if isinstance(node, ast.Subscript):
+        key = node.slice.value if isinstance(node.slice, ast.Index) else node.slice  # (3.8's ast.Index)
+        inner = _setting_text(node.value)
+        if inner is None or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        return f"{inner}[{key.value!r}]"
+    return _dotted(node)
+
+
+# dict keys that may hold a precision setting (``"precision": "bfloat16"``, ``"grad_scaler_enabled": False``)
+_SETTING_KEY = re.compile(r"(?i)(^|_)(precision|dtype|amp|fp16|bf16|half|scaler|autocast)(_|$)")
+_SETTING_KEY_TEXT = re.compile(rb"""(?i)["'](\w*_)?(precision|dtype|amp|fp16|bf16|half|scaler|autocast)(_\w*)?["']\s*:|"""
+                               rb"""\b(\w*_)?(precision|dtype|amp|fp16|bf16|half|scaler|autocast)(_\w*)?\s*=""")
+
+
+def _setting_dicts(nodes: List[ast.AST], parents: "_Parents") -> List[list]:
+    """The precision settings a file writes in dict literals with string keys (and ``dict(...)`` calls): autogluon's
+    Mitra ``hyperparams={"precision": "bfloat16", "grad_scaler_enabled": False, ...}``, read by its trainer as
+    ``getattr(torch, self.cfg.hyperparams["precision"])`` and ``GradScaler(enabled=...["grad_scaler_enabled"])``
+    (T12-5): ``[dotted key, value]`` for each constant value under a key naming a precision, nested dicts and the
+    keyword a dict is passed as giving the key its prefix (``hyperparams.precision``), and its line."""
+    out: List[list] = []
+
+    def pairs(node: ast.AST):
+        if isinstance(node, ast.Dict):
+            return [(k.value, v) for k, v in zip(node.keys, node.values)
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            return [(k.arg, k.value) for k in node.keywords if k.arg]
+        return None
+
+    def walk(node: ast.AST, prefix: str, depth: int) -> None:
+        for key, value in pairs(node) or ():
+            if pairs(value) is not None and depth < 3:
+                walk(value, f"{prefix}{key}.", depth + 1)
+            elif isinstance(value, ast.Constant) and isinstance(value.value, (str, bool, int, float)) \
+                    and _SETTING_KEY.search(key) and len(out) < 64:
+                out.append([f"{prefix}{key}", value.value, value.lineno])
+
+    for node in nodes:
+        if pairs(node) is None:
+            continue
+        parent = parents.parent.get(id(node))
+        if isinstance(parent, ast.Dict) or isinstance(parent, ast.keyword) and pairs(parents.parent.get(id(parent))) is not None:
+            continue  # (a nested dict: walked from its outermost one)
+        prefix = f"{parent.arg}." if isinstance(parent, ast.keyword) and parent.arg else ""
+        walk(node, prefix, 0)
+    return out
 
 
 def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str]) -> Dict[str, Any]:

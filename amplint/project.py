@@ -475,8 +475,8 @@ def _setting(expr: ast.AST, leaves: Dict[str, object]):
     """The value of the setting ``expr`` reads (``cfg.training.amp``, ``self.amp``, a local ``dtype``) in a Hydra
     config's ``leaves``: the leaf whose dotted path ends like the attribute chain after its root name
     (``training.amp``, else ``amp`` when one leaf ends so). ``_MISSING`` when the config does not say."""
-    parts = (ast_dotted(expr) or "").split(".")
-    if not parts[0]:
+    parts = _setting_parts(expr)
+    if not parts or not parts[0]:
         return _MISSING
     if len(parts) > 1 and not _CONFIG_ROOT.fullmatch(parts[0]):
         return _MISSING  # ``device.type``: an object of the program, not a setting
@@ -490,6 +490,16 @@ def _setting(expr: ast.AST, leaves: Dict[str, object]):
         if hits:
             return _MISSING
     return _MISSING
+
+
+def _setting_parts(expr: ast.AST) -> List[str]:
+    """The names a setting is read through: ``cfg.train.amp`` -> cfg, train, amp; a string key of a dict is one
+    too (``self.cfg.hyperparams["precision"]`` -> self, cfg, hyperparams, precision). Empty for anything else."""
+    if isinstance(expr, ast.Subscript):
+        key = expr.slice.value if isinstance(expr.slice, ast.Index) else expr.slice  # (3.8's ast.Index)
+        inner = _setting_parts(expr.value)
+        return [*inner, key.value] if inner and isinstance(key, ast.Constant) and isinstance(key.value, str) else []
+    return (ast_dotted(expr) or "").split(".") if ast_dotted(expr) else []
 
 
 _MISSING = object()
@@ -516,19 +526,62 @@ def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
             if isinstance(n.op, ast.And):
                 return False if False in values else (True if all(v is True for v in values) else None)
             return True if True in values else (False if all(v is False for v in values) else None)
-        if isinstance(n, (ast.Name, ast.Attribute)):
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)):
             v = _setting(n, leaves)
             return bool(v) if isinstance(v, (bool, int)) or v is None else None
-        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.NotEq)) \
-                and isinstance(n.comparators[0], ast.Constant) and isinstance(n.left, (ast.Name, ast.Attribute)):
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.left, (ast.Name, ast.Attribute, ast.Subscript)):
+            op, right = n.ops[0], n.comparators[0]
+            if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
+                choices = [right.value]
+            elif isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.List, ast.Tuple, ast.Set)) \
+                    and all(isinstance(e, ast.Constant) for e in right.elts):
+                # ``ShardedGradScaler(enabled=args.precision in ["fp16"])`` (LLaMA2-Accessory, T11-9)
+                choices = [e.value for e in right.elts]
+            else:
+                return None
             v = _setting(n.left, leaves)
             if v is _MISSING or isinstance(v, (dict, list)):
                 return None
-            same = str(v).lower() == str(n.comparators[0].value).lower()
-            return same if isinstance(n.ops[0], ast.Eq) else not same
+            same = str(v).lower() in {str(c).lower() for c in choices}
+            return same if isinstance(op, (ast.Eq, ast.In)) else not same
         return None
 
     return truth(node)
+
+
+def _settings_applied(leaves: Dict[str, object], signals, roles, source: str):
+    """``signals`` and ``roles`` as the settings ``leaves`` (dotted key -> value) set them: an autocast or GradScaler
+    switched by a setting they turn off is not read, and an autocast whose dtype is looked up by a setting's string
+    (``dtype=getattr(torch, dtype)``) takes their dtype. ``source`` says where the settings are written."""
+    where = {}
+    kept = []
+    for sig, ev in signals:
+        if sig.kind in ("autocast", "grad_scaler") and sig.conditional and sig.condition \
+                and _config_truth(sig.condition, leaves) is False:
+            where[str(ev)] = f"switched off by {source} ({sig.condition})"
+            continue
+        lookup = sig.note[len(DTYPE_LOOKUP):].strip("`") if sig.kind == "autocast" and sig.note.startswith(DTYPE_LOOKUP) else ""
+        if lookup:
+            try:
+                value = _setting(ast.parse(lookup, mode="eval").body, leaves)
+            except SyntaxError:
+                value = _MISSING
+            dtype = _PRECISION_WORDS.get(str(value).lower()) if isinstance(value, str) else None
+            if dtype is not None and dtype != sig.dtype:
+                sig = dataclasses.replace(sig, dtype=dtype, enabled=sig.enabled and dtype != "float32")
+        kept.append((sig, ev))
+    off_files = {ev.path for sig, ev in signals if str(ev) in where and sig.kind == "autocast"}
+    if off_files and not any(sig.kind in ("autocast", "half_params") and sig.enabled and sig.dtype == "float16"
+                             for sig, _ in kept):
+        # vortex_shedding_mgn: `self.scaler = GradScaler()` beside `autocast(enabled=self.amp)` and `amp: False`,
+        # scaling only `if self.amp:`: with no float16 autocast or half cast left, its scaler scales nothing
+        for sig, ev in kept:
+            if sig.kind == "grad_scaler" and not sig.conditional and ev.path in off_files:
+                where[str(ev)] = f"a GradScaler beside the autocast that {source} switches off"
+        kept = [(sig, ev) for sig, ev in kept if str(ev) not in where]
+    if where:
+        roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
+    return kept, roles
 
 
 def _unread_amp_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[Tuple[str, str, str]],
@@ -1260,6 +1313,8 @@ class Project:
                         signals = [x for x in signals if x not in off]
                 if facts[path].get("hydra_config_names"):
                     signals, roles = self._hydra_settings(path, facts[path]["hydra_config_names"], signals, roles)
+                signals, roles = self._dict_settings(path, reach, importers, signals, roles)
+                signals, roles = self._option_conditions(path, reach, signals, roles)
                 if stated and "float16" not in stated:
                     # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared
                     # trainer's autocast and GradScaler, switched by that setting, are off or bfloat16 in its runs
@@ -1315,35 +1370,63 @@ class Project:
                     break
         if not leaves:
             return signals, roles
-        where = {}
-        kept = []
+        return _settings_applied(leaves, signals, roles, "the program's Hydra config")
+
+    def _dict_settings(self, path: Path, reach: set, importers: Dict[Path, set], signals, roles):
+        """``signals`` and ``roles`` as the precision settings written in dict literals set them (autogluon's Mitra:
+        ``hyperparams={"precision": "bfloat16", "grad_scaler_enabled": False, ...}`` read by its trainer as
+        ``autocast(dtype=getattr(torch, self.cfg.hyperparams["precision"]))`` and
+        ``GradScaler(enabled=self.cfg.hyperparams["grad_scaler_enabled"])``, T12-5): only evidence that reads a
+        setting by a string key, against the dicts of the files the entry point reaches or that run it (import it);
+        a key written with different values stays unsettled."""
+        if not any(sig.kind in ("autocast", "grad_scaler") and "[" in (sig.condition + sig.note) for sig, _ in signals):
+            return signals, roles
+        facts = self.facts()
+        values: Dict[str, set] = {}
+        lines: Dict[str, str] = {}
+        for q in sorted(set(reach) | _closure(path, importers)):
+            for key, value, line in facts.get(q, {}).get("setting_dicts", ()):
+                values.setdefault(key, set()).add((type(value).__name__, value))
+                lines.setdefault(key, f"{self.display(q)}:{line}")
+        if not values:
+            return signals, roles
+        leaves = {k: next(iter(v))[1] if len(v) == 1 else _MISSING for k, v in values.items()}
+        subscripted = [(sig, ev) for sig, ev in signals if "[" in (sig.condition + sig.note)]
+        kept, roles = _settings_applied(leaves, subscripted, roles, "the settings dict in the code")
+        changed = dict(zip(map(str, (ev for _, ev in subscripted)), [None] * len(subscripted)))
+        before = {str(ev): sig.dtype for sig, ev in subscripted}
+        for sig, ev in kept:
+            changed[str(ev)] = (sig, ev)
+            if sig.dtype != before[str(ev)]:
+                key = sig.note[len(DTYPE_LOOKUP):].strip("`")
+                tail = next((k for k in lines if key.replace("'", "").replace('"', "").replace("[", ".").rstrip("]")
+                             .endswith(k)), None)
+                said = f"dtype {sig.dtype}: the settings dict" + (f" at {lines[tail]}" if tail else " in the code")
+                roles = [(r[0], r[1], "; ".join(x for x in (r[2], said) if x)) if r[1] == str(ev) else r
+                         for r in roles]
+        return [changed[str(ev)] if str(ev) in changed else (sig, ev) for sig, ev in signals
+                if not (str(ev) in changed and changed[str(ev)] is None)], roles
+
+    def _option_conditions(self, path: Path, reach: set, signals, roles):
+        """``signals`` and ``roles`` less an autocast or GradScaler switched by a comparison of a dtype / precision
+        option that no run of the entry point makes true (``ShardedGradScaler(enabled=args.precision in ["fp16"])``
+        with ``--precision`` defaulting to ``bf16`` and no launcher passing ``fp16``: LLaMA2-Accessory, T11-9)."""
+        out, where = [], {}
         for sig, ev in signals:
-            if sig.kind in ("autocast", "grad_scaler") and sig.conditional and sig.condition \
-                    and _config_truth(sig.condition, leaves) is False:
-                where[str(ev)] = f"switched off by the program's Hydra config ({sig.condition})"
-                continue
-            lookup = sig.note[len(DTYPE_LOOKUP):].strip("`") if sig.kind == "autocast" and sig.note.startswith(DTYPE_LOOKUP) else ""
-            if lookup:
-                try:
-                    value = _setting(ast.parse(lookup, mode="eval").body, leaves)
-                except SyntaxError:
-                    value = _MISSING
-                dtype = _PRECISION_WORDS.get(str(value).lower()) if isinstance(value, str) else None
-                if dtype is not None and dtype != sig.dtype:
-                    sig = dataclasses.replace(sig, dtype=dtype, enabled=sig.enabled and dtype != "float32")
-            kept.append((sig, ev))
-        off_files = {ev.path for sig, ev in signals if str(ev) in where and sig.kind == "autocast"}
-        if off_files and not any(sig.kind in ("autocast", "half_params") and sig.enabled and sig.dtype == "float16"
-                                 for sig, _ in kept):
-            # vortex_shedding_mgn: `self.scaler = GradScaler()` beside `autocast(enabled=self.amp)` and `amp: False`,
-            # scaling only `if self.amp:`: with no float16 autocast or half cast left, its scaler scales nothing
-            for sig, ev in kept:
-                if sig.kind == "grad_scaler" and not sig.conditional and ev.path in off_files:
-                    where[str(ev)] = "a GradScaler beside the autocast that the program's Hydra config switches off"
-            kept = [(sig, ev) for sig, ev in kept if str(ev) not in where]
+            options = re.findall(r"\b(?:args|opts?|cfg|config|self\.args)\.(\w*(?:dtype|precision)\w*)\s*(?:==|!=|in\b|not in\b)",
+                                 sig.condition) if sig.kind in ("autocast", "grad_scaler") and sig.conditional else []
+            if len(set(options)) == 1:
+                values = self._option_values(path, options[0], reach)
+                truths = [_config_truth(sig.condition, {options[0]: v}) for v, _ in values]
+                if truths and all(t is False for t in truths):
+                    where[str(ev)] = (f"switched off in this program's runs (`{options[0]}` is "
+                                      f"{', '.join(sorted({v for v, _ in values}))}: {'; '.join(sorted({w for _, w in values}))})")
+                    continue
+            out.append((sig, ev))
         if where:
             roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
-        return kept, roles
+        return out, roles
+
 
     def _bound_parameters(self, path: Path, facts: dict) -> dict:
         """``facts`` with the evidence whose precision is a parameter of its function (a ColossalAI

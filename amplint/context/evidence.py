@@ -29,6 +29,23 @@ class _Unknown:
 
 UNKNOWN: Any = _Unknown()  # an argument whose value is not a literal or a name
 
+
+class _CallerState:
+    def __repr__(self) -> str:
+        return "CALLER_STATE"
+
+
+# An argument read from the autocast state in force where the call runs (``torch.is_autocast_enabled("cuda")``,
+# ``torch.get_autocast_dtype("cuda")``): an autocast given it replays its caller's state (TransformerEngine's
+# activation recompute, T11-11) and says no precision of its own.
+CALLER_STATE: Any = _CallerState()
+
+AUTOCAST_STATE_NAMES = frozenset({
+    "torch.is_autocast_enabled", "torch.cuda.is_autocast_enabled", "torch.is_autocast_cpu_enabled",
+    "torch.get_autocast_dtype", "torch.get_autocast_gpu_dtype", "torch.get_autocast_cpu_dtype",
+    "torch.cuda.get_autocast_gpu_dtype",
+})
+
 FLOAT16_NAMES = {"torch.float16", "torch.half"}
 BFLOAT16_NAMES = {"torch.bfloat16"}
 FLOAT32_NAMES = {"torch.float32", "torch.float", "torch.float64", "torch.double"}
@@ -142,6 +159,10 @@ def autocast_signal(facts: CallFacts) -> Optional[Signal]:
         device = kwargs.get("device_type", args[0] if args else UNKNOWN)
         dtype_arg = kwargs.get("dtype", args[1] if len(args) > 1 else None)
         enabled = kwargs.get("enabled", args[2] if len(args) > 2 else True)
+    if enabled is CALLER_STATE or dtype_arg is CALLER_STATE:
+        # ``autocast("cuda", enabled=torch.is_autocast_enabled("cuda"), dtype=torch.get_autocast_dtype("cuda"))``:
+        # the caller's own autocast, re-entered (a recompute in backward): no region, no precision of its own
+        return None
     if dtype_arg is None:
         # The default dtype follows the device: cuda -> float16, cpu -> bfloat16. A device that is
         # not a literal (``x.device.type``) is assumed to be cuda, where training happens.
@@ -265,6 +286,9 @@ def _colossalai_plugin(plugin: str, precision: Any) -> Optional[Signal]:
 # ---- turning calls into CallFacts -------------------------------------------------------------
 
 def cst_value(node: cst.BaseExpression, imports: ImportTable) -> Any:
+    if isinstance(node, cst.Call):
+        name = dotted_name(node.func)
+        return CALLER_STATE if name is not None and imports.resolve(name) in AUTOCAST_STATE_NAMES else UNKNOWN
     if isinstance(node, cst.SimpleString):
         try:
             return node.evaluated_value if isinstance(node.evaluated_value, str) else UNKNOWN
@@ -330,6 +354,9 @@ def ast_dotted(node: ast.AST) -> Optional[str]:
 def ast_value(node: ast.AST, imports: ImportTable) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
+    if isinstance(node, ast.Call):
+        name = ast_dotted(node.func)
+        return CALLER_STATE if name is not None and imports.resolve(name) in AUTOCAST_STATE_NAMES else UNKNOWN
     name = ast_dotted(node)
     if name is not None:
         return Dotted(imports.resolve(name))

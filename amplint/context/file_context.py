@@ -29,7 +29,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..constants import binary, unary
 from ..fp16 import finfo
-from .evidence import Evidence, Signal, autocast_signal, cst_call_facts, cst_value, CallFacts  # noqa: F401 (Evidence re-exported)
+from .evidence import (AUTOCAST_NAMES, CALLER_STATE, Evidence, Signal, autocast_signal, cst_call_facts,  # noqa: F401
+                       cst_value, CallFacts)  # (Evidence re-exported)
 from .imports import ImportTable, dotted_name, record_import
 from .semantic import SemanticModel
 
@@ -391,11 +392,28 @@ class FileContext:
 
     def call_facts(self, call: cst.Call) -> CallFacts:
         facts = cst_call_facts(call, self.imports)
+        if facts.qualname in AUTOCAST_NAMES:
+            # ``enabled = torch.is_autocast_enabled("cuda")`` then ``autocast("cuda", enabled=enabled)``: the caller's
+            # state, re-entered (T11-11)
+            for i, arg in enumerate(call.args):
+                if isinstance(arg.value, cst.Name) and not arg.star and self._holds_caller_state(arg.value):
+                    if arg.keyword is not None:
+                        facts.kwargs[arg.keyword.value] = CALLER_STATE
+                    else:
+                        facts.args = tuple(CALLER_STATE if j == i else v for j, v in enumerate(facts.args))
         for arg in call.args:
             if arg.star == "**" and isinstance(arg.value, cst.Call) and isinstance(arg.value.func, cst.Name):
                 for key, value in self._returned_dict(arg.value.func.value):
                     facts.kwargs.setdefault(key, cst_value(value, self.imports))
         return facts
+
+    def _holds_caller_state(self, name: cst.Name) -> bool:
+        """Is every binding of ``name`` reaching it an assignment of the autocast state in force
+        (``torch.is_autocast_enabled(...)`` / ``torch.get_autocast_dtype(...)``)?"""
+        bindings = self.semantic.reaching(name.value, name)
+        return bool(bindings) and all(
+            b.kind == "assign" and not b.part and isinstance(b.value, cst.Call)
+            and cst_value(b.value, self.imports) is CALLER_STATE for b in bindings)
 
     def _returned_dict(self, name: str) -> List[Tuple[str, cst.BaseExpression]]:
         """The literal keys and values of the dict that this file's module-level function ``name``
