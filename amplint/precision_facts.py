@@ -783,6 +783,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     fields = _Fields(parents.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign), imports, facts["dtype_defaults"])
     autocast_dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports, lookups=True)
     option_lookups = _option_lookup_vars(parents.of(ast.Assign), imports)
+    self_options = _self_options(parents.of(ast.ClassDef)) if b"self." in source else {}
+    facts["conditional_builds"] = _conditional_builds(parents.of(ast.Call), parents, self_options) if self_options else []
     frozen = _frozen_objects(parents.of(ast.Call, ast.For, ast.AsyncFor), parents)
     adapted = _adapter_wrapped(parents.of(ast.Call))
     trained = _parameter_owners(parents.of(ast.Call))
@@ -990,6 +992,16 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                               note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
                                    f"fp16 mixed precision")
         record["main"] = _under_main(node, parents)
+        if self_options and fn is not None:
+            # ``if self.fp16: model.half()`` with ``self.fp16 = fp16`` from ``__init__(..., fp16=False)``: taken in the
+            # runs whose construction of the class passes a true value (the project reads the constructions, T12-3)
+            cond_of = _self_condition(node, parents, self_options)
+            if cond_of is not None:
+                record["self_option"] = cond_of
+        if wrapper is not None:
+            cls = next((c for c in parents.chain(node) if isinstance(c, ast.ClassDef)), None)
+            if cls is not None:
+                record["wrapper_class"] = cls.name  # its constructions say when the cast runs
         if record["kind"] == "half_params" and record["dtype"] == "float16" and record["model"] and fn is not None \
                 and not record.get("master") and not _TASK_HEAD_MODEL.search(_dotted(node.func) or "") \
                 and _calls_with(fn, record["model"], node.lineno):
@@ -1660,6 +1672,73 @@ def _autocast_aliases(assigns: List[ast.AST], imports: ImportTable, owner) -> Di
         fixed = {k.arg for k in v.keywords} | ({"dtype"} if len(v.args) > 2 else set())
         if not fixed & {"dtype", "enabled"}:
             out[a.targets[0].id] = v
+    return out
+
+
+def _self_options(classes: List[ast.AST]) -> Dict[str, Dict[str, Tuple[str, Any]]]:
+    """For each class, the attributes its ``__init__`` sets from a parameter with a literal default (FlagAI's
+    ``Trainer.__init__(self, ..., fp16=False)`` with ``self.fp16 = fp16``): class -> attr -> (parameter, default)."""
+    out: Dict[str, Dict[str, Tuple[str, Any]]] = {}
+    for cls in classes:
+        init = next((n for n in getattr(cls, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is None:
+            continue
+        a = init.args
+        positional = a.posonlyargs + a.args
+        defaults = {x.arg: d for x, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)}
+        defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        literal = {k: d.value for k, d in defaults.items()
+                   if isinstance(d, ast.Constant) and (d.value is None or isinstance(d.value, (bool, int, str)))}
+        attrs: Dict[str, Tuple[str, Any]] = {}
+        for stmt in ast.walk(init):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name) \
+                    and stmt.value.id in literal:
+                t = stmt.targets[0]
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    attrs[t.attr] = (stmt.value.id, literal[stmt.value.id])
+        if attrs:
+            out[cls.name] = attrs
+    return out
+
+
+def _self_condition(node: ast.AST, parents: "_Parents", options: Dict[str, Dict[str, Tuple[str, Any]]]) -> Optional[dict]:
+    """The nearest ``if self.<attr>:`` (or ``if not self.<attr>:``) around ``node`` in a method, when the class's
+    ``__init__`` sets that attribute from a parameter with a literal default (``_self_options``): its class, the
+    parameter, the default, and whether ``node`` runs when the attribute is true (``taken``: True) or false."""
+    child = node
+    for p in parents.chain(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(p, ast.If):
+            test, negated = p.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"):
+                return None
+            in_body = any(child is b for b in p.body)
+            if not in_body and not any(child is b for b in p.orelse):
+                return None  # (the test itself)
+            cls = next((c for c in parents.chain(p) if isinstance(c, ast.ClassDef)), None)
+            opt = options.get(cls.name, {}).get(test.attr) if cls is not None else None
+            if opt is None:
+                return None
+            return {"class": cls.name, "attr": test.attr, "param": opt[0], "default": opt[1],
+                    "taken": in_body != negated}
+        child = p
+    return None
+
+
+def _conditional_builds(calls: List[ast.AST], parents: "_Parents", options) -> List[dict]:
+    """Classes a method builds only under ``if self.<attr>:`` of a constructor option (FlagAI's ``if self.fp16: model =
+    FP16_Module(model)``): the call's line and name with that condition (``_self_condition``)."""
+    out = []
+    for node in calls:
+        name = _dotted(node.func) if isinstance(node, ast.Call) else None
+        if not name or not name.rsplit(".", 1)[-1][:1].isupper():
+            continue
+        cond = _self_condition(node, parents, options)
+        if cond is not None:
+            out.append({"line": node.lineno, "callee": name, **cond})
     return out
 
 

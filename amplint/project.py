@@ -1237,6 +1237,8 @@ class Project:
                                                     else s for s in pf["signals"]]}
                     pf = self._bound_parameters(p, pf)
                     pf = self._option_casts(path, p, pf, reach, None if p == path else reached)
+                    pf, off = self._constructor_options(p, pf, reach)
+                    roles.extend(("not read", f"`{s['text']}` at {self.display(p)}:{s['line']}", why) for s, why in off)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))
                     for s in pf["signals"]:
@@ -1502,6 +1504,89 @@ class Project:
                 one_of = f"`{c['option']}` is one of {', '.join(sorted({v for v, _ in values}))}"
             out.append({**c, "dtype": dtype, "one_of": one_of, "note": f"{c['note']}; {note}" if c["note"] else note})
         return {**facts, "signals": [*facts["signals"], *out]} if out else facts
+
+    def _constructor_options(self, path: Path, facts: dict, reach: set):
+        """``facts`` (of ``path``, which an entry point reaches: ``reach``) less the evidence taken only under ``if
+        self.<attr>:`` of a constructor option that no construction in ``reach`` turns that way (FlagAI's
+        ``Trainer(..., fp16=False)`` with ``if self.fp16: model.half(); model = FP16_Module(model)``, built by a script
+        as ``Trainer(env_type="pytorch", lr=1e-4)``, T12-3), and less a half-casting wrapper's cast whose every
+        construction in ``reach`` sits under such an option that is off. Returns the facts and the dropped signals with
+        why."""
+        if not any(s.get("self_option") or s.get("wrapper_class") for s in facts["signals"]):
+            return facts, []
+        index = self.index
+        memo: Dict[tuple, Optional[set]] = {}
+
+        def values(cls_path: Path, cond: dict) -> Optional[set]:
+            key = (cls_path, cond["class"], cond["param"])
+            if key not in memo:
+                memo[key] = self._constructed_with(index, cls_path, cond["class"], cond["param"], cond["default"], reach)
+            return memo[key]
+
+        def off(cls_path: Path, cond: dict) -> Optional[str]:
+            vals = values(cls_path, cond)
+            if not vals or any(bool(v) == cond["taken"] for v in vals):
+                return None
+            shown = ", ".join(sorted(repr(v) for v in vals))
+            return (f"`{cond['class']}` is built with {cond['param']}={shown} in this program's runs: "
+                    f"`if {'' if cond['taken'] else 'not '}self.{cond['attr']}` is not taken")
+
+        kept, dropped = [], []
+        for s in facts["signals"]:
+            why = off(path, s["self_option"]) if s.get("self_option") else None
+            if why is None and s.get("wrapper_class"):
+                why = self._wrapper_built_off(index, path, s["wrapper_class"], reach, off)
+            if why is None:
+                kept.append(s)
+            else:
+                dropped.append((s, why))
+        return ({**facts, "signals": kept} if dropped else facts), dropped
+
+    def _constructed_with(self, index: ProjectIndex, path: Path, cls: str, param: str, default, reach: set) -> Optional[set]:
+        """The values the constructions of the class ``cls`` (defined in ``path``) found in the files ``reach`` pass
+        for its ``__init__``'s ``param`` (the ``default`` where they pass nothing); None when one passes something
+        else than a literal, or none is found."""
+        syms = [x for x in index.symbols_in(path) if x.kind == "class" and x.qualname == cls]
+        inits = [x for x in index.symbols_in(path) if x.kind == "function" and x.qualname == f"{cls}.__init__"]
+        if len(syms) != 1 or len(inits) != 1:
+            return None
+        sites = [c for c in index.callers(syms[0].name) if c.path in reach]
+        if not sites:
+            return None
+        out = set()
+        for site in sites:
+            known, arg = site.argument_for(inits[0], param)
+            if not known:
+                return None
+            if arg is None:
+                out.add(default)
+                continue
+            if arg.kind not in ("constant", "number", "string"):
+                return None
+            try:
+                out.add(ast.literal_eval(arg.text))
+            except (ValueError, SyntaxError):
+                return None
+        return out
+
+    def _wrapper_built_off(self, index: ProjectIndex, path: Path, cls: str, reach: set, off) -> Optional[str]:
+        """Why the half-casting wrapper class ``cls`` (of ``path``) is built in none of the runs: every construction of it
+        in ``reach`` sits under ``if self.<attr>:`` of a constructor option that is off there (``off``), else None."""
+        syms = [x for x in index.symbols_in(path) if x.kind == "class" and x.qualname == cls]
+        if len(syms) != 1:
+            return None
+        sites = [c for c in index.callers(syms[0].name) if c.path in reach]
+        if not sites:
+            return None
+        whys = []
+        for site in sites:
+            builds = [b for b in self.facts().get(site.path, {}).get("conditional_builds", ())
+                      if b["line"] == site.line and b["callee"].rsplit(".", 1)[-1] == cls]
+            why = off(site.path, builds[0]) if len(builds) == 1 else None
+            if why is None:
+                return None
+            whys.append(why)
+        return f"`{cls}` is built only where {whys[0]}"
 
     def _option_values(self, entry: Path, option: str, reach: set) -> List[Tuple[str, str]]:
         """The values an entry point's runs give a command-line option, each with where it is stated: those the
