@@ -241,6 +241,10 @@ def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Opti
             return f"{receiver}.train"
         if f.attr == "train" and not call.args and re.search(r"(?i)runner$", receiver):
             return f"{receiver}.train"  # mmengine: ``runner = Runner.from_cfg(cfg); runner.train()``
+        if f.attr == "run" and re.search(r"(?i)runner$", receiver) and (
+                len(call.args) >= 2 and (_dotted(call.args[1]) or "").endswith("workflow")
+                or any(k.arg == "workflow" for k in call.keywords)):
+            return f"{receiver}.run"  # mmcv 1.x: ``runner.run(data_loaders, cfg.workflow)`` (T11-10)
         if f.attr == "initialize" and receiver.endswith("deepspeed"):
             return "deepspeed.initialize"
         if f.attr in ("prepare", "setup") and re.search(r"(?i)accelerator|fabric", receiver):
@@ -762,6 +766,11 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["peft_classes"] = _peft_classes(parents.of(ast.ClassDef)) \
         if b"get_peft_model" in source or b"prepare_model_for_" in source else {}
 
+    # an mmcv 1.x Python config's ``fp16 = dict(loss_scale=512.)`` (T11-10), read by the runner of a program given it
+    facts["mm_config_fp16"] = _mm_config_fp16(tree, source) if b"fp16" in source.lower() else []
+    # the YAML files a program loads by a path written in its code (an option's default, ``open("configs/x.yaml")``):
+    # their settings are read like a settings dict (nanuGPT's ``dtype: 'bfloat16'``)
+    facts["yaml_paths"] = _yaml_paths(parents.of(ast.Call)) if b".yaml" in source or b".yml" in source else []
     # precision settings written in dict literals (T12-5), read by a program that reaches or runs this file
     facts["setting_dicts"] = _setting_dicts(parents.of(ast.Dict, ast.Call), parents) \
         if _SETTING_KEY_TEXT.search(source) else []
@@ -2094,6 +2103,53 @@ def _dtype_lookup(node: ast.AST) -> Optional[str]:
                 and len(v.args) == 2 and _dotted(v.args[0]) == "torch":
             return _setting_text(v.args[1])
     return None
+
+
+_YAML_PATH = re.compile(r"[\w./-]+\.ya?ml")
+
+
+def _yaml_paths(calls: List[ast.AST]) -> List[str]:
+    """The YAML paths a file passes to calls as string literals (``add_argument("--config",
+    default="configs/base_config.yaml")``, ``open("config.yaml")``), at most eight."""
+    out: List[str] = []
+    for node in calls:
+        if not isinstance(node, ast.Call):
+            continue
+        for v in [*node.args, *(k.value for k in node.keywords)]:
+            if isinstance(v, ast.Constant) and isinstance(v.value, str) and _YAML_PATH.fullmatch(v.value) \
+                    and v.value not in out and len(out) < 8:
+                out.append(v.value)
+    return out
+
+
+def _mm_config_fp16(tree: ast.Module, source: bytes) -> List[list]:
+    """An mmcv 1.x Python config's float16 setting, at its module level: ``fp16 = dict(loss_scale=512.)`` (mmdet /
+    mmdet3d / mmseg's ``train_detector`` then builds ``Fp16OptimizerHook``: the models' ``@auto_fp16`` forwards under
+    autocast and a GradScaler on torch >= 1.6), ``optimizer_config = dict(type="Fp16OptimizerHook", ...)``, or a
+    project hook's ``use_fp16=True`` there (ibot's apex ``DistOptimizerHook``): ``[line, text]`` of each (T11-10 /
+    M13-3). ``fp16 = None`` is none. Only a file that reads like a config (module-level assignments of ``dict(...)``
+    / literals, among them a ``model`` or an ``optimizer``) is asked."""
+    body = tree.body
+    names = {t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    if not ({"model", "optimizer", "runner", "optimizer_config", "_base_"} & names) or any(
+            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in body):
+        return []
+    lines = source.decode("utf-8", "replace").splitlines()
+    out = []
+    for n in body:
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)):
+            continue
+        name, v = n.targets[0].id, n.value
+        kw = {k.arg: k.value for k in v.keywords if k.arg} if isinstance(v, ast.Call) and _dotted(v.func) == "dict" else \
+            {k.value: x for k, x in zip(v.keys, v.values) if isinstance(k, ast.Constant)} if isinstance(v, ast.Dict) else None
+        if kw is None:
+            continue
+        hook = kw.get("type")
+        if name == "fp16" or name == "optimizer_config" and (
+                isinstance(hook, ast.Constant) and isinstance(hook.value, str) and "Fp16" in hook.value
+                or isinstance(kw.get("use_fp16"), ast.Constant) and kw["use_fp16"].value is True):
+            out.append([n.lineno, _text(lines, n)])
+    return out
 
 
 def _setting_text(node: ast.AST) -> Optional[str]:

@@ -29,6 +29,7 @@ from .project_index import Argument, CallSite, ProjectIndex, Symbol, _candidates
 from .precision_facts import PRECISION_WORDS, TRAINING, TRAINING_WORDS, file_facts  # noqa: F401 (re-exported)
 from .precision_facts import DEEPSPEED_OPTION, GENERIC_AMP_FLAGS, LAUNCHER_TRAINERS, LOSS_SCALER_CALL, NEVER_TRAINS, precision_call_signal, precision_call_values
 from .precision_facts import DTYPE_LOOKUP, _INFERENCE_DIR, _INFERENCE_FILE
+from .precision_facts import _SETTING_KEY
 from .summary import FileSummary, summarise
 
 REGIMES = ("auto", "fp16-mixed", "fp16", "fp16-master", "bf16", "fp32")
@@ -447,7 +448,10 @@ def signals_of(facts: dict, display_path: str, roles=(TRAINING,),
     return out
 
 
-_HAND_OFF = ("fit", "train", "initialize", "prepare", "setup")
+_HAND_OFF = ("fit", "train", "initialize", "prepare", "setup", "run")
+# the note of an mmcv 1.x Python config's float16 setting (``fp16 = dict(loss_scale=512.)``)
+MM_CONFIG_FP16 = ("mmcv config fp16: Fp16OptimizerHook (the models' auto_fp16 forwards under autocast, a GradScaler; "
+                  "torch >= 1.6)")
 
 
 def _hands_off(functions) -> bool:
@@ -1155,6 +1159,17 @@ class Project:
                 out.append((f.resolve(), sig, Evidence(what, self.display(f), line)))
             if found and f.suffix == ".sh":
                 self._shell_programs[f.resolve()] = _named_programs(text.decode("utf-8", "replace"))
+        # mmcv 1.x Python configs under a configuration directory: ``fp16 = dict(loss_scale=512.)`` (T11-10)
+        for path, facts in self.facts().items():
+            if not facts.get("mm_config_fp16") or self.is_test(path):
+                continue
+            rel = self._relative_or_none(path) or ""
+            if not any(_CONFIG_DIR.fullmatch(part) for part in rel.split("/")[:-1]):
+                continue
+            for line, text in facts["mm_config_fp16"]:
+                sig = Signal("flag", "float16", note=MM_CONFIG_FP16, conditional=True,
+                             condition=f"in the runs given {rel}")
+                out.append((path, sig, Evidence(f"`{text}`", self.display(path), line)))
         return out
 
     def _run_by_shell(self, config: Path, entry: Path) -> Optional[bool]:
@@ -1267,6 +1282,12 @@ class Project:
                         # only where it would apply by its place, beside or above the program)
                         if _config_applies(cpath, path, self.root):
                             roles.append(("not read", str(ev), "a YAML outside the Hydra config_path of this program"))
+                        continue
+                    if sig.note == MM_CONFIG_FP16 and not self._runs_mm_runner(reach):
+                        # an mmcv config's `fp16 = dict(...)` is read by mmcv's runner (its Fp16OptimizerHook) only
+                        if _config_applies(cpath, path, self.root):
+                            roles.append(("not read", str(ev), "an mmcv config's fp16 setting; this program runs no "
+                                                                "mmcv runner"))
                         continue
                     if sig.note.startswith('DeepSpeed "') and cpath.suffix != ".sh" and self._launched_without(cpath, path):
                         # MedicalGPT's deepspeed_zero_stage2_config.json beside run_dpo.sh, which runs dpo_training.py
@@ -1389,25 +1410,48 @@ class Project:
         for q in sorted(set(reach) | _closure(path, importers)):
             for key, value, line in facts.get(q, {}).get("setting_dicts", ()):
                 values.setdefault(key, set()).add((type(value).__name__, value))
-                lines.setdefault(key, f"{self.display(q)}:{line}")
+                lines.setdefault(key, f"the settings dict at {self.display(q)}:{line}")
+        for key, value, where in self._own_yaml_settings(path):
+            values.setdefault(key, set()).add((type(value).__name__, value))
+            lines.setdefault(key, f"`{key.rsplit('.', 1)[-1]}: {value}` in the program's YAML {where}")
         if not values:
             return signals, roles
         leaves = {k: next(iter(v))[1] if len(v) == 1 else _MISSING for k, v in values.items()}
         subscripted = [(sig, ev) for sig, ev in signals if "[" in (sig.condition + sig.note)]
-        kept, roles = _settings_applied(leaves, subscripted, roles, "the settings dict in the code")
+        kept, roles = _settings_applied(leaves, subscripted, roles, "the program's own settings")
         changed = dict(zip(map(str, (ev for _, ev in subscripted)), [None] * len(subscripted)))
         before = {str(ev): sig.dtype for sig, ev in subscripted}
         for sig, ev in kept:
             changed[str(ev)] = (sig, ev)
             if sig.dtype != before[str(ev)]:
                 key = sig.note[len(DTYPE_LOOKUP):].strip("`")
-                tail = next((k for k in lines if key.replace("'", "").replace('"', "").replace("[", ".").rstrip("]")
-                             .endswith(k)), None)
-                said = f"dtype {sig.dtype}: the settings dict" + (f" at {lines[tail]}" if tail else " in the code")
+                read = "." + key.replace("'", "").replace('"', "").replace("[", ".").replace("]", "")
+                tail = next((k for k in lines if read.endswith("." + k)), None)
+                said = f"dtype {sig.dtype}: {lines[tail] if tail else 'the settings in the code'}"
                 roles = [(r[0], r[1], "; ".join(x for x in (r[2], said) if x)) if r[1] == str(ev) else r
                          for r in roles]
         return [changed[str(ev)] if str(ev) in changed else (sig, ev) for sig, ev in signals
                 if not (str(ev) in changed and changed[str(ev)] is None)], roles
+
+    def _own_yaml_settings(self, path: Path) -> List[Tuple[str, object, str]]:
+        """The precision settings of the YAML files the program ``path`` names in its code (nanuGPT-style:
+        ``add_argument("--config", default="configs/base_config.yaml")`` then ``yaml.safe_load(open(args.config))``),
+        found beside the program or at the project root: (dotted key, value, where) of each."""
+        from .config_evidence import config_leaves  # noqa: PLC0415 (a leaf module; only such programs ask)
+        out = []
+        for rel in self.facts().get(path, {}).get("yaml_paths", ()):
+            for base in (path.parent, self.root):
+                cfile = base / rel
+                if cfile.is_file():
+                    try:
+                        leaves = config_leaves(self.read(cfile), cfile.name)
+                    except OSError:
+                        break
+                    where = self.display(cfile)
+                    out.extend((k, v, where) for k, v in leaves.items()
+                               if v is not None and _SETTING_KEY.search(k.rsplit(".", 1)[-1]))
+                    break
+        return out
 
     def _option_conditions(self, path: Path, reach: set, signals, roles):
         """``signals`` and ``roles`` less an autocast or GradScaler switched by a comparison of a dtype / precision
@@ -1504,6 +1548,11 @@ class Project:
                 one_of = f"`{c['option']}` is one of {', '.join(sorted({v for v, _ in values}))}"
             out.append({**c, "dtype": dtype, "one_of": one_of, "note": f"{c['note']}; {note}" if c["note"] else note})
         return {**facts, "signals": [*facts["signals"], *out]} if out else facts
+
+    def _runs_mm_runner(self, reach: set) -> bool:
+        """Does a file of ``reach`` train through an mmcv 1.x runner (``runner.run(data_loaders, cfg.workflow)``)?"""
+        facts = self.facts()
+        return any(w.endswith(".run") for q in reach for e in facts.get(q, {}).get("entry_points", ()) for w in e["why"])
 
     def _constructor_options(self, path: Path, facts: dict, reach: set):
         """``facts`` (of ``path``, which an entry point reaches: ``reach``) less the evidence taken only under ``if

@@ -78,7 +78,7 @@ def test_a_settings_dict_sets_the_autocast_and_scaler_it_feeds(tmp_path, precisi
     if mode == "bf16":
         r = run(["check", "--no-cache", "--show-settings", "."], root)
         assert "dtype bfloat16: the settings dict at run.py:12" in r.out, r.out
-        assert "[not read] (switched off by the settings dict" in r.out, r.out
+        assert "[not read] (switched off by the program's own settings" in r.out, r.out
 
 
 ACCESSORY = """
@@ -130,3 +130,74 @@ def test_a_dtype_looked_up_by_an_option_is_the_runs_pick(tmp_path, default, laun
     p = Project(root)
     (ep,) = p.entry_points()
     assert p.regime_for(ep.path).mode == mode
+
+
+NANU_MODEL = """
+import torch
+from torch import nn
+
+
+class Attn(nn.Module):
+    def __init__(self, dim=64):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x, mask):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        scores = q @ k.transpose(-2, -1)
+        scores = scores.masked_fill(mask, -1e9)
+        return scores.softmax(-1) @ v
+"""
+NANU_TRAIN = """
+import argparse
+
+import torch
+import yaml
+
+from model import Attn
+
+
+def train(config):
+    model = Attn().cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=config["optimizer"]["lr"])
+    scaler = torch.amp.GradScaler("cuda", enabled=config["general"]["dtype"] == "float16")
+    for x, mask in []:
+        with torch.autocast(device_type="cuda", dtype=getattr(torch, config["general"]["dtype"])):
+            loss = model(x, mask).pow(2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="configs/{name}")
+    with open(parser.parse_args().config) as f:
+        train(yaml.safe_load(f))
+"""
+NANU_YAML = """
+general:
+  project_name: gpt2
+  dtype: '{dtype}'         # float32, float16, bfloat16
+optimizer:
+  lr: 6.0e-4
+"""
+
+
+@pytest.mark.parametrize("dtype, named, mode", [
+    ("bfloat16", "base_config.yaml", "bf16"),  # nanuGPT: the program's default YAML says bfloat16
+    ("float32", "base_config.yaml", "fp32"),
+    # near misses: the YAML says float16; the program names another YAML (this one is not its default)
+    ("float16", "base_config.yaml", "fp16-mixed"),
+    ("bfloat16", "other.yaml", "fp16-mixed"),
+])
+def test_the_programs_own_default_yaml_sets_its_autocast(tmp_path, dtype, named, mode):
+    root = write_project(tmp_path / "p", {"model.py": textwrap.dedent(NANU_MODEL),
+                                          "train.py": textwrap.dedent(NANU_TRAIN).replace("{name}", named),
+                                          "configs/base_config.yaml": textwrap.dedent(NANU_YAML).format(dtype=dtype)})
+    p = Project(root)
+    (ep,) = p.entry_points()
+    assert p.regime_for(ep.path).mode == mode
+    # a -1e9 fill overflows float16 only
+    r = run(["check", "--no-cache", "--select", "AMP103", "."], root)
+    assert ("AMP103" in r.out) is (mode == "fp16-mixed"), r.out
