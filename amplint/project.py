@@ -507,6 +507,8 @@ def _setting_parts(expr: ast.AST) -> List[str]:
 
 
 _MISSING = object()
+# a setting read by a string key (``cfg["precision"]``, ``self.cfg.hyperparams['grad_scaler_enabled']``)
+_KEYED_READ = re.compile(r"""\w\s*\[\s*["'][\w.-]+["']\s*\]""")
 # the roots a setting is read through: the config object (``cfg.train.amp``, ``config.amp.enabled``, ``hparams``)
 # or an attribute the program copied it to (``self.amp = cfg.amp``)
 _CONFIG_ROOT = re.compile(r"(?i)self|c|h?params|hp|opts?|args|\w*(?:cfg|conf|config)\w*")
@@ -1402,7 +1404,8 @@ class Project:
         ``GradScaler(enabled=self.cfg.hyperparams["grad_scaler_enabled"])``, T12-5): only evidence that reads a
         setting by a string key, against the dicts of the files the entry point reaches or that run it (import it);
         a key written with different values stays unsettled."""
-        if not any(sig.kind in ("autocast", "grad_scaler") and "[" in (sig.condition + sig.note) for sig, _ in signals):
+        if not any(sig.kind in ("autocast", "grad_scaler") and _KEYED_READ.search(sig.condition + sig.note)
+                   for sig, _ in signals):
             return signals, roles
         facts = self.facts()
         values: Dict[str, set] = {}
@@ -1417,7 +1420,8 @@ class Project:
         if not values:
             return signals, roles
         leaves = {k: next(iter(v))[1] if len(v) == 1 else _MISSING for k, v in values.items()}
-        subscripted = [(sig, ev) for sig, ev in signals if "[" in (sig.condition + sig.note)]
+        subscripted = [(sig, ev) for sig, ev in signals
+                       if sig.kind in ("autocast", "grad_scaler") and _KEYED_READ.search(sig.condition + sig.note)]
         kept, roles = _settings_applied(leaves, subscripted, roles, "the program's own settings")
         changed = dict(zip(map(str, (ev for _, ev in subscripted)), [None] * len(subscripted)))
         before = {str(ev): sig.dtype for sig, ev in subscripted}
