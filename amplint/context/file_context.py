@@ -395,11 +395,13 @@ class FileContext:
         if facts.qualname in AUTOCAST_NAMES:
             # ``enabled = torch.is_autocast_enabled("cuda")`` then ``autocast("cuda", enabled=enabled)``: the caller's
             # state, re-entered (T11-11)
-            for i, arg in enumerate(call.args):
+            positional = [a for a in call.args if not a.star and a.keyword is None]
+            for arg in call.args:
                 if isinstance(arg.value, cst.Name) and not arg.star and self._holds_caller_state(arg.value):
                     if arg.keyword is not None:
                         facts.kwargs[arg.keyword.value] = CALLER_STATE
                     else:
+                        i = positional.index(arg)
                         facts.args = tuple(CALLER_STATE if j == i else v for j, v in enumerate(facts.args))
         for arg in call.args:
             if arg.star == "**" and isinstance(arg.value, cst.Call) and isinstance(arg.value.func, cst.Name):
