@@ -188,7 +188,9 @@ def test_check_and_fix_never_crash_and_keep_code_parsing(program):
             assert after == before
             return
         assert _parses(after), after.decode()
-        if newline == "\r\n":
+        if newline == "\r\n" and b"\r\n" in before:
+            # (a one-line file without a final newline has no line-ending style to keep: a fix adding an import
+            # line writes "\n" there)
             assert after.count(b"\n") == after.count(b"\r\n")
         again = fix_paths([path], Settings(), unsafe=True)
         assert again.fixed == 0 and path.read_bytes() == after
