@@ -155,11 +155,103 @@ for x in loader:
 
 @pytest.mark.parametrize("args, reported", [
     ("", False), ("3, 64", False), ("use_actnorm=False", False),  # every build leaves the option off
-    ("use_actnorm=True", True), ("3, 64, True", True), ("**cfg", True),  # a build that may turn it on
+    ("**cfg", False),  # keywords from elsewhere, but nothing in the project names the option
+    ("use_actnorm=True", True), ("3, 64, True", True),  # a build that may turn it on
+    ("**dict(use_actnorm=True)", True), ("**vars(args)", "--use_actnorm"),  # keywords that may hold it
 ])
 def test_a_class_built_only_under_an_option_every_build_leaves_off(tmp_path, args, reported):
     # taming-transformers' NLayerDiscriminator (LlamaGen, unseen set 10 T10-5): ActNorm only when use_actnorm
-    root = write_project(tmp_path / "p", {"discriminator.py": textwrap.dedent(DISCRIMINATOR),
-                                          "train.py": textwrap.dedent(GAN_TRAIN.replace("{args}", args))})
+    train = textwrap.dedent(GAN_TRAIN.replace("{args}", args))
+    if isinstance(reported, str):
+        # the command line may turn it on: ``parser.add_argument("--use_actnorm", action="store_true")``
+        train = f"import argparse\np = argparse.ArgumentParser()\np.add_argument('{reported}', action='store_true')\n" \
+                f"args = p.parse_args()\n{train}"
+    root = write_project(tmp_path / "p", {"discriminator.py": textwrap.dedent(DISCRIMINATOR), "train.py": train})
     out = run(["check", "--select", "AMP102", "--output-format", "concise", "."], root).out
-    assert ("discriminator.py" in out) == reported, out
+    assert ("discriminator.py" in out) == bool(reported), out
+
+
+# VideoMAEv2 (unseen set 13): CosAttention only behind ``cos_attn``, handed down from the model class
+# through each block, the model built by registered functions passing ``**kwargs`` on
+ZOO = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class CosAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)).softmax(-1) @ v
+
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return (q @ k.transpose(-2, -1) * 0.125).softmax(-1) @ v
+
+
+class Block(nn.Module):
+    def __init__(self, dim, cos_attn=False):
+        super().__init__()
+        if cos_attn:
+            self.attn = CosAttention(dim)
+        else:
+            self.attn = Attention(dim)
+
+    def forward(self, x):
+        return x + self.attn(x)
+
+
+class VisionTransformer(nn.Module):
+    def __init__(self, dim=64, depth=2, cos_attn={default}):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(dim, cos_attn=cos_attn) for _ in range(depth)])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x.mean()
+
+
+def vit_small(pretrained=False, **kwargs):
+    return VisionTransformer(dim=64, **kwargs)
+"""
+
+ZOO_TRAIN = """
+import torch
+from models import zoo
+
+model = getattr(zoo, "vit_small")({kwargs}).cuda().half()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x.cuda().half())
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("default, kwargs, config, reported", [
+    ("False", "", None, False),  # the option handed down from a falsy default, set nowhere
+    ("False", "cos_attn=False", None, False),
+    ("False", "cos_attn=True", None, True),  # near miss: the training turns it on
+    ("True", "", None, True),  # near miss: handed down from a default that turns it on
+    ("False", "**cfg", "model:\n  cos_attn: true\n", True),  # near miss: a configuration file names it
+])
+def test_a_class_built_only_under_an_option_handed_down_and_set_nowhere(tmp_path, default, kwargs, config, reported):
+    files = {"models/__init__.py": "from .zoo import *\n", "models/zoo.py": textwrap.dedent(ZOO.replace("{default}", default)),
+             "train.py": textwrap.dedent(ZOO_TRAIN.replace("{kwargs}", kwargs))}
+    if config:
+        files["configs/vit.yaml"] = config
+    root = write_project(tmp_path / "p", files)
+    out = run(["check", "--select", "AMP102", "--output-format", "concise", "."], root).out
+    assert ("zoo.py" in out) == reported, out

@@ -277,8 +277,8 @@ def built_only_when_off(ctx, cls: cst.ClassDef) -> bool:
     expression that a parameter with a falsy default (``False``, ``None``, ``0``) takes when true; the
     function is a module-level function or the ``__init__`` of a module-level class (a call of ``cls``
     there, ``ActNorm(n) if use_actnorm else nn.BatchNorm2d(n)``, is such a reference); every call of it
-    in the project is seen (at least one) and passes nothing or a falsy literal for that parameter;
-    and no other file imports ``cls``, no configuration file names it or the function's class."""
+    in the project is seen (at least one) and leaves that parameter off (``_off_at_every_call``);
+    no other file builds or names ``cls``, no configuration file names it or the function's class."""
     project = ctx.project
     module = ctx.imports.module_name
     if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
@@ -289,10 +289,11 @@ def built_only_when_off(ctx, cls: cst.ClassDef) -> bool:
     # (a call in this file is one of ``refs``, each of which must lie on the switched side: ``self.norm =
     # ActNorm(n) if use_actnorm else nn.BatchNorm2d(n)``; a call in another file builds it there)
     here = Path(ctx.file).resolve() if ctx.file is not None else None
-    if not refs or project.imported(f"{module}.{name}") \
-            or any(site.path != here for site in project.callers(f"{module}.{name}")) \
-            or project.named_in_configs(name):
+    qualified = f"{module}.{name}"
+    if not refs or any(site.path != here for site in project.callers(qualified)) or project.named_in_configs(name):
         return False
+    if project.imported(qualified) and _named_elsewhere(ctx, name):
+        return False  # (a package's ``from .net import *`` names it nowhere: what builds it is here)
     for ref in refs:
         found = _switch_of(ctx, ref)
         if found is None:
@@ -307,18 +308,101 @@ def built_only_when_off(ctx, cls: cst.ClassDef) -> bool:
             qualified = f"{module}.{owner.name.value}.__init__"
         else:
             return False
-        symbol = project.index.symbol(qualified)
-        sites = project.callers(qualified)
-        if symbol is None or not sites:
+        if not _off_at_every_call(ctx, qualified, param, 0):
             return False
-        for site in sites:
-            known, arg = site.argument_for(symbol, param)
-            if not known or (arg is not None and arg.text not in _FALSY):
-                return False
     return True
 
 
 _FALSY = {"False", "None", "0"}
+# How far an option handed on (``Block(dim, cos_attn=cos_attn)``) is followed up its callers.
+_FORWARDED_DEPTH = 3
+
+
+def _named_elsewhere(ctx, name: str) -> bool:
+    """Does a project file other than this one name ``name``?"""
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    here = str(Path(ctx.path).resolve())
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    return any(path != here and word.search(strip_comment(text)) for path, _, text in grep(ctx, word.pattern))
+
+
+def _off_at_every_call(ctx, qualified: str, param: str, depth: int) -> bool:
+    """Does every call of the project function ``qualified`` (at least one) leave its parameter ``param``
+    off: pass nothing or a falsy literal for it, or hand on a parameter of its own, with a falsy default,
+    that every call of the calling function leaves off (VideoMAEv2's ``VisionTransformer(...,
+    cos_attn=False)`` building ``Block(dim, cos_attn=cos_attn)``)? A call through ``*args`` /
+    ``**kwargs`` leaves it off only where the option is set nowhere in the project (``_never_set``)."""
+    project = ctx.project
+    symbol = project.index.symbol(qualified)
+    sites = project.callers(qualified)
+    if symbol is None or not sites:
+        return False
+    for site in sites:
+        known, arg = site.argument_for(symbol, param)
+        if not known:
+            if _never_set(ctx, param):
+                continue
+            return False
+        if arg is None or arg.text in _FALSY:
+            continue
+        outer = _falsy_parameter_of(ctx, site, arg) if depth < _FORWARDED_DEPTH else None
+        if outer is None or not _off_at_every_call(ctx, outer, arg.text, depth + 1):
+            return False
+    return True
+
+
+def _falsy_parameter_of(ctx, site, arg) -> Optional[str]:
+    """The calling function's dotted name when ``arg`` of the call ``site`` is a parameter of that function
+    with a falsy default (a module-level function or a module-level class's ``__init__``); else None."""
+    if arg.kind != "name":
+        return None
+    symbol = ctx.project.index.symbol(site.caller)
+    if symbol is None or symbol.kind != "function" or arg.text not in symbol.params + symbol.kwonly:
+        return None
+    other = ctx if Path(ctx.path).resolve() == site.path else ctx.other_file(site.path)
+    fn = _def_named(other, symbol.qualname) if other is not None else None
+    if fn is None:
+        return None
+    for p in list(fn.params.params) + list(fn.params.kwonly_params):
+        if p.name.value == arg.text:
+            d = p.default
+            falsy = isinstance(d, cst.Name) and d.value in ("False", "None") or isinstance(d, cst.Integer) and d.value == "0"
+            return site.caller if falsy else None
+    return None
+
+
+def _def_named(ctx, qualname: str) -> Optional[cst.FunctionDef]:
+    """The module-level function ``f`` or the method ``C.f`` of a module-level class of ``ctx``."""
+    parts = qualname.split(".")
+    if len(parts) > 2:
+        return None
+    body = ctx.module.body
+    if len(parts) == 2:
+        cls = next((s for s in body if isinstance(s, cst.ClassDef) and s.name.value == parts[0]), None)
+        if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+            return None
+        body = cls.body.body
+    return next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == parts[-1]), None)
+
+
+def _never_set(ctx, option: str) -> bool:
+    """Is the option ``option`` set nowhere in the project: every line of its Python files naming it only
+    defaults it off (``cos_attn=False``), hands it on (``cos_attn=cos_attn``, ``self.cos_attn =
+    cos_attn``) or tests it (``if cos_attn:``), and no configuration file names it? A line naming it any
+    other way (``cos_attn=True``, ``args.cos_attn``, ``--cos_attn``, a docstring) may turn it on."""
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    if ctx.project.named_in_configs(option):
+        return False
+    name = re.escape(option)
+    harmless = re.compile(
+        rf"\b{name}\s*(?::\s*[\w\[\]., ]+)?=\s*(?:False|None|0)\b(?!\s*[.(\[])"  # defaulted off
+        rf"|(?:\bself\.)?\b{name}\s*=\s*{name}\b(?!\s*[.(\[])"  # handed on
+        rf"|\b(?:el)?if\s+(?:not\s+)?(?:self\.)?{name}\b\s*(?:[:)]|else\b|$)")  # tested
+    word = re.compile(rf"\b{name}\b")
+    for _, _, text in grep(ctx, rf"\b{name}\b"):
+        if word.search(harmless.sub(" ", strip_comment(text))):
+            return False
+    return True
 
 
 def _switch_of(ctx, ref: cst.Name):
