@@ -114,3 +114,72 @@ def codes(extra="pass"):
 ])
 def test_parts_taken(name, extra, expected):
     assert codes(extra) == expected, name
+
+
+# A metric wrapper of a pretrained CLIP (imaginaire's caption metrics, triage set 14, T14-4): the
+# instance is handed to a class of the same file that keeps it as ``self.model`` and calls only
+# ``self.model.encode_image(...)``. Near miss: the wrapper calls the model itself.
+METRICS = """
+import torch
+import torch.nn as nn
+
+from pkg.clip_model import build_model
+
+
+def get_image_encoder(path):
+    encoder = build_model(torch.load(path, map_location="cpu")).cuda()
+    return ImageEncoder(encoder)
+
+
+class ImageEncoder(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.model = encoder
+
+    @torch.no_grad()
+    def forward(self, images, text):
+        return {use}
+
+
+def r_precision(encoder, images, text):
+    return encoder(images, text).argmax(1)
+"""
+
+GAN = """
+import torch
+import torch.nn as nn
+
+from pkg.metrics import get_image_encoder, r_precision
+
+
+def main():
+    gen = nn.Sequential(nn.Linear(48, 48), nn.Tanh()).cuda()
+    opt = torch.optim.Adam(gen.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler("cuda")
+    encoder = get_image_encoder("clip.pt")
+    for step in range(1000):
+        z = torch.randn(8, 48, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = gen(z).pow(2).mean()
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        if step % 100 == 0:
+            r_precision(encoder, gen(z), torch.zeros(8, 7).long().cuda())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("name, use, expected", [
+    ("the wrapper calls only encode_image", "self.model.encode_text(text) @ self.model.encode_image(images).t()", []),
+    ("near miss: the wrapper calls the model", "self.model(images, text)", ["AMP401"]),
+])
+def test_parts_taken_through_a_wrapper(name, use, expected):
+    clip = textwrap.dedent(CLIP).replace("def build_model(state_dict=None):", "def build_model(state_dict):")
+    files = {"pkg/__init__.py": "", "train.py": GAN, "pkg/metrics.py": textwrap.dedent(METRICS).format(use=use)}
+    assert [f.code for f in lint_source(clip, filename="pkg/clip_model.py", extra_files=files,
+                                        select=("AMP401",))] == expected, name

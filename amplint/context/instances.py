@@ -160,8 +160,14 @@ def _parts_only(ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
         parent = ctx.parent(name)
         if isinstance(parent, cst.AssignTarget) and parent.target is name:
             continue  # the binding (``model = build_model()``)
+        if isinstance(parent, cst.Arg) and parent.value is name:
+            wrapper = _wrapped_parts_only(ctx, parent)
+            if wrapper is None:
+                return None  # ``f(model)``
+            first = first or wrapper
+            continue
         if not (isinstance(parent, cst.Attribute) and parent.value is name):
-            return None  # ``model(x)``, ``f(model)``, ``return model``, ``self.m = model``
+            return None  # ``model(x)``, ``return model``, ``self.m = model``
         call = ctx.parent(parent)
         if isinstance(call, cst.Call) and call.func is parent:
             if parent.attr.value not in _KEEPS_FORWARD_IDLE:
@@ -169,6 +175,55 @@ def _parts_only(ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
             continue
         if isinstance(ctx.parent(parent), cst.AssignTarget):
             return None  # ``model.x = ...``
+        first = first or parent
+    return first
+
+
+def _wrapped_parts_only(ctx, arg: cst.Arg) -> Optional[cst.CSTNode]:
+    """``ImageEncoder(encoder)`` of a class of this file whose ``__init__`` keeps the argument as
+    ``self.model = encoder`` and whose methods use ``self.model`` only to read its attributes or call
+    its methods other than ``forward`` (``self.model.encode_image(images)``: imaginaire's metric
+    wrapper of CLIP): the use of ``self.model`` found first, else None."""
+    call = ctx.parent(arg)
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and arg.keyword is None and not arg.star):
+        return None
+    classes = [c for c in ctx.nodes(cst.ClassDef) if c.name.value == call.func.value and ctx.parent(c) is ctx.module]
+    if len(classes) != 1:
+        return None
+    cls = classes[0]
+    init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+    if init is None:
+        return None
+    params = [p.name.value for p in init.params.params][1:]
+    index = [a for a in call.args if a.keyword is None and not a.star].index(arg)
+    if index >= len(params):
+        return None
+    param = params[index]
+    attrs = []
+    for assign in ctx.nodes(cst.Assign):
+        if ctx.is_ancestor(init, assign) and isinstance(assign.value, cst.Name) and assign.value.value == param:
+            for t in assign.targets:
+                if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
+                        and t.target.value.value == "self":
+                    attrs.append(t.target.attr.value)
+    if len(attrs) != 1:
+        return None
+    for name in ctx.nodes(cst.Name):  # the parameter itself is used only to be kept
+        if name.value == param and ctx.is_ancestor(init, name) and not isinstance(ctx.parent(name), cst.Param) \
+                and not (isinstance(ctx.parent(name), cst.Assign) and ctx.parent(name).value is name):
+            return None
+    first = None
+    for attr in ctx.nodes(cst.Attribute):
+        if not (attr.attr.value == attrs[0] and isinstance(attr.value, cst.Name) and attr.value.value == "self"
+                and ctx.is_ancestor(cls, attr)):
+            continue
+        parent = ctx.parent(attr)
+        if isinstance(parent, cst.AssignTarget):
+            continue  # ``self.model = encoder``
+        if not (isinstance(parent, cst.Attribute) and parent.value is attr) or parent.attr.value in ("forward", "__call__"):
+            return None  # ``self.model(x)``, ``f(self.model)``, ``self.model.forward(x)``
+        if isinstance(ctx.parent(ctx.parent(parent)), cst.AssignTarget) or isinstance(ctx.parent(parent), cst.AssignTarget):
+            return None  # ``self.model.x = ...``
         first = first or parent
     return first
 
