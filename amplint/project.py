@@ -1285,11 +1285,18 @@ class Project:
                         if _config_applies(cpath, path, self.root):
                             roles.append(("not read", str(ev), "a YAML outside the Hydra config_path of this program"))
                         continue
-                    if sig.note == MM_CONFIG_FP16 and not self._runs_mm_runner(reach):
-                        # an mmcv config's `fp16 = dict(...)` is read by mmcv's runner (its Fp16OptimizerHook) only
-                        if _config_applies(cpath, path, self.root):
-                            roles.append(("not read", str(ev), "an mmcv config's fp16 setting; this program runs no "
-                                                                "mmcv runner"))
+                    if sig.note == MM_CONFIG_FP16:
+                        # an mmcv config's `fp16 = dict(...)` is read by mmcv's runner (its Fp16OptimizerHook) only, in a
+                        # program given it on its command line, wherever it lies (BEVFormer's tools/fp16/train.py and
+                        # projects/configs/bevformer_fp16/bevformer_tiny_fp16.py)
+                        if not self._runs_mm_runner(reach):
+                            if _config_applies(cpath, path, self.root):
+                                roles.append(("not read", str(ev), "an mmcv config's fp16 setting; this program runs no "
+                                                                    "mmcv runner"))
+                            continue
+                        signals.append((sig, ev))
+                        roles.append(("training", str(ev), f"an mmcv config ({sig.condition})"))
+                        from_files.append((sig, ev))
                         continue
                     if sig.note.startswith('DeepSpeed "') and cpath.suffix != ".sh" and self._launched_without(cpath, path):
                         # MedicalGPT's deepspeed_zero_stage2_config.json beside run_dpo.sh, which runs dpo_training.py

@@ -71,19 +71,21 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("fp16, mode", [
-    ("fp16 = dict(loss_scale=512.)", "fp16-mixed"),  # BEVFormer's bevformer_tiny_fp16.py
-    ('optimizer_config = dict(type="Fp16OptimizerHook", loss_scale=512.)', "fp16-mixed"),
+@pytest.mark.parametrize("fp16, mode, where", [
+    ("fp16 = dict(loss_scale=512.)", "fp16-mixed", "configs"),
+    # BEVFormer's projects/configs/bevformer_fp16/bevformer_tiny_fp16.py, given to tools/train.py on its command line
+    ("fp16 = dict(loss_scale=512.)", "fp16-mixed", "projects/configs/bevformer_fp16"),
+    ('optimizer_config = dict(type="Fp16OptimizerHook", loss_scale=512.)', "fp16-mixed", "configs"),
     # near misses: no fp16 key; `fp16 = None` (mmdet's default)
-    ("", "fp32"),
-    ("fp16 = None", "fp32"),
+    ("", "fp32", "configs"),
+    ("fp16 = None", "fp32", "configs"),
 ])
-def test_an_mmcv_runner_trains_in_its_configs_precision(tmp_path, fp16, mode):
+def test_an_mmcv_runner_trains_in_its_configs_precision(tmp_path, fp16, mode, where):
     root = write_project(tmp_path / "p", {
         "plugin/__init__.py": "", "plugin/apis/__init__.py": "",
         "plugin/apis/mmdet_train.py": textwrap.dedent(TRAIN_API), "tools/train.py": textwrap.dedent(TOOLS_TRAIN),
         "configs/bevformer_tiny.py": textwrap.dedent(CONFIG),
-        "configs/bevformer_tiny_fp16.py": textwrap.dedent(CONFIG) + fp16 + "\n",
+        f"{where}/bevformer_tiny_fp16.py": textwrap.dedent(CONFIG) + fp16 + "\n",
         # a program with a plain loop of its own does not read the mmcv configs
         "tools/plain.py": textwrap.dedent(PLAIN_LOOP)})
     p = Project(root)
