@@ -199,6 +199,59 @@ _OUTSIDE_ASKING: List[cst.FunctionDef] = []
 # Modules whose functions are no project function's calls, whatever their last name.
 _EXTERNAL_MODULES = {"torch", "numpy", "np", "math", "einops", "scipy", "F", "nn", "jax", "tf", "os", "cv2", "PIL"}
 _PENDING = DTypeFact(None)  # a value whose dtype is being worked out (a cycle ends there, unknown)
+# Answers a cut made (``_CUTS``): kept while the outermost question that led to them is being answered
+# (so that a cycle is worked out once), then dropped, so that the next question works them out again
+# from where it starts: an answer then never depends on which question came first (the rules a run
+# selects, the order they ask in). (model, expr) for each, and how deep the questions are nested.
+_TENTATIVE: List[Tuple["PrecisionModel", cst.CSTNode]] = []
+_OUTERMOST = [0]
+# The same for a file's cached answers that ask dtypes (``_guarded``): (cache, key) kept for the
+# question under way, and the ids of those and of the ones being worked out (reading one is a cut).
+_TENTATIVE_CACHED: List[Tuple[dict, object]] = []
+_UNSURE: set = set()
+
+
+def _flush() -> None:
+    """The outermost question is answered: drop what cuts made on the way to it."""
+    for model, node in _TENTATIVE:
+        model._tentative.pop(node, None)
+    _TENTATIVE.clear()
+    for cache, key in _TENTATIVE_CACHED:
+        cache.pop(key, None)
+        _UNSURE.discard((id(cache), key))
+    _TENTATIVE_CACHED.clear()
+
+
+def _guarded(cache: dict, key, placeholder, compute):
+    """``cache[key]``, worked out by ``compute()`` the first time (``placeholder`` while it is: a
+    cycle through it ends there). Reading an answer being worked out, or one a cut made, is a cut;
+    an answer a cut made is kept only for the question under way (``_flush``)."""
+    tag = (id(cache), key)
+    if key in cache:
+        if tag in _UNSURE:
+            _CUTS[0] += 1
+        return cache[key]
+    cache[key] = placeholder
+    _UNSURE.add(tag)
+    _OUTERMOST[0] += 1
+    cuts = _CUTS[0]
+    done = False
+    try:
+        value = compute()
+        done = True
+    finally:
+        _OUTERMOST[0] -= 1
+        if not done:
+            cache.pop(key, None)
+            _UNSURE.discard(tag)
+    cache[key] = value
+    if _CUTS[0] == cuts:
+        _UNSURE.discard(tag)
+    else:
+        _TENTATIVE_CACHED.append((cache, key))
+    if not _OUTERMOST[0]:
+        _flush()
+    return value
 
 
 @dataclass(frozen=True)
@@ -274,6 +327,7 @@ class PrecisionModel:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._memo: Dict[cst.CSTNode, DTypeFact] = {}
+        self._tentative: Dict[cst.CSTNode, DTypeFact] = {}  # answers a cut made, for the question under way
         self._depth = 0
         self._buffers: Dict[cst.ClassDef, Dict[str, List[cst.BaseExpression]]] = {}
 
@@ -546,14 +600,14 @@ class PrecisionModel:
             return False
         cache = self.ctx._cache
         key = ("only_called_in_float32", fn)
-        if key not in cache:
-            cache[key] = False  # recursion through mutual calls ends here
+
+        def compute() -> bool:
             seen = self.seen_calls(fn, private_methods=True)
-            cache[key] = seen is not None and not seen[1] and all(
+            return seen is not None and not seen[1] and all(
                 self.raised_in_half_before(c) is not None
                 or self.ctx.enclosing_function(c) is not None
                 and self.only_called_in_float32(self.ctx.enclosing_function(c)) for c in seen[0])
-        return cache[key]  # type: ignore[return-value]
+        return _guarded(cache, key, False, compute)  # (recursion through mutual calls: False)
 
     def _unconditional_calls(self, fn: cst.FunctionDef) -> List[cst.Call]:
         """The calls ``fn`` makes on every path through it (not in a branch, loop, ``try``, nested
@@ -592,16 +646,15 @@ class PrecisionModel:
         float16 input, or a helper of this file that always makes one (``_null_space``'s eigh)?"""
         cache = self.ctx._cache
         key = ("raises_in_half", call)
-        if key not in cache:
-            cache[key] = False  # recursion through mutual calls ends here
+
+        def compute() -> bool:
             operand = self._no_half_operand(call)
             if operand is not None:
-                cache[key] = self.dtype_of(operand).is_half
-            else:
-                callee = self._callee(call)
-                cache[key] = callee is not None and callee is not self.ctx.enclosing_function(call) \
-                    and self.half_unsupported_call(callee) is not None
-        return cache[key]  # type: ignore[return-value]
+                return self.dtype_of(operand).is_half
+            callee = self._callee(call)
+            return callee is not None and callee is not self.ctx.enclosing_function(call) \
+                and self.half_unsupported_call(callee) is not None
+        return _guarded(cache, key, False, compute)  # (recursion through mutual calls: False)
 
     def _no_half_operand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The input of ``call`` if it is an op with no float16 kernel (``grad_mode.NO_HALF``)."""
@@ -667,10 +720,7 @@ class PrecisionModel:
             return False
         key = ("model_code", fn)
         cache = self.ctx._cache
-        if key not in cache:
-            cache[key] = False  # recursion through mutual calls ends here
-            cache[key] = self._model_code(fn)
-        return cache[key]  # type: ignore[return-value]
+        return _guarded(cache, key, False, lambda: self._model_code(fn))  # (recursion through mutual calls: False)
 
     def _model_code(self, fn: cst.FunctionDef) -> bool:
         ctx = self.ctx
@@ -1393,7 +1443,7 @@ class PrecisionModel:
         (not float16) when every one passes a value known not to be float16, None when they do not
         say (no callers seen, or some pass a value of unknown dtype)."""
         from .callers import passed_by_name, passed_values
-        key = (self.ctx.path, fn.name.value, name)
+        key = (self.ctx.path, self.ctx.order(fn), name)  # (the def, not its name: two classes' forward)
         if key in _ASKING:
             _CUTS[0] += 1
             return None  # mutual recursion through callers: nothing more to learn
@@ -1543,16 +1593,31 @@ class PrecisionModel:
                 _CUTS[0] += 1
                 return UNKNOWN
             return fact
+        tentative = self._tentative.get(expr)
+        if tentative is not None:
+            _CUTS[0] += 1  # (what is worked out from it is tentative too)
+            return tentative
         if self._depth > 40:
             _CUTS[0] += 1
             return UNKNOWN
         self._memo[expr] = _PENDING  # cycles resolve to unknown
         self._depth += 1
+        _OUTERMOST[0] += 1
+        cuts = _CUTS[0]
         try:
             fact = self._dtype(expr)
         finally:
             self._depth -= 1
-        self._memo[expr] = fact
+            _OUTERMOST[0] -= 1
+            if _CUTS[0] != cuts:
+                del self._memo[expr]
+        if _CUTS[0] == cuts:
+            self._memo[expr] = fact
+        else:
+            self._tentative[expr] = fact
+            _TENTATIVE.append((self, expr))
+        if not _OUTERMOST[0]:
+            _flush()
         return fact
 
     def _value_dtype(self, value, at: cst.CSTNode) -> DTypeFact:
@@ -2254,21 +2319,17 @@ class PrecisionModel:
         passes its argument through would make every caller's value float16 for one float16 caller.)"""
         if fn is None:
             return UNKNOWN
-        key = ("returns", fn)
-        cache = self.ctx._cache
-        if key in cache:
-            return cache[key]  # type: ignore[return-value]
-        cache[key] = UNKNOWN  # recursion ends here
+        return _guarded(self.ctx._cache, ("returns", fn), UNKNOWN, lambda: self._returns(fn))  # (recursion: unknown)
+
+    def _returns(self, fn: cst.FunctionDef) -> DTypeFact:
         values = [r.value for r in self.ctx.nodes(cst.Return)
                   if r.value is not None and self.ctx.enclosing_function(r) is fn]
         facts = [self.dtype_of(v) for v in values]
-        fact = UNKNOWN
         if facts and all(f.dtype is not None for f in facts):
             widest = _widest(facts)
             if widest.dtype != F16:
-                fact = DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype}", widest.evidence)
-        cache[key] = fact
-        return fact
+                return DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype}", widest.evidence)
+        return UNKNOWN
 
     def _half_weights(self, call: cst.Call, short: str) -> Optional[DTypeFact]:
         """Under half weights (pure fp16, or a half model with fp32 master weights: DeepSpeed fp16),
