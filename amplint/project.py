@@ -1753,6 +1753,11 @@ class Project:
             path, functions = todo.pop()
             names = {e["function"] for e in functions}
             stepping = {e["function"] for e in functions if "optimizer step" in e["why"] or LOSS_SCALER_CALL in e["why"]}
+            # a method handing the model to a trainer (FlagEmbedding's ``AbsRunner.run``: ``self.trainer.train()``,
+            # the Trainer built in ``__init__``) runs the training of whoever builds the class, as a stepping one does
+            handing = {e["function"] for e in functions
+                       if any(w not in ("backward", "optimizer step", LOSS_SCALER_CALL) and not w.startswith("runs ")
+                              for w in e["why"])}
             for sym in index.symbols_in(path):
                 if sym.kind != "function" or sym.qualname.rsplit(".", 1)[-1] not in names:
                     continue
@@ -1767,11 +1772,15 @@ class Project:
                                 sites.append(site)
                                 via[id(site)] = runner.qualname
                 cls = index.symbol(sym.name.rsplit(".", 1)[0]) if sym.is_method else None
-                if cls is not None and cls.kind == "class" and sym.qualname.rsplit(".", 1)[-1] in stepping:
-                    # a trainer class whose method steps the optimizer, built by a program's function or
-                    # module-level code in another file (seamless_communication's finetune.py: the model loaded
-                    # in float16, then ``UnitYFinetune(model=model, ...).run()`` from trainer.py)
-                    sites = [c for c in list(index.callers(cls.name)) + self._lookup_sites(cls)
+                if cls is not None and cls.kind == "class" and sym.qualname.rsplit(".", 1)[-1] in stepping | handing:
+                    # a trainer class whose method steps the optimizer (or hands the model to a trainer), built by a
+                    # program's function or module-level code in another file (seamless_communication's finetune.py:
+                    # the model loaded in float16, then ``UnitYFinetune(model=model, ...).run()`` from trainer.py), or a
+                    # subclass of it (FlagEmbedding's ``python -m ...finetune.embedder.encoder_only.base``: its
+                    # ``__main__.py`` builds ``EncoderOnlyEmbedderRunner(...)`` and calls ``run()`` of ``AbsRunner``)
+                    built = [cls] + [c for c in index.subclasses(cls.name)
+                                     if index.symbol(f"{c.name}.{sym.qualname.rsplit('.', 1)[-1]}") is None]
+                    sites = [c for k in built for c in list(index.callers(k.name)) + self._lookup_sites(k)
                              if c.caller == index.module_level(c.path) or not (index.symbol(c.caller) and
                                                                                index.symbol(c.caller).is_method)]
                 for site in sites:
