@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -133,6 +134,9 @@ class Trace:
     direct: bool  # nothing but local names between the value and the source (or ``1 - source``)
     names: Tuple[cst.Name, ...] = ()  # the local names followed
     bounds: Tuple[Bound, ...] = ()  # clamps on the way
+    # followed into a helper's return or out to what a function's callers pass (the source and the
+    # bounds may lie in another function or file: no fix rewrites them from here)
+    crossed: bool = False
 
 
 def _is_one(ctx, expr) -> bool:
@@ -187,7 +191,7 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
     if isinstance(expr, cst.Name):
         value = pm.value_of(expr)
         if value is None:
-            return None
+            return _passed_trace(ctx, pm, expr, _depth)
         t = trace(ctx, value, _depth + 1)
         if t is None:
             return None
@@ -222,6 +226,9 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
                 return None
             new = tuple(Bound(side, None if b is None else ctx.number(b), t.complement, expr) for side, b in bounds)
             return replace(t, direct=False, bounds=(*t.bounds, *new))
+        returned = _returned_trace(ctx, pm, expr, _depth)
+        if returned is not None:
+            return returned
         m = method_of(ctx, expr)
         inner = None
         if m is not None and m[0] in _PASS_METHODS:
@@ -240,6 +247,57 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
                     source = Source(source.kind, source.node, source.prob, d, True)
             return replace(t, source=source, direct=False)
     return None
+
+
+def _passed_trace(ctx, pm, name: cst.Name, depth: int) -> Optional[Trace]:
+    """A parameter of a function every call of which is in this file and passes probabilities:
+    ``heat_loss(pred, gt)`` called with ``pred = clamp_sigmoid(self.conv(feats))`` (OpenPCDet's
+    CenterHead: the clamp in one helper, the ``log(1 - pred)`` in a focal loss, M14-1). The first
+    call's trace, crossed; None when there is no call, one passes something else, or the function
+    may be called from elsewhere (a module-level function another file calls, a public method)."""
+    from .callers import passed_values  # noqa: PLC0415 (callers imports the precision model)
+    bound = pm.binding_at(name.value, name)
+    if not (isinstance(bound, tuple) and len(bound) == 3 and bound[0] == "param"):
+        return None
+    fn, param = bound[1], bound[2]
+    if param.default is not None or depth > 8:
+        return None
+    if ctx.parent(fn) is ctx.module:
+        project, module = ctx.project, ctx.imports.module_name
+        if project is not None and module and hasattr(project, "callers"):
+            here = Path(ctx.path).resolve()
+            if any(site.path != here for site in project.callers(f"{module}.{fn.name.value}")):
+                return None
+    elif not fn.name.value.startswith("_"):
+        return None
+    passed = passed_values(pm, fn, name.value, elsewhere=False)
+    traces = []
+    for p in passed:
+        if p.value is None:
+            return None
+        t = trace(p.model.ctx, p.value, depth + 1)
+        if t is None:
+            return None
+        traces.append(t)
+    if not traces:
+        return None
+    return replace(traces[0], direct=False, names=(), crossed=True)
+
+
+def _returned_trace(ctx, pm, call: cst.Call, depth: int) -> Optional[Trace]:
+    """A call of a function of this file whose one ``return`` gives probabilities (``def
+    clamp_sigmoid(x): return torch.clamp(x.sigmoid(), min=1e-4, max=1 - 1e-4)``): that return's
+    trace, crossed; None otherwise."""
+    if depth > 8:
+        return None
+    fn = pm._callee(call)
+    if fn is None or ctx.enclosing_function(call) is fn:
+        return None
+    values = pm.return_values(fn)
+    if len(values) != 1:
+        return None
+    t = trace(ctx, values[0], depth + 1)
+    return replace(t, direct=False, names=(), crossed=True) if t is not None else None
 
 
 _MASK_NAME = re.compile(r"(?i)mask")
@@ -446,7 +504,7 @@ def handwritten_bces(ctx) -> List[HandwrittenBCE]:
     out: List[HandwrittenBCE] = []
     by_source: Dict[int, List[LogUse]] = {}
     for u in uses:
-        if u.fn == "log":
+        if u.fn == "log" and not u.trace.crossed:  # (one expression of one function's p)
             by_source.setdefault(id(u.trace.source.node), []).append(u)
     taken = set()
     for group in by_source.values():

@@ -121,8 +121,8 @@ def _fix(ctx, u: LogUse) -> Optional[Fix]:
     same function, computed without the rounding); else ``.float()`` on the logits (unsafe: the
     probabilities, and what is computed from them, become float32)."""
     prob = u.trace.source.prob
-    if prob is None or u.trace.source.recast:
-        return None  # normalised weights (rewrite by hand), or rounded by a later cast
+    if prob is None or u.trace.source.recast or u.trace.crossed:
+        return None  # normalised weights (rewrite by hand), rounded by a later cast, or made in another function
     logits = logits_at(ctx, u.trace, u.call)
     if logits is not None and prob.kind == "sigmoid" and (u.fn == "log" or (u.fn == "log1p" and u.trace.complement)):
         name = functional(ctx, "logsigmoid")

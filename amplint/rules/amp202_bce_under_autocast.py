@@ -109,8 +109,8 @@ def _sigmoid_logits(ctx, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[
     """The logits ``z`` when ``expr`` is ``sigmoid(z)`` (directly, or a local name bound to it
     whose ``z`` still means the same at ``at``)."""
     t = trace(ctx, expr)
-    if t is None or t.complement or t.source.kind != "sigmoid":
-        return None
+    if t is None or t.complement or t.source.kind != "sigmoid" or t.crossed:
+        return None  # (crossed: the logits lie in another function)
     return logits_at(ctx, t, at)
 
 
