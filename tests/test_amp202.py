@@ -117,6 +117,26 @@ def test_functional_bce_in_autocast_block_is_certain_and_names_evidence():
              p = torch.sigmoid(model(x))
              return -(y * torch.log(p + EPS) + (1 - y) * torch.log(1 - p + EPS))
      """, {}),
+    ("hand-written BCE with guards named by locals (doctr's LW-DETR focal cost, bug set 12)",
+     """
+     import torch
+     def bce(model, x, y):
+         alpha, gamma, eps = 0.25, 2.0, 1e-8
+         with torch.autocast("cuda"):
+             p = torch.sigmoid(model(x))
+             return -(alpha * y * (p + eps).log() + (1 - alpha) * (1 - y) * (1 - p + eps).log()).mean()
+     """, {}),
+    ("nn.BCELoss picked by a conditional expression (sentence-transformers' CrossEncoder, bug set 12)",
+     """
+     import torch
+     from torch import nn
+     def fit(model, batches, num_labels=1, loss_fct=None):
+         if loss_fct is None:
+             loss_fct = nn.BCELoss() if num_labels == 1 else nn.CrossEntropyLoss()
+         for x, y in batches:
+             with torch.autocast("cuda"):
+                 loss = loss_fct(torch.sigmoid(model(x)).view(-1), y)
+     """, {}),
     ("hand-written BCE in bf16: log(1 - p)",
      """
      import torch
@@ -205,6 +225,25 @@ def test_true_positives(name, source, extra):
      def bce(logits, y):
          p = torch.sigmoid(logits)
          return -(y * torch.log(p) + (1 - y) * torch.log(1 - p))
+     """, {}),
+    ("a conditional expression picking no BCELoss",
+     """
+     import torch
+     from torch import nn
+     def fit(model, batches, num_labels=1):
+         loss_fct = nn.BCEWithLogitsLoss() if num_labels == 1 else nn.CrossEntropyLoss()
+         for x, y in batches:
+             with torch.autocast("cuda"):
+                 loss = loss_fct(model(x).view(-1), y)
+     """, {}),
+    ("hand-written BCE with a local guard large enough for float16",
+     """
+     import torch
+     def bce(model, x, y):
+         alpha, eps = 0.25, 1e-3
+         with torch.autocast("cuda"):
+             p = torch.sigmoid(model(x)).clamp(eps, 1 - eps)
+             return -(alpha * y * p.log() + (1 - alpha) * (1 - y) * (1 - p).log()).mean()
      """, {}),
     ("a BCELoss class that is not torch's",
      """

@@ -28,3 +28,18 @@ def test_values():
     assert fold_text("(-8) ** 0.5") is None  # complex: not a number amplint reasons about
     assert fold_text("1 / 0") is None
     assert fold_text("NEG * 2", {"NEG": -1.0}.get) == -2.0
+
+
+@pytest.mark.parametrize("body, value", [
+    ("eps = 1e-8\n    return x + eps", 1e-8),
+    ("alpha, gamma, eps = 0.25, 2.0, 1e-8\n    return x + eps", 1e-8),  # a literal tuple unpacked (doctr's LW-DETR)
+    ("eps = 1e-8\n    eps = eps * 2\n    return x + eps", None),  # bound twice: not one constant
+    ("for eps in (1e-8, 1e-4):\n        pass\n    return x + eps", None),  # a loop target
+    ("eps = 1e-8 if x.dtype == 1 else 1e-4\n    return x + eps", None),  # not a constant expression
+    ("a, eps = x.chunk(2)\n    return x + eps", None),  # a part of a computed value
+])
+def test_a_local_bound_once_to_a_constant_is_that_constant(body, value):
+    source = f"def f(x):\n    {body}\n".encode()
+    ctx = build_context(Path("m.py"), "m.py", source, None)
+    ret = [n for n in ctx.nodes(cst.Return)][-1]
+    assert ctx.number(ret.value.right) == value

@@ -724,6 +724,9 @@ class FileContext:
                 v = self._param_default(fn, expr.value, _depth)
                 if v is not None:
                     return v
+                local = self._local_constant(fn, expr)
+                if local is not None:
+                    return self.number(local, _depth + 1)
         if isinstance(expr, cst.Name):
             bound = self.module_constants().get(expr.value)
             if bound is not None and bound is not expr:
@@ -731,6 +734,17 @@ class FileContext:
             if name and name != expr.value and self.project is not None:
                 return self.project.constant(name)
         return None
+
+    def _local_constant(self, fn: cst.FunctionDef, name: cst.Name) -> Optional[cst.BaseExpression]:
+        """The value of a local of ``fn`` that the function binds once, by a plain assignment (a literal
+        tuple unpacked included: ``alpha, gamma, eps = 0.25, 2.0, 1e-8``), when ``name`` reads it: the
+        constant a hand-written loss names (doctr's LW-DETR focal cost, bug set 12)."""
+        b = self.semantic.binding_of(name)
+        if b is None or b.kind != "assign" or b.part or b.node is name or not isinstance(b.value, cst.BaseExpression):
+            return None
+        if b.scope.node is not fn or len(self.semantic.bindings(name.value, b.scope)) != 1:
+            return None
+        return b.value
 
     def _param_default(self, fn: cst.FunctionDef, name: str, depth: int) -> Optional[float]:
         p = fn.params
@@ -783,6 +797,9 @@ class FileContext:
                     if param.default is None or self._param_default(fn, expr.value, 0) is None:
                         return None
                     return self.constant_definition(param.default, _depth + 1)
+            local = self._local_constant(fn, expr)
+            if local is not None and self.number(local) is not None:
+                return self.constant_definition(local, _depth + 1)
         bound = self.module_constants().get(expr.value)
         if bound is not None and bound is not expr and self.number(bound) is not None:
             return self.constant_definition(bound, _depth + 1)

@@ -57,7 +57,9 @@ class BceUnderAutocast(Rule):
                 elif _is_bce_class(pm.module_class(call.func)):
                     construct = _construction(ctx, call.func)
                 else:
-                    continue
+                    construct = _picked_bce(ctx, call.func)
+                    if construct is None:
+                        continue
                 what = "nn.BCELoss"
             state = pm.autocast_at(call)
             if not state.active and state.evidence is None:
@@ -151,6 +153,21 @@ def _construction(ctx, func: cst.BaseExpression) -> Optional[cst.Call]:
     elif isinstance(func, cst.Name):
         value = pm.value_of(func)
     return value if isinstance(value, cst.Call) and _is_bce_class(ctx.call_name(value)) else None
+
+
+def _picked_bce(ctx, func: cst.BaseExpression) -> Optional[cst.Call]:
+    """The ``nn.BCELoss()`` one side of a conditional expression builds, when the local being called may
+    hold it: sentence-transformers' ``loss_fct = nn.BCELoss() if self.num_labels == 1 else
+    nn.CrossEntropyLoss()`` (bug set 12), also as the fallback of a ``loss_fct=None`` parameter."""
+    if not isinstance(func, cst.Name):
+        return None
+    for b in ctx.semantic.reaching(func.value, func):
+        value = b.value if b.kind == "assign" and not b.part else None
+        if isinstance(value, cst.IfExp):
+            for side in (value.body, value.orelse):
+                if isinstance(side, cst.Call) and _is_bce_class(ctx.call_name(side)):
+                    return side
+    return None
 
 
 def _object_calls(ctx, construct: cst.Call) -> Optional[List[cst.Call]]:
