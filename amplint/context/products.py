@@ -351,3 +351,23 @@ def reaching_bindings(ctx, pm, name: cst.Name) -> List[Tuple[cst.BaseExpression,
             seen.add(id(line))
             out.append((b.value, line))
     return out
+
+
+def perspective_divide(ctx, numerator: cst.BaseExpression, divisor: cst.BaseExpression) -> bool:
+    """``uvz[:2] / uvz[2:3]``, ``uvz[:, :2] / uvz[:, 2:3]``, ``uvz[0] / uvz[2]``: image coordinates (the rows
+    up to 2) divided by their depth row (the row from 2) of the same homogeneous coordinates. (Linear
+    attention divides by its last row, ``out[..., :-1] / out[..., -1:]``: not this.)"""
+    if not (isinstance(numerator, cst.Subscript) and isinstance(divisor, cst.Subscript)
+            and len(numerator.slice) == len(divisor.slice)):
+        return False
+    for top, bottom in zip(numerator.slice, divisor.slice):
+        t, b = top.slice, bottom.slice
+        b_first = b.value if isinstance(b, cst.Index) else b.lower if isinstance(b, cst.Slice) else None
+        if b_first is None or ctx.number(b_first) != 2:
+            continue
+        if isinstance(t, cst.Slice) and t.upper is not None and ctx.number(t.upper) == 2 \
+                and (t.lower is None or ctx.number(t.lower) == 0):
+            return True
+        if isinstance(t, cst.Index) and ctx.number(t.value) in (0, 1):
+            return True
+    return False

@@ -125,6 +125,8 @@ class ScaledProducts:
                 divisor = divisor.left  # ``out[..., -1:] + self.eps``
             if not (isinstance(node.left, cst.Subscript) and isinstance(divisor, cst.Subscript)):
                 continue
+            if P.perspective_divide(ctx, node.left, divisor):
+                continue  # ``uv = uvz[:2] / uvz[2:3]``: a perspective divide (AMP204's own look), not a sum's row
             base, norm = node.left.value, divisor.value
             if not (isinstance(base, cst.Name) and isinstance(norm, cst.Name) and base.value == norm.value):
                 continue

@@ -56,6 +56,40 @@ class ScaleAfterFp16Product(Rule):
             yield Violation(c.node, message, Confidence.LIKELY, fix=c.fix, help=help,
                             evidence=because(c.fact, ctx, c.node))
         yield from self._powers_of_norms(ctx)
+        yield from self._perspective_divides(ctx)
+
+    def _perspective_divides(self, ctx) -> Iterable[Violation]:
+        """``uvz[:2] /= uvz[2:3]`` of a float16 projection ``uvz = lidar2image[:3, :3].matmul(points)``
+        (OpenPCDet's BEVFusion view transform under --use_amp, unseen set 14): before the perspective
+        divide each row holds a pixel coordinate times the depth, u·z = fx·x + cx·z, which passes 65504
+        for a focal length of ~1000 px and depths of tens of metres (1266·20 + 816·54 = 69,384): inf, and the
+        point lands nowhere. Reported at the product, where the float32 belongs."""
+        pm = precision_model(ctx)
+        for node in [*ctx.nodes(cst.BinaryOperation), *ctx.nodes(cst.AugAssign)]:
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+                num, den = node.left, node.right
+            elif isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.DivideAssign):
+                num, den = node.target, node.value
+            else:
+                continue
+            if not (isinstance(num, cst.Subscript) and isinstance(den, cst.Subscript) and isinstance(num.value, cst.Name)
+                    and isinstance(den.value, cst.Name) and num.value.value == den.value.value):
+                continue
+            if not P.perspective_divide(ctx, num, den):
+                continue  # not coordinates divided by their depth row (linear attention's last row: above)
+            product = _product_behind(ctx, pm, num.value)
+            if product is None:
+                continue
+            fact = pm.dtype_of(product)
+            if not fact.is_half:
+                continue
+            what = P.short_code(ctx, product)
+            message = (f"perspective divide `{P.short_code(ctx, node, 40)}` of a float16 projection `{what}`: before the "
+                       f"divide each coordinate is a pixel position times the depth (u·z = fx·x + cx·z), which passes "
+                       f"float16's {fmt(FLOAT16.max)} (inf) for a focal length of ~1000 px and depths of tens of metres")
+            help = ("project in float32 (`.float()` operands under `torch.autocast(..., enabled=False)`, mmcv's "
+                    "`force_fp32`) and divide before casting back")
+            yield Violation(product, message, Confidence.LIKELY, help=help, evidence=because(fact, ctx, product))
 
     def _powers_of_norms(self, ctx) -> Iterable[Violation]:
         """``local_norm ** norm_type`` with a float16 norm (fairscale's OSS.clip_grad_norm under
@@ -94,3 +128,22 @@ def _raises(ctx, exponent: cst.BaseExpression) -> bool:
     if value is not None:
         return value >= 2
     return isinstance(exponent, (cst.Name, cst.Attribute))
+
+
+def _product_behind(ctx, pm, name: cst.Name, depth: int = 0):
+    """The matrix product ``name`` holds where it is read, through ``+=`` / ``-=`` of a translation
+    (``uvz += lidar2image[:3, 3:4]``); None when every binding reaching it is not one."""
+    if depth > 3:
+        return None
+    for b in ctx.semantic.reaching(name.value, name):
+        if b.kind == "augassign" and isinstance(b.value, cst.AugAssign) \
+                and isinstance(b.value.operator, (cst.AddAssign, cst.SubtractAssign)):
+            target = b.value.target
+            found = _product_behind(ctx, pm, target, depth + 1) if isinstance(target, cst.Name) else None
+        elif b.kind == "assign" and not b.part and isinstance(b.value, cst.BaseExpression):
+            found = b.value if P.op_of(ctx, pm, b.value) in ("__matmul__", "matmul", "mm", "bmm") else None
+        else:
+            found = None
+        if found is not None:
+            return found
+    return None
