@@ -68,3 +68,39 @@ def test_library_reports_only_quotients_that_are_zero_over_zero():
 
 def test_the_same_quotients_in_float16_training_are_reported():
     assert lines({"train.py": TRAIN}) == [6, 13, 23]  # normalize_points is not reached by training
+
+
+LOCAL = """
+import torch
+
+
+def separate(mix: torch.Tensor, w: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    eps = 1e-20
+    return mix / (torch.matmul(w, h) + eps)
+"""
+
+LOCAL_TRAIN = """
+import torch
+from pkg.nmf import separate
+
+
+def train(model, loader, w, h):
+    opt = torch.optim.AdamW(model.parameters())
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = separate(model(x), w, h).mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+"""
+
+
+@pytest.mark.parametrize("extra, reported", [
+    ({}, []),  # the library look: a utility's own local working constant is its own (speechbrain's NMF)
+    ({"train.py": LOCAL_TRAIN}, [6]),  # near miss: trained in float16 by the project, reported at the local
+])
+def test_a_guard_held_by_a_local_is_read_where_a_training_judges_the_code(extra, reported):
+    found = [f.line for f in lint_source(textwrap.dedent(LOCAL), filename="pkg/nmf.py", extra_files={**PACKAGE, **extra})
+             if f.code == "AMP102"]
+    assert found == reported

@@ -738,7 +738,13 @@ class FileContext:
     def _local_constant(self, fn: cst.FunctionDef, name: cst.Name) -> Optional[cst.BaseExpression]:
         """The value of a local of ``fn`` that the function binds once, by a plain assignment (a literal
         tuple unpacked included: ``alpha, gamma, eps = 0.25, 2.0, 1e-8``), when ``name`` reads it: the
-        constant a hand-written loss names (doctr's LW-DETR focal cost, bug set 12)."""
+        constant a hand-written loss names (doctr's LW-DETR focal cost, bug set 12). Not under the library
+        policy's look at code no training runs (``Regime.any_fp16_use``), which reports only guards fixed where
+        its users see them (a literal at the use, a module constant, a parameter default): a utility's own
+        working constants (speechbrain's NMF separation, ``eps = 1e-20``, run by nobody in float16) stay its own."""
+        regime = self._assumed
+        if regime is not None and getattr(regime, "any_fp16_use", False):
+            return None
         b = self.semantic.binding_of(name)
         if b is None or b.kind != "assign" or b.part or b.node is name or not isinstance(b.value, cst.BaseExpression):
             return None
