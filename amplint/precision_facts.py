@@ -946,6 +946,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             continue
         role, why = _role(node, sig, parents, owner, path, trains, training_lines, imports, script, training_helpers,
                               stepping=stepping)
+        if role == TRAINING and sig.kind == "half_params":
+            switch = _inference_switch(node, parents)
+            if switch is not None:
+                # FlagAI's AutoLoader: ``if inference_mode: model = AquilaForCausalLM.from_pretrained(...,
+                # torch_dtype=torch_dtype); model.eval()``: the branch a loader takes to serve a model (T12-3)
+                role, why = "inference", f"under `if {switch}:`"
         cond = one_of or _dtype_condition(node, parents, lines) or _enabled_switch(node, sig, lines)
         record = _record(sig, why, node, lines, role, cond)
         fn = owner(node)
@@ -2120,6 +2126,26 @@ def _yaml_paths(calls: List[ast.AST]) -> List[str]:
                     and v.value not in out and len(out) < 8:
                 out.append(v.value)
     return out
+
+
+_INFERENCE_SWITCH = re.compile(r"(?i)^(\w+\.)*(is_|for_|do_|use_|run_)?(inference|infer|predict|eval|evaluate|generate|serve)"
+                               r"(_mode|_only)?$")
+
+
+def _inference_switch(node: ast.AST, parents: "_Parents") -> Optional[str]:
+    """The text of the nearest ``if`` around ``node`` (in its body) whose test is a flag named for inference
+    (``if inference_mode:``, ``if args.eval:``), else None."""
+    child = node
+    for p in parents.chain(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(p, ast.If):
+            if any(child is b for b in p.body):
+                name = _dotted(p.test)
+                return name if name and _INFERENCE_SWITCH.match(name) else None
+            return None
+        child = p
+    return None
 
 
 def _mm_config_fp16(tree: ast.Module, source: bytes) -> List[list]:

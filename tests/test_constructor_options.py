@@ -124,3 +124,46 @@ def test_each_script_by_its_own_construction(tmp_path):
     r = run(["check", "--no-cache", "--show-settings", "."], root)
     assert "[not read] (`Trainer` is built with fp16=False in this program's runs" in r.out, r.out
     assert "[not read] (`FP16_Module` is built only where" in r.out, r.out
+
+
+LOADER = """
+import torch
+from transformers import AutoModelForCausalLM
+
+
+class AutoLoader:
+    def __init__(self, name, torch_dtype=None, inference_mode=True):
+        if {test}:
+            self.model = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.float16)
+        else:
+            self.model = AutoModelForCausalLM.from_pretrained(name)
+
+    def get_model(self):
+        return self.model
+"""
+LOADER_SCRIPT = """
+import torch
+
+from pkg.loader import AutoLoader
+
+model = AutoLoader("RoBERTa-base-ch").get_model()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+for batch in []:
+    model(**batch).loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("test, half", [
+    ("inference_mode", False),  # FlagAI's AutoLoader: the branch that serves a model
+    # near misses: the training side of the switch; a switch not named for inference
+    ("not inference_mode", True),
+    ("torch_dtype is not None", True),
+])
+def test_a_half_load_under_an_inference_switch_is_inference(tmp_path, test, half):
+    root = write_project(tmp_path / "p", {"pkg/__init__.py": "",
+                                          "pkg/loader.py": textwrap.dedent(LOADER).replace("{test}", test),
+                                          "train.py": textwrap.dedent(LOADER_SCRIPT)})
+    p = Project(root)
+    (ep,) = p.entry_points()
+    assert (p.regime_for(ep.path).mode != "fp32") is half, p.regime_for(ep.path)
