@@ -73,3 +73,18 @@ def run_module(argv: Sequence[str], cwd: Path, timeout: float = 120, stdin: Opti
                        capture_output=True, text=True, timeout=timeout,
                        input=stdin if stdin is not None else "", encoding="utf-8")
     return Result(p.returncode, p.stdout, p.stderr)
+
+
+def entry_point_reach(root: Path) -> Dict[str, set]:
+    """Each training entry point of the project at ``root`` (relative path) -> the files it reaches."""
+    from amplint.project import Project
+    p = Project(root)
+    return {p.relative(ep.path): {p.relative(f) for f in ep.reach} for ep in p.entry_points()}
+
+
+def hazard_findings(root: Path, folder: str = "p"):
+    """``amplint check`` of ``root``: (path below ``folder/``, code) of every hazard finding (AMP501 left out)."""
+    import json
+    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
+    return [(f["filename"].replace("\\", "/").split(f"/{folder}/", 1)[-1], f["code"])
+            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]

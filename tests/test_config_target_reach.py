@@ -3,12 +3,11 @@ reached by the program that loads that config: it takes that program's precision
 fallback for "files no entry point reaches". (Lumina-T2X, set 11 T11-4: an inference demo's CLAP, frozen, judged
 under the trainers' fp16 autocast: AMP401 on its logit scale; VQ-Diffusion, set 13 T13-3: a frozen codec's files
 judged by the fallback.)"""
-import json
 import textwrap
 
 from amplint.project import Project
 
-from cliutil import run, write_project
+from cliutil import entry_point_reach, hazard_findings, write_project
 
 TRAIN = """
 import torch
@@ -164,23 +163,12 @@ def _project(tmp_path, files):
     return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
 
 
-def _reach(root):
-    p = Project(root)
-    return {p.relative(ep.path): {p.relative(f) for f in ep.reach} for ep in p.entry_points()}
-
-
-def _findings(root):
-    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
-    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
-            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
-
-
 def test_a_model_only_an_inference_demo_builds_from_its_config_is_not_run_by_the_training(tmp_path):
     root = _project(tmp_path, DEMO_FILES)
     p = Project(root)
     clap = root / "audio" / "models" / "clap.py"
     assert p.regime_for(clap).not_run
-    assert ("audio/models/clap.py", "AMP401") not in _findings(root)
+    assert ("audio/models/clap.py", "AMP401") not in hazard_findings(root)
 
 
 def test_near_miss_a_model_a_training_builds_from_its_config_takes_that_training(tmp_path):
@@ -195,31 +183,31 @@ def test_near_miss_a_model_a_training_builds_from_its_config_takes_that_training
         "models/clap.py": CLAP,
     }
     root = _project(tmp_path, files)
-    assert "models/clap.py" in _reach(root)["train.py"]
-    assert ("models/clap.py", "AMP401") in _findings(root)
+    assert "models/clap.py" in entry_point_reach(root)["train.py"]
+    assert ("models/clap.py", "AMP401") in hazard_findings(root)
 
 
 def test_near_miss_a_sub_apps_config_is_not_the_root_trainers(tmp_path):
     # the root trainer loads modules by name too, but audio/config.yaml lies beside the demo that loads it
     files = {**DEMO_FILES, "train.py": "import importlib\n" + TRAIN}
     root = _project(tmp_path, files)
-    assert "audio/models/clap.py" not in _reach(root)["train.py"]
-    assert ("audio/models/clap.py", "AMP401") not in _findings(root)
+    assert "audio/models/clap.py" not in entry_point_reach(root)["train.py"]
+    assert ("audio/models/clap.py", "AMP401") not in hazard_findings(root)
 
 
 def test_a_training_reaches_the_modules_its_config_targets_name(tmp_path):
     root = _project(tmp_path, CODEC_FILES)
-    assert _reach(root)["train.py"] == {"train.py", "pkg/utils.py", "pkg/model.py", "pkg/codec/vqgan.py",
+    assert entry_point_reach(root)["train.py"] == {"train.py", "pkg/utils.py", "pkg/model.py", "pkg/codec/vqgan.py",
                                         "pkg/codec/actnorm.py"}
 
 
 def test_a_class_called_only_on_the_off_side_of_an_option_in_its_own_file_is_not_judged(tmp_path):
     # ``ActNorm(8) if use_actnorm else nn.BatchNorm2d(8)`` and every ``Discriminator()`` leaves it off
     root = _project(tmp_path, CODEC_FILES)
-    assert ("pkg/codec/actnorm.py", "AMP102") not in _findings(root)
+    assert ("pkg/codec/actnorm.py", "AMP102") not in hazard_findings(root)
 
 
 def test_near_miss_a_build_that_turns_the_option_on_judges_the_class(tmp_path):
     files = {**CODEC_FILES, "pkg/codec/vqgan.py": VQGAN.replace("Discriminator()", "Discriminator(use_actnorm=True)")}
     root = _project(tmp_path, files)
-    assert ("pkg/codec/actnorm.py", "AMP102") in _findings(root)
+    assert ("pkg/codec/actnorm.py", "AMP102") in hazard_findings(root)

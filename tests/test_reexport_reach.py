@@ -4,12 +4,9 @@ them (``from .layers import Dense`` in ``pkg/__init__.py``): ``from pkg import D
 classes run only when called. (physicsnemo: the domino training imports a few layers from ``physicsnemo.nn``,
 whose ``__init__`` imports every layer and functional; its fp16 autocast judged a point-transformer attention
 and a mesh gradient that only other recipes, in bf16 or fp32, use: set 10, #40 / #41.)"""
-import json
 import textwrap
 
-from amplint.project import Project
-
-from cliutil import run, write_project
+from cliutil import entry_point_reach, hazard_findings, write_project
 
 # an unclamped learnable logit scale: AMP401 under a float16 training, nothing to say under bfloat16
 ATTENTION = """
@@ -57,30 +54,19 @@ def _project(tmp_path, **extra):
     return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
 
 
-def _reach(root):
-    p = Project(root)
-    return {p.relative(ep.path): {p.relative(f) for f in ep.reach} for ep in p.entry_points()}
-
-
-def _findings(root):
-    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
-    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
-            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
-
-
 def test_a_name_imported_from_a_package_reaches_the_module_that_defines_it(tmp_path):
     root = _project(tmp_path)
-    reach = _reach(root)
+    reach = entry_point_reach(root)
     assert reach["train_dense_fp16.py"] == {"train_dense_fp16.py", "pkg/layers.py"}
     assert reach["train_attention_bf16.py"] == {"train_attention_bf16.py", "pkg/attention.py"}
     # the attention runs in the bf16 training only: no AMP401 from the fp16 one's autocast
-    assert ("pkg/attention.py", "AMP401") not in _findings(root)
+    assert ("pkg/attention.py", "AMP401") not in hazard_findings(root)
 
 
 def test_near_miss_the_fp16_training_that_uses_the_attention_keeps_its_finding(tmp_path):
     root = _project(tmp_path, **{"train_attention_fp16.py": _train("Attention", "float16")})
-    assert "pkg/attention.py" in _reach(root)["train_attention_fp16.py"]
-    assert ("pkg/attention.py", "AMP401") in _findings(root)
+    assert "pkg/attention.py" in entry_point_reach(root)["train_attention_fp16.py"]
+    assert ("pkg/attention.py", "AMP401") in hazard_findings(root)
 
 
 def test_names_through_nested_packages_and_what_is_no_re_export(tmp_path):
@@ -91,9 +77,9 @@ def test_names_through_nested_packages_and_what_is_no_re_export(tmp_path):
         "pkg/nn/attention.py": ATTENTION,
         "pkg/layers.py": "", "pkg/attention.py": "",
     }
-    reach = _reach(_project(tmp_path / "nested", **nested))["train_dense_fp16.py"]
+    reach = entry_point_reach(_project(tmp_path / "nested", **nested))["train_dense_fp16.py"]
     assert "pkg/nn/layers.py" in reach and "pkg/nn/attention.py" not in reach
     # a name the __init__ defines itself, or may take from a star import: the __init__ and all it imports
     star = {"pkg/__init__.py": "from .layers import *\nfrom .attention import Attention\n"}
-    reach = _reach(_project(tmp_path / "star", **star))["train_dense_fp16.py"]
+    reach = entry_point_reach(_project(tmp_path / "star", **star))["train_dense_fp16.py"]
     assert {"pkg/__init__.py", "pkg/layers.py", "pkg/attention.py"} <= reach

@@ -3,12 +3,9 @@
 the script or in the ``engine.py`` beside it) is ``evaluation/ft/utils.py``, not the root's ``utils.py``.
 (ibot, set 13 T13-1: the evaluation fine-tuning's DeepSpeed fp16 judged the root ``utils.py``'s gradient
 clipping, which only the fp16-mixed pre-training calls, after unscaling: AMP102 on ``clip / (norm + 1e-6)``.)"""
-import json
 import textwrap
 
-from amplint.project import Project
-
-from cliutil import run, write_project
+from cliutil import entry_point_reach, hazard_findings, write_project
 
 ROOT_UTILS = """
 def clip_gradients(model, clip):
@@ -96,25 +93,14 @@ def _project(tmp_path, files):
     return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
 
 
-def _reach(root):
-    p = Project(root)
-    return {p.relative(ep.path): {p.relative(f) for f in ep.reach} for ep in p.entry_points()}
-
-
-def _findings(root):
-    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
-    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
-            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
-
-
 def test_a_script_directory_imports_its_sibling_module(tmp_path):
     root = _project(tmp_path, FILES)
-    reach = _reach(root)
+    reach = entry_point_reach(root)
     assert reach["evaluation/ft/run_ft.py"] == {"evaluation/ft/run_ft.py", "evaluation/ft/utils.py",
                                                 "evaluation/ft/engine.py"}
     assert reach["main_train.py"] == {"main_train.py", "utils.py"}
     # the root utils.py runs in the fp16-mixed pre-training only, after unscale_: float32 gradients
-    assert ("utils.py", "AMP102") not in _findings(root)
+    assert ("utils.py", "AMP102") not in hazard_findings(root)
 
 
 def test_near_miss_no_sibling_module_means_the_root_one(tmp_path):
@@ -125,9 +111,9 @@ def test_near_miss_no_sibling_module_means_the_root_one(tmp_path):
     files["evaluation/ft/run_ft.py"] = _run_ft("make_config").replace(
         "def main(args):", "def make_config(args):\n    return {\"fp16\": {\"enabled\": True}}\ndef main(args):")
     root = _project(tmp_path, files)
-    reach = _reach(root)
+    reach = entry_point_reach(root)
     assert "utils.py" in reach["evaluation/ft/run_ft.py"]
-    assert ("utils.py", "AMP102") in _findings(root)
+    assert ("utils.py", "AMP102") in hazard_findings(root)
 
 
 def test_near_miss_a_package_directory_without_a_program_imports_from_the_root(tmp_path):
@@ -141,5 +127,5 @@ def test_near_miss_a_package_directory_without_a_program_imports_from_the_root(t
         "train.py": MAIN_TRAIN.replace("import utils", "import utils\nfrom models.net import Net"),
     }
     root = _project(tmp_path, files)
-    reach = _reach(root)
+    reach = entry_point_reach(root)
     assert reach["train.py"] == {"train.py", "utils.py", "models/net.py"}
