@@ -895,6 +895,7 @@ class Project:
         "shell_runs": "the shell scripts naming programs, with the dtype options they pass (Project._shell_runs_of)",
         "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
         "config_texts": "the text of each configuration file (named_in_configs)",
+        "named_in_configs": "word -> whether a configuration file names it (named_in_configs)",
         "loaded_by_no_run": "the files only unregistered modules nothing imports lead to, beside registered models (regime_for)",
         "config_targets": "YAML configuration file -> the dotted names of its `target:` keys (_add_config_target_edges)",
         "config_dotted_pairs": "consecutive parts of the dotted names in configuration files (_loaded_by_no_run)",
@@ -3038,15 +3039,22 @@ class Project:
     def named_in_configs(self, word: str) -> bool:
         """Does a configuration file of the project name ``word`` (a Hydra ``_target_`` naming a
         class, a ``type: Net`` entry)?"""
+        answers = self.memo("named_in_configs")
+        if word in answers:
+            return answers[word]
         texts = self.memo("config_texts")
         if not texts:
+            from .config_evidence import MAX_CONFIG_BYTES
             for f in self.config_files():
                 try:
-                    texts[f] = f.read_text(encoding="utf-8", errors="replace")
+                    # (a file past MAX_CONFIG_BYTES is data: VideoX's 4 MB annotation JSONs, searched once per
+                    # module name, made a 25-file tree take minutes)
+                    texts[f] = "" if f.stat().st_size > MAX_CONFIG_BYTES else f.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     texts[f] = ""
         rx = re.compile(rf"\b{re.escape(word)}\b")
-        return any(rx.search(text) for text in texts.values())
+        answers[word] = any(rx.search(text) for text in texts.values())
+        return answers[word]
 
     def subclasses(self, name: str) -> List[Symbol]:
         """The project classes deriving from ``name``, directly or not (``ProjectIndex.subclasses``)."""
