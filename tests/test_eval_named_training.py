@@ -2,12 +2,11 @@
 (``evaluation/eval_cls.py``) fine-tune the whole model, with autocast and a GradScaler in ``train_one_epoch`` beside
 backward and the scaler's step. Their file name made that evidence "[inference]" and the program fp32 (ibot, set 13
 M13-1: AMP401 on a trained logit scale went unreported)."""
-import json
 import textwrap
 
 from amplint.project import Project
 
-from cliutil import run, write_project
+from cliutil import hazard_findings, write_project
 
 EVAL_CLS = """
 import torch
@@ -62,17 +61,11 @@ def _project(tmp_path, files):
     return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
 
 
-def _findings(root):
-    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
-    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
-            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
-
-
 def test_a_fine_tuning_loop_in_an_eval_named_file_is_training(tmp_path):
     root = _project(tmp_path, {"evaluation/eval_cls.py": EVAL_CLS})
     p = Project(root)
     assert p.regime_for(root / "evaluation" / "eval_cls.py").mode == "fp16-mixed"
-    assert ("evaluation/eval_cls.py", "AMP401") in _findings(root)
+    assert ("evaluation/eval_cls.py", "AMP401") in hazard_findings(root)
 
 
 def test_near_miss_an_evaluation_in_the_same_file_stays_inference(tmp_path):

@@ -3,12 +3,11 @@ imports) runs in the programs of the users who load it from the hub (a config's 
 ``trust_remote_code=True``), not in the project's trainings: it does not take their float16 as a file no entry
 point reaches. (FlagAI, set 12 T12-4: ``examples/AltCLIP/hf_altclip/modeling_altclip.py``, whose fine-tuning
 trains ``flagai/model/mm/AltCLIP.py`` in fp32, judged under the project's fp16-master: AMP401.)"""
-import json
 import textwrap
 
 from amplint.project import Project
 
-from cliutil import run, write_project
+from cliutil import hazard_findings, write_project
 
 MODELING = """
 import torch
@@ -59,17 +58,11 @@ def _project(tmp_path, files):
     return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
 
 
-def _findings(root):
-    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
-    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
-            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
-
-
 def test_a_hub_port_nothing_imports_is_not_judged_by_the_projects_float16(tmp_path):
     root = _project(tmp_path, FILES)
     regime = Project(root).regime_for(root / "examples" / "clip" / "hf_port" / "modeling_clip.py")
     assert regime.not_run and "hub port" in regime.scope
-    assert ("examples/clip/hf_port/modeling_clip.py", "AMP401") not in _findings(root)
+    assert ("examples/clip/hf_port/modeling_clip.py", "AMP401") not in hazard_findings(root)
 
 
 def test_near_miss_a_port_the_training_imports_is_its_code(tmp_path):
@@ -77,7 +70,7 @@ def test_near_miss_a_port_the_training_imports_is_its_code(tmp_path):
                                                "from pkg.trainer import Trainer\n"
                                                "Trainer(lr=1e-4).train(CLIPModel(), [torch.randn(8, 16) for _ in range(10)])\n"}
     root = _project(tmp_path, files)
-    assert ("examples/clip/hf_port/modeling_clip.py", "AMP401") in _findings(root)
+    assert ("examples/clip/hf_port/modeling_clip.py", "AMP401") in hazard_findings(root)
 
 
 def test_near_miss_a_helper_module_nothing_imports_keeps_the_projects_precision(tmp_path):
@@ -85,4 +78,4 @@ def test_near_miss_a_helper_module_nothing_imports_keeps_the_projects_precision(
     files = {k: v for k, v in FILES.items() if "modeling_clip" not in k}
     files["examples/clip/hf_port/clip_model.py"] = MODELING
     root = _project(tmp_path, files)
-    assert ("examples/clip/hf_port/clip_model.py", "AMP401") in _findings(root)
+    assert ("examples/clip/hf_port/clip_model.py", "AMP401") in hazard_findings(root)

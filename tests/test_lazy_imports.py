@@ -4,13 +4,12 @@ package ``__init__`` loads a submodule when a name of it is used (its ``_import_
 to submodules). What an entry point reaches follows the names it imports, not every submodule a lazy
 ``__init__`` lists for type checkers (modelscope: the MossFormer separation trainer's `autocast()` reached
 every model of the monorepo through them, 25 findings of set 9)."""
-import json
 import textwrap
 
 from amplint.precision_facts import file_facts
 from amplint.project import Project
 
-from cliutil import run, write_project
+from cliutil import hazard_findings, write_project
 
 LAZY_INIT = """
 from typing import TYPE_CHECKING
@@ -109,12 +108,6 @@ def _reached(root):
     return {p.display(ep.path).split("/p/", 1)[-1]: {p.relative(f) for f in ep.reach} for ep in p.entry_points()}
 
 
-def _findings(root):
-    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
-    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
-            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
-
-
 def test_type_checking_imports_do_not_run_and_lazy_names_are_recorded():
     facts = file_facts(textwrap.dedent(LAZY_INIT).encode(), "zoo/models/vision/__init__.py",
                        "zoo.models.vision")
@@ -138,7 +131,7 @@ def test_a_trainer_does_not_reach_the_models_a_lazy_package_lists_for_type_check
     assert "zoo/models/base.py" in reach  # the module defining the name it imports
     assert not reach & {"zoo/models/vision/clip.py", "zoo/models/audio/separation.py",
                         "zoo/models/vision/detect/yolo.py"}
-    assert ("zoo/models/vision/clip.py", "AMP401") not in _findings(root)
+    assert ("zoo/models/vision/clip.py", "AMP401") not in hazard_findings(root)
 
 
 def test_a_name_imported_from_a_lazy_package_reaches_its_defining_module(tmp_path):
@@ -162,7 +155,7 @@ def test_a_name_imported_from_a_lazy_package_reaches_its_defining_module(tmp_pat
     reach = _reached(root)["train.py"]
     assert "zoo/models/vision/clip.py" in reach
     assert "zoo/models/vision/detect/yolo.py" not in reach  # only the name it uses
-    assert ("zoo/models/vision/clip.py", "AMP401") in _findings(root)
+    assert ("zoo/models/vision/clip.py", "AMP401") in hazard_findings(root)
 
 
 def test_a_name_re_exported_through_two_lazy_packages_reaches_its_module(tmp_path):

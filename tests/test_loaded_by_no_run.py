@@ -3,12 +3,11 @@ their classes for the runs to build by name (FunASR's ``@tables.register("model_
 module that registers nothing and that nothing imports (a legacy model: FunASR's ``models/eend/e2e_diar_eend_ola.py``)
 is built by no run, nor is what only it imports. Such code is library code, judged by the library policy, not by
 the project's fp16 option (set 10, T10-7: 9 findings)."""
-import json
 import textwrap
 
 from amplint.project import Project
 
-from cliutil import run, write_project
+from cliutil import hazard_findings, write_project
 
 TRAIN = """
 import argparse
@@ -108,19 +107,13 @@ def _project(tmp_path, files=None, **extra):
     return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
 
 
-def _findings(root):
-    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
-    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
-            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
-
-
 def test_an_unregistered_module_nothing_imports_beside_registered_models_is_run_by_nothing(tmp_path):
     root = _project(tmp_path)
     p = Project(root)
     for name in ("pkg/models/eend/e2e_eend.py", "pkg/models/eend/scorer.py"):
         regime = p.regime_for(root / name)
         assert regime.not_run and "no run loads it" in regime.scope, name
-    found = _findings(root)
+    found = hazard_findings(root)
     assert ("pkg/models/eend/scorer.py", "AMP401") not in found
     # near miss: the registered model and what it imports are built by the run (its fp16 option)
     assert p.regime_for(root / "pkg/models/para/scorer.py").mode == "fp16-mixed"

@@ -4,12 +4,11 @@ builds ``EncoderOnlyEmbedderRunner(...)`` and calls ``run()``, which ``AbsRunner
 ``self.trainer.train()`` (the Trainer built in ``__init__``). It was no entry point, so the ``__main__.py`` fell
 back to the project's precision, taken from an unrelated research program's float16 loader (set 14 T14-1: AMP101
 on ``TrainingArguments``' implicit ``adam_epsilon`` "on float16 parameters", x8)."""
-import json
 import textwrap
 
 from amplint.project import Project
 
-from cliutil import run, write_project
+from cliutil import hazard_findings, write_project
 
 ABS_RUNNER = """
 from dataclasses import dataclass, field
@@ -84,12 +83,6 @@ def _project(tmp_path, files):
     return write_project(tmp_path / "p", {k: textwrap.dedent(v) for k, v in files.items()})
 
 
-def _findings(root):
-    r = run(["check", "--no-cache", "--output-format", "json", "."], root)
-    return [(f["filename"].replace("\\", "/").split("/p/", 1)[-1], f["code"])
-            for f in json.loads(r.out) if f["code"].startswith("AMP") and f["code"] != "AMP501"]
-
-
 def _entry_points(root):
     p = Project(root)
     return {p.relative(ep.path): ep for ep in p.entry_points()}
@@ -101,7 +94,7 @@ def test_a_program_building_a_runner_subclass_runs_its_inherited_training(tmp_pa
     main = eps["pkg/finetune/base/__main__.py"]
     assert "pkg/finetune/base/runner.py" in {Project(root).relative(f) for f in main.reach}
     assert Project(root).regime_for(root / "pkg" / "finetune" / "base" / "__main__.py").mode == "fp32"
-    found = _findings(root)
+    found = hazard_findings(root)
     assert ("pkg/finetune/base/__main__.py", "AMP101") not in found
     assert ("research/other/train.py", "AMP101") in found  # the float16 program keeps its finding
 
