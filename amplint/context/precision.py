@@ -2034,6 +2034,13 @@ class PrecisionModel:
 
     def _module_class(self, func: cst.BaseExpression) -> Optional[str]:
         """The class a called object was built from: ``self.fc`` with ``self.fc = nn.Linear(...)``."""
+        value = self.module_built(func)
+        return self.ctx.call_name(value) if value is not None else None
+
+    def module_built(self, func: cst.BaseExpression) -> Optional[cst.Call]:
+        """The call that built a called object (``nn.BatchNorm1d(d, affine=False)`` for ``self.bn``
+        or a local ``bn``, through ``.to(device)`` / ``.cuda()``), with its arguments; None when
+        it is not known."""
         value = None
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             value = self.init_attribute(func, func.attr.value)
@@ -2043,9 +2050,7 @@ class PrecisionModel:
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value in _SAME_MODULE_METHODS:
             value = value.func.value  # ``Aligner(dim).cuda()``: the module built
-        if isinstance(value, cst.Call):
-            return self.ctx.call_name(value)
-        return None
+        return value if isinstance(value, cst.Call) else None
 
     def _call(self, call: cst.Call) -> DTypeFact:
         ctx = self.ctx

@@ -312,6 +312,155 @@ def bounded_product(ctx, pm, product: cst.CSTNode) -> bool:
     return any(bounded(ctx, pm, o, kinds=CONTRACTING) for o in operands) or all(bounded(ctx, pm, o) for o in operands)
 
 
+def standardised_contraction(ctx, pm, product: cst.CSTNode) -> bool:
+    """A product of two 2-D operands contracted over the axis each was standardised along (zero
+    mean and unit variance per column over the batch: ``nn.BatchNorm1d(d, affine=False)``,
+    ``(z - z.mean(0)) / z.std(0)``): a cross-correlation matrix, Barlow Twins' ``bn(z1).T @ bn(z2)``
+    or ``einsum("bi,bj->ij", z1, z2)`` (unseen set 15, T15-2). By Cauchy–Schwarz every entry is at
+    most the length of the contracted axis, |Σ_b a_bi·b_bj| ≤ ‖a_·i‖·‖b_·j‖ = N, whatever the
+    embeddings: no batch is anywhere near 65504. A covariance of centred values that are not
+    scaled (``x = x - x.mean(0)``; ``x.T @ x / (n - 1)``) grows with their variance: not this."""
+    operands = tensor_operands(ctx, pm, product)
+    if len(operands) != 2:
+        return False
+    axes = _contracted_axes(ctx, pm, product, operands)
+    return axes is not None and all(_standardised_along(ctx, pm, base, axis, 0) for base, axis in axes)
+
+
+def _contracted_axes(ctx, pm, product, operands) -> Optional[List[Tuple[cst.BaseExpression, int]]]:
+    """(operand without its transposes, the axis of it the product sums over) for a 2-D product:
+    ``a @ b`` sums over a's axis 1 and b's axis 0 (``a.T`` / ``a.t()`` / ``a.transpose(0, 1)``
+    swap them); ``einsum("bi,bj->ij", a, b)`` over the one index both terms share and the output
+    drops. None for anything else (a batched product, an equation it cannot read)."""
+    op = op_of(ctx, pm, product)
+    if op in ("__matmul__", "matmul", "mm"):
+        out = []
+        for operand, axis in zip(operands, (1, 0)):
+            base, swapped = _untransposed(ctx, operand)
+            out.append((base, 1 - axis if swapped else axis))
+        return out
+    if op == "einsum" and isinstance(product, cst.Call):
+        equation = positional(product)[0].value if positional(product) else None
+        if not isinstance(equation, cst.SimpleString) or not isinstance(equation.evaluated_value, str):
+            return None
+        inputs, arrow, output = equation.evaluated_value.replace(" ", "").partition("->")
+        terms = inputs.split(",")
+        if not arrow or len(terms) != 2 or any(len(t) != 2 or len(set(t)) != 2 for t in terms):
+            return None
+        summed = (set(terms[0]) & set(terms[1])) - set(output)
+        if len(summed) != 1 or (set(terms[0]) | set(terms[1])) - summed - set(output):
+            return None
+        letter = summed.pop()
+        return [(operand, term.index(letter)) for operand, term in zip(operands, terms)]
+    return None
+
+
+def _untransposed(ctx, expr: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
+    """``z.T`` -> (z, True); ``z.t().contiguous()``, ``z.transpose(0, 1)``, ``z.permute(1, 0)`` too."""
+    swapped = False
+    for _ in range(6):
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT"):
+            expr, swapped = expr.value, not swapped
+            continue
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            name = expr.func.attr.value
+            args = [ctx.number(a.value) for a in positional(expr)]
+            if name == "t" and not args or name in ("transpose", "swapaxes") and sorted(args) in ([0, 1], [-2, -1]) \
+                    or name == "permute" and args == [1, 0]:
+                expr, swapped = expr.func.value, not swapped
+                continue
+            if name in ("contiguous", "detach") and not args:
+                expr = expr.func.value
+                continue
+        break
+    return expr, swapped
+
+
+def _standardised_along(ctx, pm, expr: cst.BaseExpression, axis: int, depth: int) -> bool:
+    """Is the 2-D ``expr`` standardised along ``axis`` (each column, for axis 0, with zero mean and
+    unit variance): the output of an ``nn.BatchNorm1d(..., affine=False)`` (batch statistics over
+    axis 0; a learnable affine would rescale it), or ``(z - z.mean(0)) / z.std(0)`` (an eps added to
+    the spread, ``sqrt(var + eps)``, included), directly or through local names."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Name):
+        value = pm.value_of(expr)
+        return value is not None and _standardised_along(ctx, pm, value, axis, depth + 1)
+    if isinstance(expr, cst.Call):
+        built = pm.module_built(expr.func)
+        if built is None or (ctx.call_name(built) or "").rsplit(".", 1)[-1] != "BatchNorm1d" or axis != 0:
+            return False
+        affine = next((a.value for a in built.args if a.keyword is not None and a.keyword.value == "affine"), None)
+        return isinstance(affine, cst.Name) and affine.value == "False"
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide)):
+        return False
+    spread = _spread_of(ctx, expr.right)
+    if spread is None or spread[1] != axis:
+        return False
+    centred, own = expr.left, None
+    if isinstance(centred, cst.Name):
+        # ``zc = z - z.mean(0)``; ``zc / zc.std(0)`` (or ``/ z.std(0)``: the same spread)
+        own, centred = centred.value, pm.value_of(centred)
+    of = _centred(ctx, centred, axis) if isinstance(centred, cst.BinaryOperation) else None
+    return of is not None and spread[0] in (of, own)
+
+
+def _axis_of(ctx, call: cst.Call, receiver_is_arg: bool) -> Optional[int]:
+    """The reduced axis of ``z.mean(0)`` / ``z.std(dim=0, keepdim=True)`` / ``torch.mean(z, 0)`` (2-D: -1 is 1)."""
+    args = positional(call)[1:] if receiver_is_arg else positional(call)
+    dim = next((a.value for a in call.args if a.keyword is not None and a.keyword.value in ("dim", "axis")),
+               args[0].value if args else None)
+    n = ctx.number(dim) if dim is not None else None
+    if n is None or n not in (0, 1, -1):
+        return None
+    return 1 if n == -1 else int(n)
+
+
+def _reduction(ctx, expr: cst.BaseExpression, names) -> Optional[Tuple[str, int]]:
+    """(the reduced value's code, axis) of a ``mean`` / ``std`` / ``var`` named in ``names``."""
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    name = ctx.call_name(expr) or ""
+    if name.startswith("torch.") and name.rsplit(".", 1)[-1] in names and positional(expr):
+        axis = _axis_of(ctx, expr, True)
+        return (ctx.code(positional(expr)[0].value), axis) if axis is not None else None
+    if isinstance(func, cst.Attribute) and func.attr.value in names and not name.startswith(("torch.", "np.", "numpy.")):
+        axis = _axis_of(ctx, expr, False)
+        return (ctx.code(func.value), axis) if axis is not None else None
+    return None
+
+
+def _centred(ctx, sub: cst.BinaryOperation, axis: int) -> Optional[str]:
+    """``z - z.mean(0)``: the code of ``z`` when ``sub`` subtracts its own mean along ``axis``."""
+    if not isinstance(sub.operator, cst.Subtract):
+        return None
+    mean = _reduction(ctx, sub.right, ("mean",))
+    return mean[0] if mean is not None and mean == (ctx.code(sub.left), axis) else None
+
+
+def _spread_of(ctx, expr: cst.BaseExpression) -> Optional[Tuple[str, int]]:
+    """``z.std(0)``, ``z.std(0) + eps``, ``torch.sqrt(z.var(0) + eps)``, ``(z.var(0) + eps).sqrt()``,
+    ``(z.var(0) + eps) ** 0.5``: (the code of ``z``, axis)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) \
+            and (ctx.number(expr.right) is not None or isinstance(expr.right, (cst.Name, cst.Attribute))):
+        expr = expr.left  # ``z.std(0) + eps``
+    std = _reduction(ctx, expr, ("std",))
+    if std is not None:
+        return std
+    inner = None
+    if isinstance(expr, cst.Call) and (ctx.call_name(expr) or "") == "torch.sqrt" and positional(expr):
+        inner = positional(expr)[0].value
+    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "sqrt" \
+            and not expr.args and not (ctx.call_name(expr) or "").startswith(("math.", "np.", "numpy.")):
+        inner = expr.func.value
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power) and ctx.number(expr.right) == 0.5:
+        inner = expr.left
+    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
+        inner = inner.left  # ``var + eps``
+    return _reduction(ctx, inner, ("var",)) if inner is not None else None
+
+
 def short_code(ctx, node: cst.CSTNode, limit: int = 60) -> str:
     text = " ".join(ctx.code(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

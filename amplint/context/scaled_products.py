@@ -93,6 +93,8 @@ class ScaledProducts:
                 continue  # a count of the product's own (free) axes, not of the terms it summed
             if P.bounded_product(ctx, pm, product):
                 continue  # cosine similarities, softmax-weighted averages
+            if P.standardised_contraction(ctx, pm, product):
+                continue  # a cross-correlation of standardised columns: every entry at most the batch size
             if P.weight_product(ctx, pm, product):
                 continue  # x @ self.weight: a layer's projection, not q·kᵀ logits
             fix = None
