@@ -183,3 +183,54 @@ def test_parts_taken_through_a_wrapper(name, use, expected):
     files = {"pkg/__init__.py": "", "train.py": GAN, "pkg/metrics.py": textwrap.dedent(METRICS).format(use=use)}
     assert [f.code for f in lint_source(clip, filename="pkg/clip_model.py", extra_files=files,
                                         select=("AMP401",))] == expected, name
+
+
+# The same metric wrapper, with the upstream CLIP API kept in the model's file (imaginaire's copy of
+# OpenAI's clip.py, triage set 14, T14-4b): ``load()`` returns the CLIP ``build_model`` makes, and
+# nothing in the project calls it. A function no training run calls holds no instance anyone trains.
+# Near misses: a training script fine-tunes the CLIP ``load()`` returns; ``load`` is named in a
+# registry of its file (something may call it by that name).
+LOAD = """
+
+def load(path, device="cuda"):
+    model = build_model(torch.load(path, map_location="cpu")).to(device)
+    return model, None
+"""
+
+FINETUNE = """
+import torch
+from pkg.clip_model import load
+
+
+def main():
+    model, _ = load("clip.pt")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    scaler = torch.amp.GradScaler("cuda")
+    for image, text in []:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(image, text).mean()
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("name, extra, finetune, expected", [
+    ("an uncalled load() returns the CLIP", "", False, []),
+    ("near miss: a training script fine-tunes what load() returns", "", True, ["AMP401"]),
+    ("near miss: load is named in a registry of its file", 'LOADERS = {"clip": load}\n', False, ["AMP401"]),
+])
+def test_parts_taken_beside_an_uncalled_loader(name, extra, finetune, expected):
+    clip = textwrap.dedent(CLIP).replace("def build_model(state_dict=None):", "def build_model(state_dict):")
+    clip += LOAD + extra
+    files = {"pkg/__init__.py": "", "train.py": GAN,
+             "pkg/metrics.py": textwrap.dedent(METRICS).format(use="self.model.encode_image(images)")}
+    if finetune:
+        files["finetune.py"] = FINETUNE
+    assert [f.code for f in lint_source(clip, filename="pkg/clip_model.py", extra_files=files,
+                                        select=("AMP401",))] == expected, name

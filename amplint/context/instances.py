@@ -69,6 +69,8 @@ def _holders_frozen(ctx, qualified: str, index: Optional[int], depth: int, out: 
     project = ctx.project
     is_test = getattr(project, "is_test", None)
     sites = [s for s in project.callers(qualified) if not (is_test is not None and is_test(s.path))]
+    if not sites and depth > 0 and _run_by_none(ctx, qualified):
+        return True  # the instances a function nothing calls returns are held by no one
     if not sites or len(sites) > MAX_SITES:
         return False
     last = qualified.rsplit(".", 1)[-1]
@@ -83,6 +85,31 @@ def _holders_frozen(ctx, qualified: str, index: Optional[int], depth: int, out: 
             if not _result_frozen(other, call, index, site.caller, depth, out, check):
                 return False
     return True
+
+
+def _run_by_none(ctx, qualified: str) -> bool:
+    """Is the module-level function ``qualified`` of ``ctx``'s file run by none of the project's own
+    training runs: no file calls it, imports it or names it besides its definition (an ``__all__``
+    string is no use) and no configuration file names it, in a file the project's training entry points
+    reach (``Regime.entry_points``: their runs are what trains; library code is its users' to call)?
+    imaginaire's copy of OpenAI's ``clip.py`` keeps the upstream ``load()`` returning the CLIP it
+    builds, which nothing calls: that is no instance anyone trains (triage set 14, T14-4b)."""
+    module, _, name = qualified.rpartition(".")
+    project = ctx.project
+    if module != ctx.imports.module_name or not hasattr(project, "named_in_configs"):
+        return False
+    defs = [s for s in ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+    if len(defs) != 1 or project.imported(qualified) or project.named_in_configs(name):
+        return False
+    for n in ctx.nodes(cst.Name):
+        if n.value != name or n is defs[0].name:
+            continue
+        parent = ctx.parent(n)
+        if isinstance(parent, cst.Attribute) and parent.attr is n or isinstance(parent, cst.Arg) and parent.keyword is n:
+            continue  # ``torch.load(path)``, ``f(load=...)``: another name
+        return False  # referenced in its own file: ``LOADERS = {"clip": load}``, a call through an alias
+    regime = getattr(ctx, "regime", None)
+    return bool(regime is not None and regime.entry_points and not regime.any_fp16_use)
 
 
 def _last_name(call: cst.Call) -> Optional[str]:
