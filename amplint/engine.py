@@ -22,6 +22,7 @@ from .project import LIBRARY_SCOPE, Regime
 from .parsing import DEFAULT_LIMITS, TooComplex, parse_module, python_ast, screen
 from . import prefilter
 from .rules import all_rules
+from .torch_api.frameworks import other_framework
 
 
 @dataclass
@@ -454,6 +455,8 @@ def _lint_source(path: Path, display: str, source: bytes, project, codes: Set[st
         return result
     if project is not None and (getattr(settings, "limits", None) or DEFAULT_LIMITS) == DEFAULT_LIMITS:
         _keep_tree(project, path, source, ctx.module)  # (screened under the limits other files' questions use)
+    if other_framework(target for _, target in ctx.imports.items()) is not None:
+        return result  # Paddle / OneFlow / ... code: torch's rules say nothing true about it
     violations, errors = analyse(ctx, codes)
     result.errors.extend(errors)
     try:

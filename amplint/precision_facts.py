@@ -31,6 +31,7 @@ from .context.imports import ImportTable
 from .file_graph import _Tree, walk_with_parents
 from .parsing import DEFAULT_LIMITS, Limits, TooComplex, python_ast
 from .prefilter import searcher
+from .torch_api.frameworks import other_framework
 from .torch_api.trainers import COLOSSALAI_MASTER_WEIGHT_PLUGINS, MMCV_FP16_HOOKS
 
 TRAINING, INFERENCE, BENCHMARK, EXPORT, TEST = "training", "inference", "benchmark", "export", "test"
@@ -682,6 +683,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     parents = parents if parents is not None else _Parents(tree)
     import_nodes = parents.of(ast.Import, ast.ImportFrom)
     facts["imports"] = _imported_modules(import_nodes, module, is_package, parents)
+    framework = other_framework(facts["imports"])
+    if framework is not None:
+        # a Paddle / OneFlow port beside the PyTorch code (insightface): its GradScaler and
+        # auto_cast are not torch's, it trains no PyTorch model and is evidence of no precision
+        facts["framework"] = framework
+        return facts
     if b"TYPE_CHECKING" in source or b"_import_structure" in source:
         lazy = _lazy_names(import_nodes, module, is_package, parents)
         if lazy:
