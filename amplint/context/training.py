@@ -427,6 +427,13 @@ def _classify_backward(ctx, call: cst.Call, known: Set[str], bind: _Bindings) ->
     if scaler is not None:
         return "scaled", scaler
     positional = [a for a in call.args if a.keyword is None and not a.star]
+    given = positional[:1] or [a for a in call.args if a.keyword is not None and a.keyword.value == "gradient"]
+    if given:
+        # ``features.backward(scaler.scale(x_grad))``: the gradient injected into the graph is scaled,
+        # which is loss scaling (d(s*L)/dfeatures = s * x_grad; insightface's Partial FC)
+        scaler = _scale_call_scaler(ctx, given[0].value, known)
+        if scaler is not None and scaler in known:
+            return "scaled", scaler
     rtext = dotted_name(receiver)
     if positional and rtext is not None:
         first = ctx.code(positional[0].value)
