@@ -799,6 +799,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     fields = _Fields(parents.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign), imports, facts["dtype_defaults"])
     autocast_dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports, lookups=True)
     option_lookups = _option_lookup_vars(parents.of(ast.Assign), imports)
+    dtype_tables = _DtypeTables(parents.of(ast.Assign), imports)
     self_options = _self_options(parents.of(ast.ClassDef)) if b"self." in source else {}
     facts["conditional_builds"] = _conditional_builds(parents.of(ast.Call), parents, self_options) if self_options else []
     frozen = _frozen_objects(parents.of(ast.Call, ast.For, ast.AsyncFor), parents)
@@ -960,7 +961,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 # torch_dtype=torch_dtype); model.eval()``: the branch a loader takes to serve a model (T12-3)
                 role, why = "inference", f"under `if {switch}:`"
         cond = one_of or _dtype_condition(node, parents, lines) or _enabled_switch(node, sig, lines)
-        record = _record(sig, why, node, lines, role, cond)
+        record = _record(sig, why, node, lines, role, cond, dtype_tables)
         fn = owner(node)
         record["function"] = getattr(fn, "name", None)
         if sig.kind == "half_params" and targets.get(id(node)) and not isinstance(
@@ -2107,15 +2108,71 @@ def _under_main(node: ast.AST, parents: "_Parents") -> bool:
     return False
 
 
-def _dtype_lookup(node: ast.AST) -> Optional[str]:
+def _dtype_lookup(node: ast.AST, tables: Optional["_DtypeTables"] = None) -> Optional[str]:
     """The setting an autocast's dtype is looked up by: ``autocast(..., dtype=getattr(torch, cfg.dtype))`` ->
-    ``cfg.dtype`` (read against the program's config by the project, ``Project._hydra_settings``)."""
+    ``cfg.dtype`` (read against the program's config by the project, ``Project._hydra_settings``); with
+    ``tables``, also a lookup in a dict of dtypes by string key (``dtype=dtype_map[cfg.training.amp_precision]``,
+    the table a dict literal or a name the file assigns one, directly or through a name assigned that lookup:
+    T15-4)."""
     for k in getattr(node, "keywords", ()):
         v = k.value
-        if k.arg == "dtype" and isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "getattr" \
+        if k.arg != "dtype":
+            continue
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "getattr" \
                 and len(v.args) == 2 and _dotted(v.args[0]) == "torch":
             return _setting_text(v.args[1])
+        if tables is not None:
+            return tables.setting_of(v)
     return None
+
+
+class _DtypeTables:
+    """The file's dicts of dtypes by string key (``{"float16": torch.float16, ...}``, ``dict(fp16=torch.float16,
+    ...)``) and what reads them: a table is a literal or a name the file assigns one once; a name assigned once a
+    lookup in one by a setting (``amp_dtype = dtype_map[cfg.precision]``) stands for that lookup."""
+
+    def __init__(self, assigns: List[ast.AST], imports: ImportTable):
+        self.imports = imports
+        counts: Dict[str, int] = {}
+        values: Dict[str, ast.AST] = {}
+        for node in assigns:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = _dotted(node.targets[0])
+                if target is not None:
+                    counts[target] = counts.get(target, 0) + 1
+                    values[target] = node.value
+        once = {t: v for t, v in values.items() if counts[t] == 1}
+        self.tables = {t for t, v in once.items() if self._keyed_dtypes(v)}
+        self.lookups = {t: v for t, v in once.items() if isinstance(v, ast.Subscript) and self._lookup_setting(v)}
+
+    def _keyed_dtypes(self, node: ast.AST) -> bool:
+        """Is ``node`` a dict literal (or ``dict(...)`` call of keywords) of dtypes with string keys?"""
+        if isinstance(node, ast.Dict):
+            keys, values = node.keys, node.values
+            if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
+                return False
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" \
+                and not node.args and node.keywords and all(k.arg for k in node.keywords):
+            values = [k.value for k in node.keywords]
+        else:
+            return False
+        return bool(values) and all(len(_dtype_alternatives(v, self.imports)) == 1 for v in values)
+
+    def _lookup_setting(self, node: ast.Subscript) -> Optional[str]:
+        table = node.value
+        if not (self._keyed_dtypes(table) or (_dotted(table) or "") in self.tables):
+            return None
+        key = node.slice.value if isinstance(node.slice, ast.Index) else node.slice  # (3.8's ast.Index)
+        return _setting_text(key) if isinstance(key, (ast.Name, ast.Attribute, ast.Subscript)) else None
+
+    def setting_of(self, value: ast.AST) -> Optional[str]:
+        """The setting ``value`` (a dtype argument) is looked up by in one of the tables, else None."""
+        if isinstance(value, ast.Subscript):
+            return self._lookup_setting(value)
+        name = _dotted(value)
+        if name in self.lookups:
+            return self._lookup_setting(self.lookups[name])
+        return None
 
 
 _YAML_PATH = re.compile(r"[\w./-]+\.ya?ml")
@@ -2238,9 +2295,10 @@ def _setting_dicts(nodes: List[ast.AST], parents: "_Parents") -> List[list]:
     return out
 
 
-def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str]) -> Dict[str, Any]:
+def _record(sig: Signal, why: str, node: ast.AST, lines: List[str], role: str, one_of: Optional[str],
+            tables: Optional[_DtypeTables] = None) -> Dict[str, Any]:
     src = _text(lines, node)
-    lookup = _dtype_lookup(node) if sig.kind == "autocast" else None
+    lookup = _dtype_lookup(node, tables) if sig.kind == "autocast" else None
     note = f"{DTYPE_LOOKUP}`{lookup}`" if lookup else sig.note
     return {"kind": sig.kind, "dtype": sig.dtype, "enabled": sig.enabled, "pure": sig.pure,
             "master": getattr(sig, "master", False), "note": note, "role": role, "why": why,

@@ -514,6 +514,15 @@ _KEYED_READ = re.compile(r"""\w\s*\[\s*["'][\w.-]+["']\s*\]""")
 _CONFIG_ROOT = re.compile(r"(?i)self|c|h?params|hp|opts?|args|\w*(?:cfg|conf|config)\w*")
 
 
+def _read_by_setting(sig: Signal) -> bool:
+    """Is ``sig`` an autocast or GradScaler read through a setting the program's own settings may hold: one read by a
+    string key (``self.cfg.hyperparams["precision"]``, T12-5), or an autocast whose dtype is looked up by a setting
+    (``dtype=dtype_map[cfg.training.amp_precision]`` with the program's YAML saying ``amp_precision: bfloat16``,
+    T15-4)?"""
+    return sig.kind in ("autocast", "grad_scaler") and bool(
+        _KEYED_READ.search(sig.condition + sig.note) or sig.kind == "autocast" and sig.note.startswith(DTYPE_LOOKUP))
+
+
 def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
     """Whether ``condition`` (a signal's ``if self.amp`` / ``if dtype == "float16"``) holds under a Hydra program's
     config ``leaves``: None when it reads anything the config does not settle."""
@@ -1412,8 +1421,7 @@ class Project:
         ``GradScaler(enabled=self.cfg.hyperparams["grad_scaler_enabled"])``, T12-5): only evidence that reads a
         setting by a string key, against the dicts of the files the entry point reaches or that run it (import it);
         a key written with different values stays unsettled."""
-        if not any(sig.kind in ("autocast", "grad_scaler") and _KEYED_READ.search(sig.condition + sig.note)
-                   for sig, _ in signals):
+        if not any(_read_by_setting(sig) for sig, _ in signals):
             return signals, roles
         facts = self.facts()
         values: Dict[str, set] = {}
@@ -1428,8 +1436,7 @@ class Project:
         if not values:
             return signals, roles
         leaves = {k: next(iter(v))[1] if len(v) == 1 else _MISSING for k, v in values.items()}
-        subscripted = [(sig, ev) for sig, ev in signals
-                       if sig.kind in ("autocast", "grad_scaler") and _KEYED_READ.search(sig.condition + sig.note)]
+        subscripted = [(sig, ev) for sig, ev in signals if _read_by_setting(sig)]
         kept, roles = _settings_applied(leaves, subscripted, roles, "the program's own settings")
         changed = dict(zip(map(str, (ev for _, ev in subscripted)), [None] * len(subscripted)))
         before = {str(ev): sig.dtype for sig, ev in subscripted}
