@@ -289,7 +289,7 @@ def _value_dtype_vars(nodes: List[ast.AST], imports: ImportTable, lookups: bool 
     out: Dict[str, List[str]] = {}
     tables = {target: values for target, values in (
         (_dotted(node.targets[0]), _dict_dtypes(node.value, imports))
-        for node in nodes if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Dict))
+        for node in nodes if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, (ast.Dict, ast.Call)))
         if target is not None and values} if lookups else {}
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -572,7 +572,7 @@ def _dtype_alternatives(node: ast.AST, imports: ImportTable, tables: Optional[Di
         return _dtype_alternatives(node.body, imports, tables) + _dtype_alternatives(node.orelse, imports, tables)
     if isinstance(node, ast.Subscript):
         table = node.value
-        if isinstance(table, ast.Dict):
+        if isinstance(table, (ast.Dict, ast.Call)):
             return _dict_dtypes(table, imports)
         return list((tables or {}).get(_dotted(table) or "", ()))
     name = _dotted(node)
@@ -586,7 +586,7 @@ def _dtype_alternatives(node: ast.AST, imports: ImportTable, tables: Optional[Di
 def _option_lookup_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, Tuple[str, List[Tuple[str, str]]]]:
     """Names assigned, once in the file, a dict literal of dtypes with string keys looked up by an option
     (LLaMA2-Accessory: ``mixed_precision_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32":
-    torch.float32}[args.precision]``, T11-9): name -> (the option, [(key, dtype)])."""
+    torch.float32}[args.precision]``, T11-9; or a ``dict(fp16=..., ...)`` call, M14-2): name -> (the option, [(key, dtype)])."""
     out: Dict[str, Tuple[str, List[Tuple[str, str]]]] = {}
     seen: Dict[str, int] = {}
     for node in nodes:
@@ -597,13 +597,23 @@ def _option_lookup_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str,
             continue
         seen[target] = seen.get(target, 0) + 1
         v = node.value
-        if not (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Dict)):
+        if not isinstance(v, ast.Subscript):
+            continue
+        table = v.value
+        if isinstance(table, ast.Dict):
+            keys = [k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in table.keys]
+            values = table.values
+        elif isinstance(table, ast.Call) and isinstance(table.func, ast.Name) and table.func.id == "dict" \
+                and not table.args and table.keywords:
+            # ``dict(fp32=torch.float32, fp16=torch.float16, bf16=torch.bfloat16)[args.model_dtype]`` (lingua, M14-2)
+            keys = [k.arg for k in table.keywords]
+            values = [k.value for k in table.keywords]
+        else:
             continue
         key = v.slice.value if isinstance(v.slice, ast.Index) else v.slice  # (3.8's ast.Index)
         if not isinstance(key, ast.Attribute):
             continue
-        keys = [k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in v.value.keys]
-        dtypes = [_dtype_alternatives(x, imports) for x in v.value.values]
+        dtypes = [_dtype_alternatives(x, imports) for x in values]
         if None in keys or not all(len(d) == 1 for d in dtypes):
             continue
         out[target] = (key.attr, [(k, d[0]) for k, d in zip(keys, dtypes)])
@@ -611,7 +621,11 @@ def _option_lookup_vars(nodes: List[ast.AST], imports: ImportTable) -> Dict[str,
 
 
 def _dict_dtypes(node: ast.AST, imports: ImportTable) -> List[str]:
-    """The values of a dict literal whose values are all dtypes; [] for anything else."""
+    """The values of a dict literal (or a ``dict(fp16=torch.float16, ...)`` call of keywords) whose values are all
+    dtypes; [] for anything else."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args \
+            and node.keywords and all(k.arg for k in node.keywords):
+        node = ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords], values=[k.value for k in node.keywords])
     if not isinstance(node, ast.Dict) or not node.values:
         return []
     values = [_dtype_alternatives(v, imports) for v in node.values]

@@ -902,6 +902,7 @@ class Project:
         "programs_below": "top directory -> whether it holds a program of its own (regime_for)",
         "importers": "project file -> the project files that import it (Project._imported_by_none_outside)",
         "shell_runs": "the shell scripts naming programs, with the dtype options they pass (Project._shell_runs_of)",
+        "config_options": "(program, option) -> the values its YAML configs give that option (Project._config_option_values)",
         "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
         "config_texts": "the text of each configuration file (named_in_configs)",
         "named_in_configs": "word -> whether a configuration file names it (named_in_configs)",
@@ -1665,9 +1666,39 @@ class Project:
         if found:
             return found
         defaults = {self.facts().get(q, {}).get("option_defaults", {}).get(option, "") for q in reach} - {""}
-        if len(defaults) == 1 and isinstance(next(iter(defaults)), str):
-            return [(next(iter(defaults)), "its default")]
-        return []
+        default = [(next(iter(defaults)), "its default")] if len(defaults) == 1 and isinstance(next(iter(defaults)), str) \
+            else []
+        # the YAML configs of the program that set it (lingua: a dataclass field ``model_dtype: str = "bf16"`` that
+        # ``distributed: {model_dtype: fp16}`` in configs/ beside train.py sets, M14-2): those runs', and the default's
+        # of a run given none
+        configured = self._config_option_values(entry, option)
+        return configured + [d for d in default if d[0].lower() not in {v.lower() for v, _ in configured}]
+
+    def _config_option_values(self, entry: Path, option: str) -> List[Tuple[str, str]]:
+        """The string values the YAML configs of the program ``entry`` (``_config_applies``) give a setting whose
+        last key is ``option``, each with where it is written."""
+        from .config_evidence import config_leaves  # noqa: PLC0415 (a leaf module; only option reads ask)
+        memo = self.memo("config_options")
+        key = (str(entry), option)
+        if key not in memo:
+            word = re.compile(rb"(?m)^\s*" + re.escape(option.encode()) + rb"\s*:")
+            out: List[Tuple[str, str]] = []
+            for cfile in self.config_files():
+                if cfile.suffix not in (".yaml", ".yml") or not _config_applies(cfile, entry, self.root) \
+                        or _nearer_program(cfile, entry):
+                    continue
+                try:
+                    text = self.read(cfile)
+                except OSError:
+                    continue
+                if not word.search(text):
+                    continue
+                for k, v in config_leaves(text, cfile.name).items():
+                    if k.rsplit(".", 1)[-1] == option and isinstance(v, (str, int)) and not isinstance(v, bool) \
+                            and str(v) not in {x for x, _ in out}:
+                        out.append((str(v), f"`{option}: {v}` in {self.display(cfile)}"))
+            memo[key] = out
+        return list(memo[key])
 
     def launcher_options(self, path: Path, option: str) -> List[str]:
         """The values the shell scripts that run the program ``path`` pass its option ``option`` (``adam_epsilon``;
@@ -3273,6 +3304,20 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
                 # recipes/<dataset>/<task>/train.py and hparams/), not one configuration directory for all
                 return False
             return d.parent in e.parents or d.parent == e
+    return False
+
+
+def _nearer_program(config: Path, entry: Path) -> bool:
+    """Does a directory between the configuration file ``config`` and the directory of the program ``entry`` below it
+    hold a training program of its own (``other/train.py`` beside ``other/configs/``): that program's config?"""
+    e = entry.parent
+    if e not in config.parents:
+        return False
+    d = config.parent
+    while d != e:
+        if _beside_training_program(d):
+            return True
+        d = d.parent
     return False
 
 
