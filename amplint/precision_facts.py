@@ -565,6 +565,35 @@ def _half_conditions(nodes: List[ast.AST], parents: "_Parents", lines: List[str]
     return {name: next(iter(tests)) for name, tests in found.items() if len(tests) == 1}
 
 
+def _parameter_branch(test: str, fn: ast.AST, parents: "_Parents") -> Optional[Dict[str, Any]]:
+    """``test`` (the text of a dtype branch's condition) compares a parameter of ``fn`` with strings (``dtype ==
+    "fp16"``, ``precision in ("fp16", "half")``): {"function": ``fn``'s qualified name in its module, "param",
+    "default": its string default (None when it has none), "test"}, else None."""
+    try:
+        node = ast.parse(test, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Name)):
+        return None
+    right = node.comparators[0]
+    strings = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
+    if not all(isinstance(x, ast.Constant) and isinstance(x.value, str) for x in strings) \
+            or not isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+        return None
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults):]], a.defaults))
+    defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    param = node.left.id
+    if param not in {x.arg for x in positional + a.kwonlyargs}:
+        return None
+    d = defaults.get(param)
+    names = [fn.name] + [c.name for c in parents.chain(fn) if isinstance(c, (ast.ClassDef, ast.FunctionDef,
+                                                                              ast.AsyncFunctionDef))]
+    return {"function": ".".join(reversed(names)), "param": param, "test": test,
+            "default": d.value if isinstance(d, ast.Constant) and isinstance(d.value, str) else None}
+
+
 def _dtype_alternatives(node: ast.AST, imports: ImportTable, tables: Optional[Dict[str, List[str]]] = None) -> List[str]:
     """The dtypes ``node`` may be: a dtype, either branch of a conditional expression, any value of
     a dict of dtypes it looks up (a dict literal, or one of ``tables``, dicts of dtypes by name)."""
@@ -913,6 +942,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                 if isinstance(v, Dotted) and k in ("dtype", "torch_dtype", "param_dtype") and v.name not in variables:
                     call_facts.kwargs[k] = fields.value_of(v.name, v)
         looked_up = None
+        half_test = None
         for k, v in list(call_facts.kwargs.items()) + list(enumerate(call_facts.args)):
             if isinstance(k, str) and isinstance(v, Dotted) and v.name in option_lookups and looked_up is None \
                     and call_facts.qualname not in AUTOCAST_NAMES:
@@ -931,6 +961,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                     one_of = f"`{v.name}` is one of {', '.join(alts)}"
                     if v.name in half_when:  # Time-MoE: ``elif precision == 'fp16': torch_dtype = torch.float16``
                         one_of += f" (float16 if {half_when[v.name]})"
+                        half_test = half_when[v.name]
         wrapper = _half_wrapper(node, parents)
         primary = facts["fallback_imports"].get(_dotted(node.func) or "", [None])[0]
         if primary in MMCV_FP16_HOOKS:
@@ -1035,6 +1066,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             cond_of = _self_condition(node, parents, self_options)
             if cond_of is not None:
                 record["self_option"] = cond_of
+        if half_test is not None and record["kind"] == "half_params" and fn is not None:
+            # ``def get_model(name, dtype="bf16"): ... elif dtype == "fp16": torch_dtype = torch.float16``: float16 in the
+            # runs whose calls pass a value making the test true (the project reads the callers, T14-2)
+            branch = _parameter_branch(half_test, fn, parents)
+            if branch is not None:
+                record["param_branch"] = branch
         if wrapper is not None:
             cls = next((c for c in parents.chain(node) if isinstance(c, ast.ClassDef)), None)
             if cls is not None:

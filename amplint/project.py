@@ -1266,6 +1266,8 @@ class Project:
                     pf = self._bound_parameters(p, pf)
                     pf = self._option_casts(path, p, pf, reach, None if p == path else reached)
                     pf, off = self._constructor_options(p, pf, reach)
+                    pf, off2 = self._parameter_branches(path, p, pf, reach)
+                    off = off + off2
                     roles.extend(("not read", f"`{s['text']}` at {self.display(p)}:{s['line']}", why) for s, why in off)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     signals.extend(self._call_signals(p, pf, None if p == path else reached))
@@ -1610,6 +1612,72 @@ class Project:
             else:
                 dropped.append((s, why))
         return ({**facts, "signals": kept} if dropped else facts), dropped
+
+    def _parameter_branches(self, entry: Path, path: Path, facts: dict, reach: set):
+        """``facts`` (of ``path``, which the entry point ``entry`` reaches: ``reach``) less a half cast or load taken
+        only when a parameter of its function compares so (``def get_model(name, dtype="bf16")`` with ``elif dtype ==
+        "fp16": torch_dtype = torch.float16``) that no call in ``reach`` passes such a value: each call's literal, the
+        parameter's default where it passes nothing, or the values of the option it passes (``dtype=model_args.dtype``:
+        the launcher scripts' ``--dtype``, else the option's default; FlagEmbedding's activation_beacon, T14-2).
+        Returns the facts and the dropped signals with why."""
+        if not any(s.get("param_branch") for s in facts["signals"]):
+            return facts, []
+        index = self.index
+        kept, dropped = [], []
+        for s in facts["signals"]:
+            branch = s.get("param_branch")
+            values = self._passed_values(index, entry, path, branch, reach) if branch else None
+            truths = [_config_truth(branch["test"], {branch["param"]: v}) for v, _ in values or ()]
+            if not truths or not all(t is False for t in truths):
+                kept.append(s)
+                continue
+            shown = "; ".join(sorted({f"{v} ({w})" for v, w in values}))
+            dropped.append((s, f"`{branch['param']}` of `{branch['function']}` is {shown} in this program's runs: "
+                               f"`{branch['test']}` is not taken"))
+        return ({**facts, "signals": kept} if dropped else facts), dropped
+
+    def _passed_values(self, index: ProjectIndex, entry: Path, path: Path, branch: dict,
+                       reach: set) -> Optional[List[Tuple[str, str]]]:
+        """The string values the calls in ``reach`` of ``branch``'s function (of ``path``) pass its parameter, each with
+        where it comes from; None when one passes anything else, or no call is found."""
+        qualname = branch["function"]
+        fns = [x for x in index.symbols_in(path) if x.kind == "function" and x.qualname == qualname]
+        if len(fns) != 1:
+            return None
+        target = fns[0]
+        if qualname.endswith(".__init__"):
+            classes = [x for x in index.symbols_in(path) if x.kind == "class" and x.qualname == qualname[:-len(".__init__")]]
+            if len(classes) != 1:
+                return None
+            sites = index.callers(classes[0].name)
+        else:
+            sites = index.callers(target.name)
+        sites = [c for c in sites if c.path in reach]
+        if not sites:
+            return None
+        out: List[Tuple[str, str]] = []
+        for site in sites:
+            known, arg = site.argument_for(target, branch["param"])
+            if not known:
+                return None
+            if arg is None:
+                if branch["default"] is None:
+                    return None
+                out.append((branch["default"], f"the default of `{branch['param']}`"))
+            elif arg.kind == "string":
+                try:
+                    out.append((str(ast.literal_eval(arg.text)), f"{self.display(site.path)}:{site.line}"))
+                except (ValueError, SyntaxError):
+                    return None
+            elif arg.kind in ("attribute", "name") and re.fullmatch(r"[\w.]+", arg.text):
+                option = arg.text.rsplit(".", 1)[-1]
+                values = self._option_values(entry, option, reach)
+                if not values:
+                    return None
+                out.extend((v, f"`{arg.text}`: {w}") for v, w in values)
+            else:
+                return None
+        return out
 
     def _constructed_with(self, index: ProjectIndex, path: Path, cls: str, param: str, default, reach: set) -> Optional[set]:
         """The values the constructions of the class ``cls`` (defined in ``path``) found in the files ``reach`` pass
