@@ -1628,13 +1628,20 @@ class Project:
             branch = s.get("param_branch")
             values = self._passed_values(index, entry, path, branch, reach) if branch else None
             truths = [_config_truth(branch["test"], {branch["param"]: v}) for v, _ in values or ()]
+            shown = "; ".join(sorted({f"{v} ({w})" for v, w in values or ()}))
+            if truths and all(t is True for t in truths) and s.get("one_of"):
+                # every run takes the float16 branch (FlagEmbedding's llm_embedder: ``DenseRetriever(**asdict(model_args))``
+                # with ``dtype`` defaulting to "fp16", T14-3): a half load of this program, not one of several
+                kept.append({**s, "one_of": None, "note": "; ".join(x for x in (
+                    s["note"], f"float16: `{branch['param']}` of `{branch['function']}` is {shown} in this program's "
+                               f"runs") if x)})
+                continue
             if not truths or not all(t is False for t in truths):
                 kept.append(s)
                 continue
-            shown = "; ".join(sorted({f"{v} ({w})" for v, w in values}))
             dropped.append((s, f"`{branch['param']}` of `{branch['function']}` is {shown} in this program's runs: "
                                f"`{branch['test']}` is not taken"))
-        return ({**facts, "signals": kept} if dropped else facts), dropped
+        return ({**facts, "signals": kept} if dropped or kept != facts["signals"] else facts), dropped
 
     def _passed_values(self, index: ProjectIndex, entry: Path, path: Path, branch: dict,
                        reach: set) -> Optional[List[Tuple[str, str]]]:
@@ -1658,6 +1665,14 @@ class Project:
         out: List[Tuple[str, str]] = []
         for site in sites:
             known, arg = site.argument_for(target, branch["param"])
+            if not known and any(a.how == "**" and _FIELDS_SPREAD.fullmatch(a.text) for a in site.args) \
+                    and not any(a.how == "*" for a in site.args):
+                # ``DenseRetriever(**asdict(model_args))``: the option of the parameter's name, if the runs give it one
+                values = self._option_values(entry, branch["param"], reach)
+                if not values:
+                    return None
+                out.extend((v, f"`--{branch['param']}`: {w}") for v, w in values)
+                continue
             if not known:
                 return None
             if arg is None:
@@ -3373,6 +3388,10 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
                 return False
             return d.parent in e.parents or d.parent == e
     return False
+
+
+# the fields of an arguments object spread into a call: ``**asdict(model_args)``, ``**vars(args)``
+_FIELDS_SPREAD = re.compile(r"(?:dataclasses\.)?(?:asdict|vars)\(\w+\)|\w+\.__dict__")
 
 
 def _nearer_program(config: Path, entry: Path) -> bool:
