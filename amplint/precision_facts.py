@@ -66,6 +66,18 @@ _INFERENCE_DIR = re.compile(r"(?i)(^|/)(generate|generation|inference|infer|serv
 # ``memory_usage.py``; not ``airbench94.py`` (a CIFAR-10 training speedrun that trains in pure fp16)
 _BENCHMARK_FILE = re.compile(r"(?i)(^|/)(\w+_)?(bench|benchmarks?|benchmarking|profil\w*|throughput|latency|"
                              r"memory_(?:usage|test|footprint|bench\w*|profil\w*)|\w*memory|speed\w*)(_\w*)?(/|\.py$)")
+# the project's own package named for a benchmark it ships (``maskrcnn_benchmark/``, T16-1): the top directory of the
+# project, a name before the word; its files are the project's code, not a benchmark's
+_BENCHMARK_PACKAGE = re.compile(r"(?i)^\w+_benchmark/")
+
+
+def _benchmark_file(path: str) -> bool:
+    """Is ``path`` (relative to the project root) a benchmark's script or in a benchmark's directory?"""
+    if _BENCHMARK_PACKAGE.match(path):
+        path = path.split("/", 1)[1]
+    return bool(_BENCHMARK_FILE.search(path))
+
+
 _EXPORT_FILE = re.compile(r"(?i)(^|/)(export\w*|convert\w*|\w*onnx\w*|quantiz\w*|\w*to_fp16\w*|\w*_trt\w*)\.py$")
 _DTYPE_FLAG = re.compile(r"(?i)fp16|float16|half|bf16|bfloat16|precision|dtype|\bamp\b|use_amp|mixed"
                          # a branch for old torch versions (mmcv's wrap_fp16_model: ``model.half()`` only
@@ -758,7 +770,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             if why in ("backward", "optimizer step", LOSS_SCALER_CALL):
                 training_lines.setdefault(key, []).append(node.lineno)
             name = getattr(fn, "name", "")
-            if _BENCHMARK.search(name) or name.startswith("test") or _BENCHMARK_FILE.search(path):
+            if _BENCHMARK.search(name) or name.startswith("test") or _benchmark_file(path):
                 continue  # a profiler or a test runs backward without training anything
             if name in ("forward", "backward") and _autograd_function(fn):
                 continue  # a torch.autograd.Function's backward calling a kernel's ``.backward(...)``
@@ -2724,7 +2736,7 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
         if _INFERENCE_FUNCTION.search(name) and name not in trained:
             # (vits' ``train_and_evaluate`` runs backward and the optimizer step itself)
             return INFERENCE, f"in `{name}`"
-    if _BENCHMARK_FILE.search(path):
+    if _benchmark_file(path):
         return BENCHMARK, "in a benchmark script"
     if _EXPORT_FILE.search(path) and sig.kind == "half_params":
         return EXPORT, "in an export / conversion script"
