@@ -1360,6 +1360,7 @@ class Project:
                     signals, roles = self._hydra_settings(path, facts[path]["hydra_config_names"], signals, roles)
                 signals, roles = self._dict_settings(path, reach, importers, signals, roles)
                 signals, roles = self._option_conditions(path, reach, signals, roles)
+                signals, roles = self._overridden_defaults(path, signals, roles)
                 if stated and "float16" not in stated:
                     # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared
                     # trainer's autocast and GradScaler, switched by that setting, are off or bfloat16 in its runs
@@ -1495,6 +1496,29 @@ class Project:
             roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
         return out, roles
 
+
+    def _overridden_defaults(self, path: Path, signals, roles):
+        """``signals`` and ``roles`` less a command-line option's default (``add_argument("--precision",
+        default="16-mixed")``) that every launcher script of the program ``path`` overrides (each passes
+        ``--precision``: ``bf16-mixed`` in one, ``32`` in another): no run takes the default."""
+        defaults = [(sig, ev) for sig, ev in signals
+                    if sig.kind == "flag" and _CLI_DEFAULT.match(sig.note)]
+        if not defaults:
+            return signals, roles
+        runs = self._shell_runs_of(path)
+        if not runs:
+            return signals, roles
+        where = {}
+        for sig, ev in defaults:
+            option = _CLI_DEFAULT.match(sig.note).group(1).replace("-", "_")
+            passed = [next((f"{self.display(script)}:{line} `{value}`" for line, name, value in options
+                            if name.replace("-", "_") == option), None) for script, options, _ in runs]
+            if all(passed):
+                where[str(ev)] = f"every launcher script of this program passes --{option} ({'; '.join(passed)})"
+        if not where:
+            return signals, roles
+        return ([(sig, ev) for sig, ev in signals if str(ev) not in where],
+                [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles])
 
     def _bound_parameters(self, path: Path, facts: dict) -> dict:
         """``facts`` with the evidence whose precision is a parameter of its function (a ColossalAI
@@ -3390,6 +3414,8 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
     return False
 
 
+# the note of a command-line option's default precision (``precision_facts._cli_signal``)
+_CLI_DEFAULT = re.compile(r"command line --([\w-]+) default ")
 # the fields of an arguments object spread into a call: ``**asdict(model_args)``, ``**vars(args)``
 _FIELDS_SPREAD = re.compile(r"(?:dataclasses\.)?(?:asdict|vars)\(\w+\)|\w+\.__dict__")
 
