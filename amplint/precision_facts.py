@@ -833,6 +833,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # the YAML files a program loads by a path written in its code (an option's default, ``open("configs/x.yaml")``):
     # their settings are read like a settings dict (nanuGPT's ``dtype: 'bfloat16'``)
     facts["yaml_paths"] = _yaml_paths(parents.of(ast.Call)) if b".yaml" in source or b".yml" in source else []
+    # the JSON files the code names by a string (FlagAI's ``Trainer(..., deepspeed_config="./deepspeed.json")``): a
+    # DeepSpeed config that some programs name is read by their runs, not by every program beside it
+    facts["json_names"] = _json_names(parents.of(ast.Constant)) if b".json" in source else []
     # precision settings written in dict literals (T12-5), read by a program that reaches or runs this file
     facts["setting_dicts"] = _setting_dicts(parents.of(ast.Dict, ast.Call), parents) \
         if _SETTING_KEY_TEXT.search(source) else []
@@ -2252,6 +2255,21 @@ def _yaml_paths(calls: List[ast.AST]) -> List[str]:
             if isinstance(v, ast.Constant) and isinstance(v.value, str) and _YAML_PATH.fullmatch(v.value) \
                     and v.value not in out and len(out) < 8:
                 out.append(v.value)
+    return out
+
+
+_JSON_PATH = re.compile(r"[\w./-]*?([\w.-]+\.json)")
+
+
+def _json_names(constants: List[ast.AST]) -> List[str]:
+    """The file names of the JSON paths written as string literals in the file (``"./deepspeed.json"`` ->
+    ``deepspeed.json``), at most sixteen."""
+    out: List[str] = []
+    for node in constants:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 300:
+            m = _JSON_PATH.fullmatch(node.value)
+            if m and m.group(1) not in out and len(out) < 16:
+                out.append(m.group(1))
     return out
 
 

@@ -1317,6 +1317,14 @@ class Project:
                         roles.append(("not read", str(ev), "a DeepSpeed config that no launcher script of this program "
                                                             "passes"))
                         continue
+                    if sig.note.startswith('DeepSpeed "') and cpath.suffix == ".json" \
+                            and self._named_by_other_programs(cpath, path, reach, importers):
+                        # FlagAI's examples/vit_cifar100/deepspeed.json, named by train_deepspeed.py's
+                        # ``Trainer(env_type="deepspeed", deepspeed_config="./deepspeed.json")``: not read by the
+                        # single-GPU train_single_gpu.py beside it, whose code never names it
+                        roles.append(("not read", str(ev), "a DeepSpeed config that other programs name in their code "
+                                                            "and this one does not"))
+                        continue
                     if sig.note.startswith('DeepSpeed "') and cpath.suffix != ".sh" and self._runs_no_deepspeed(cpath, path, reach):
                         # xtuner's v1 engine (FSDP2) beside the v0 trainer's configs/deepspeed/*.json: no code it runs names
                         # DeepSpeed, and it hands its model to no framework that takes a DeepSpeed config (T11-7)
@@ -1844,6 +1852,20 @@ class Project:
             if f.get("deepspeed") or f.get("deepspeed_framework"):
                 return False
         if any(deepspeed or config.name in text for _, _, (deepspeed, text) in self._shell_runs_of(entry)):
+            return False
+        return not self._named_by_another_config(config)
+
+    def _named_by_other_programs(self, config: Path, entry: Path, reach: set, importers: Dict[Path, set]) -> bool:
+        """Is the JSON file ``config`` named by a string in the code of some of the project's files (its file name:
+        ``deepspeed_config="./deepspeed.json"``), none of them a file the program ``entry`` reaches or one that runs
+        it, with no launcher script of the program and no other configuration file naming it?"""
+        facts = self.facts()
+        namers = [q for q, f in facts.items() if config.name in f.get("json_names", ())]
+        if not namers:
+            return False
+        if any(q in reach for q in namers) or set(namers) & _closure(entry, importers):
+            return False
+        if any(config.name in text for _, _, (_, text) in self._shell_runs_of(entry)):
             return False
         return not self._named_by_another_config(config)
 
