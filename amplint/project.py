@@ -2336,12 +2336,15 @@ class Project:
         # regions: x-transformers' and vector-quantize-pytorch's, written for callers that run them
         # under autocast) is no precision of the project's: library code.
         if not eps and project.signals \
-                and all(s.kind == "half_params" or s.note.startswith("command line") for s, _ in project.signals) \
+                and all(s.kind in ("half_params", "launcher") or s.note.startswith("command line")
+                        for s, _ in project.signals) \
                 and not any(f.get("trains", True) for p, f in self.facts().items() if not self.is_test(p)):
             # nothing in the project trains (no backward, optimizer or trainer): its half casts and
             # flags are its inference's (whisper's --fp16 decoding: a half model after an fp32 log-mel),
             # its users' training is theirs. (An autocast region runs its code in float16 whatever for; a
-            # trainer's precision, ``L.Trainer(precision="16-mixed")``, is a training's.)
+            # trainer's precision, ``L.Trainer(precision="16-mixed")``, is a training's.) An accelerate
+            # ``Accelerator()`` whose precision the launch picks is a launch of that inference
+            # (lm-evaluation-harness's HFLM runs its evaluation data-parallel through one, T15-3).
             return self._library(NOTHING_TRAINS)
         if not eps and (not project.signals or project.mode == "fp32"):
             harness = self._harness()

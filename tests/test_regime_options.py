@@ -954,6 +954,77 @@ def test_a_project_that_never_trains_is_library_code(tmp_path):
     assert not p.regime_for(p.root / "asr" / "audio.py").library
 
 
+# EleutherAI lm-evaluation-harness (triage set 15, T15-3): an evaluation library. Its model wrapper runs
+# data-parallel through an accelerate ``Accelerator()`` (the launch picks its precision) and a subclass
+# loads a Mamba model with a ``dtype="float16"`` default; nothing runs backward, builds an optimizer or
+# hands a model to a trainer. That was "fp16 (pure)" for every file (a numpy softmax helper got AMP203).
+_EVAL_HARNESS = {
+    "setup.py": "from setuptools import setup\nsetup(name='evalh')\n",
+    "evalh/__init__.py": "",
+    "evalh/utils.py": """
+        import numpy as np
+        def softmax(x):
+            e_x = np.exp(x - np.max(x))
+            return e_x / e_x.sum()
+    """,
+    "evalh/hf.py": """
+        import torch
+        from accelerate import Accelerator
+        class HFLM:
+            def __init__(self, pretrained, device="cuda", dtype="auto"):
+                accelerator = Accelerator()
+                if accelerator.num_processes > 1:
+                    self.accelerator = accelerator
+                self._device = device
+                self._create_model(pretrained, dtype=dtype)
+            def _create_model(self, pretrained, dtype="auto"):
+                from transformers import AutoModelForCausalLM
+                self._model = AutoModelForCausalLM.from_pretrained(pretrained, torch_dtype=dtype)
+            @torch.no_grad()
+            def loglikelihood(self, ids):
+                return self._model(ids).logits.log_softmax(-1)
+    """,
+    "evalh/mamba.py": """
+        import torch
+        from .hf import HFLM
+        def get_dtype(dtype):
+            return getattr(torch, dtype) if isinstance(dtype, str) and dtype != "auto" else dtype
+        class MambaLM(HFLM):
+            def _create_model(self, pretrained, dtype="float16"):
+                from mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel
+                self._model = MambaLMHeadModel.from_pretrained(
+                    pretrained, device=self._device, dtype=torch.float16 if dtype == "auto" else get_dtype(dtype))
+    """,
+}
+
+
+def test_an_evaluation_library_with_an_accelerator_is_library_code(tmp_path):
+    p = project(tmp_path, _EVAL_HARNESS)
+    assert not p.entry_points()
+    assert p.regime_for(p.root / "evalh" / "utils.py").library
+    out = run(["check", "--show-settings", "."], p.root).out
+    assert "nothing in the project trains" in out and "fp16 (pure)" not in out
+    # near misses: a training step in the project (what the Accelerator launches may be a training), and an
+    # Accelerator that states float16 mixed precision itself (its prepared models run under autocast)
+    stepping = dict(_EVAL_HARNESS, **{"tune.py": """
+        import torch
+        from evalh.mamba import MambaLM
+        def main(batches):
+            lm = MambaLM("state-spaces/mamba-130m")
+            opt = torch.optim.SGD(lm._model.parameters(), lr=1e-3)
+            for x in batches:
+                lm._model(x).logits.sum().backward()
+                opt.step()
+        if __name__ == "__main__":
+            main([])
+    """})
+    p = project(tmp_path / "trains", stepping)
+    assert not p.regime_for(p.root / "evalh" / "utils.py").library
+    mixed = dict(_EVAL_HARNESS, **{"evalh/hf.py": _EVAL_HARNESS["evalh/hf.py"].replace(
+        "Accelerator()", 'Accelerator(mixed_precision="fp16")')})
+    p = project(tmp_path / "mixed", mixed)
+    assert not p.regime_for(p.root / "evalh" / "utils.py").library
+
 _VENDORED = {
     "setup.py": "from setuptools import setup\nsetup(name='mylib')\n",
     "mylib/__init__.py": "",
