@@ -1171,7 +1171,7 @@ class Project:
             for sig, line, what in found:
                 out.append((f.resolve(), sig, Evidence(what, self.display(f), line)))
             if found and f.suffix == ".sh":
-                self._shell_programs[f.resolve()] = _named_programs(text.decode("utf-8", "replace"))
+                self._shell_programs[f.resolve()] = self._shell_named_programs(text.decode("utf-8", "replace"))
         # mmcv 1.x Python configs under a configuration directory: ``fp16 = dict(loss_scale=512.)`` (T11-10)
         for path, facts in self.facts().items():
             if not facts.get("mm_config_fp16") or self.is_test(path):
@@ -1194,6 +1194,24 @@ class Project:
         if not named:
             return None
         return self._names_program(config, named, entry)
+
+    def _shell_named_programs(self, text: str) -> List[str]:
+        """The programs a shell script runs (``_named_programs``), with the project's modules it runs by name
+        (``torchrun -m pkg.finetune.base``, ``deepspeed --module pkg.run``) as the files Python runs for them:
+        ``pkg/finetune/base/__main__.py`` or ``pkg/finetune/base.py``, whichever is a project file. (A module
+        that is not the project's, ``python -m pip``, names no program of it.)"""
+        out = _named_programs(text)
+        modules = _named_modules(text)
+        if modules:
+            rels = self.memo("shell_runs").get("rels")
+            if rels is None:
+                rels = self.memo("shell_runs")["rels"] = {r for r in map(self._relative_or_none, self.files()) if r}
+            for module in modules:
+                base = module.replace(".", "/")
+                for tail in (f"{base}/__main__.py", f"{base}.py"):
+                    if tail not in out and any(r == tail or r.endswith("/" + tail) for r in rels):
+                        out.append(tail)
+        return out
 
     def _names_program(self, script: Path, tails: List[str], entry: Path) -> bool:
         """Is ``entry`` one of the programs a shell script names (``_named_programs``)? A path that
@@ -1898,7 +1916,7 @@ class Project:
                     text = self.read(f).decode("utf-8", "replace")
                 except OSError:
                     continue
-                programs = _named_programs(text)
+                programs = self._shell_named_programs(text)
                 if programs:
                     scripts.append((f, programs, shell_options(text), (bool(_DEEPSPEED_WORD.search(text)), text)))
             memo["scripts"] = scripts
@@ -3413,6 +3431,21 @@ def _named_programs(text: str) -> List[str]:
                 tail.insert(0, part)
             if tail and "/".join(tail) not in out:
                 out.append("/".join(tail))
+    return out
+
+
+# ``python -m pkg.mod``, ``torchrun --nproc_per_node 8 -m pkg.mod``, ``deepspeed --module pkg.mod``: a module run
+# by name (its options follow it)
+_SHELL_MODULE = re.compile(r"(?:^|[\s\"'])(?:-m|--module)[ \t=]+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?=[\s\"';\\]|$)")
+
+
+def _named_modules(text: str) -> List[str]:
+    """The dotted modules a shell script runs by name (``-m pkg.finetune.base``), in order, once each."""
+    out: List[str] = []
+    for raw in text.splitlines():
+        for m in _SHELL_MODULE.finditer(raw.split("#", 1)[0]):
+            if m.group(1) not in out:
+                out.append(m.group(1))
     return out
 
 

@@ -103,3 +103,48 @@ def test_near_miss_a_subclass_overriding_the_method_does_not_run_the_base_traini
     files = {**FILES, "pkg/finetune/base/runner.py": RUNNER + "    def run(self):\n        print(self.model)\n"}
     root = _project(tmp_path, files)
     assert "pkg/finetune/base/__main__.py" not in _entry_points(root)
+
+
+# FlagEmbedding's examples/finetune/embedder/encoder_only/base.sh runs that program by its module name, with
+# the Trainer's flags (`torchrun --nproc_per_node $n -m FlagEmbedding.finetune.embedder.encoder_only.base ...
+# --fp16 ...`): `-m pkg.mod` runs pkg/mod/__main__.py (or pkg/mod.py), and the flags are that program's.
+LAUNCH = '''
+training_args="\\
+    --output_dir ./out \\
+    --fp16 \\
+"
+cmd="torchrun --nproc_per_node 2 \\
+    -m {module} \\
+    $training_args \\
+"
+eval $cmd
+'''
+
+
+def _main_mode(tmp_path, files):
+    root = _project(tmp_path, files)
+    return Project(root).regime_for(root / "pkg" / "finetune" / "base" / "__main__.py").mode
+
+
+def test_a_launcher_running_the_program_by_module_name_gives_it_its_flags(tmp_path):
+    files = {**FILES, "examples/finetune/base.sh": LAUNCH.format(module="pkg.finetune.base")}
+    assert _main_mode(tmp_path, files) == "fp16-mixed"
+    # the program as a module file (``-m pkg.finetune.base`` with pkg/finetune/base.py) is the same program
+    single = {k.replace("pkg/finetune/base/__main__.py", "pkg/finetune/base_main.py"): v for k, v in files.items()}
+    single["examples/finetune/base.sh"] = LAUNCH.format(module="pkg.finetune.base_main")
+    root = _project(tmp_path / "single", single)
+    assert Project(root).regime_for(root / "pkg" / "finetune" / "base_main.py").mode == "fp16-mixed"
+
+
+def test_near_miss_a_launcher_running_another_module_leaves_the_program_alone(tmp_path):
+    other = {**FILES, "pkg/finetune/other.py": MAIN, "examples/finetune/other.sh": LAUNCH.format(module="pkg.finetune.other")}
+    assert _main_mode(tmp_path, other) == "fp32"
+
+
+def test_near_miss_a_module_of_no_project_file_names_no_program(tmp_path):
+    # `python -m pip install -e .` beside `accelerate launch --mixed_precision fp16 $SCRIPT`: the script still names no
+    # program of the project, so its flags stay with the programs around it
+    files = {**FILES, "research/other/run.sh": "python -m pip install -e .\naccelerate launch --mixed_precision fp16 $SCRIPT\n",
+             "research/other/train.py": OTHER.replace("torch_dtype=torch.float16", "torch_dtype=torch.float32")}
+    root = _project(tmp_path, files)
+    assert Project(root).regime_for(root / "research" / "other" / "train.py").mode == "fp16-mixed"
