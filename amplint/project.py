@@ -2172,7 +2172,8 @@ class Project:
         configs (latent-diffusion's ``instantiate_from_config``: ``target: ldm.models.autoencoder.AutoencoderKL``):
         a program (a script, an entry point's file) whose static imports lead to a file that loads modules by
         name (``loads_modules``) imports the modules that the ``target:`` strings of the configuration files
-        belonging to it (``_config_applies``) name, resolved as it imports (beside it first, then from the root).
+        belonging to it (``_config_applies``, or under a Hydra program's ``config_path``) name, resolved as it imports
+        (beside it first, then from the root); Hydra's ``_target_:`` keys (``hydra.utils.instantiate``) as well.
         So a model reached only through configs has the precision and role of the programs loading them: an
         inference demo's CLAP (Lumina-T2X's audio sub-app, T11-4), a training's codec (VQ-Diffusion, T13-3)."""
         targets_of = self._config_targets()
@@ -2191,7 +2192,9 @@ class Project:
         programs = [p for p in sorted(leading) if not self.is_test(p) and p in facts and (
             facts[p].get("script") or facts[p].get("entry_points") or facts[p].get("runs_at_top"))]
         for config, names in targets_of.items():
-            applies = [p for p in programs if _config_applies(config, p, self.root)]
+            applies = [p for p in programs if _config_applies(config, p, self.root) or any(
+                (p.parent / d).resolve() in (config.parent, *config.parent.parents)
+                for d in facts[p].get("hydra_config_paths") or ())]
             # a config beside programs of its own (a sub-app's demo and its config.yaml) is theirs, not also that of a
             # program in a directory above (the repository's trainer at the root): the nearest directory holding one
             above = [p for p in applies if p.parent == config.parent or p.parent in config.parents]
@@ -2209,7 +2212,8 @@ class Project:
                             break
 
     def _config_targets(self) -> Dict[Path, List[str]]:
-        """The dotted names of the ``target:`` keys of each YAML configuration file (``target: pkg.mod.Class``)."""
+        """The dotted names of the ``target:`` / Hydra ``_target_:`` keys of each YAML configuration file
+        (``target: pkg.mod.Class``)."""
         memo = self.memo("config_targets")
         if "all" not in memo:
             found: Dict[Path, List[str]] = {}
@@ -3501,8 +3505,10 @@ def _beside_training_program(d: Path) -> bool:
         return False
 
 
-# a ``target:`` key of a YAML config naming a dotted Python object (latent-diffusion's ``instantiate_from_config``)
-_TARGET_KEY = re.compile(r"""^[ \t-]*target:[ \t]*["']?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)["']?[ \t]*(?:#.*)?$""", re.M)
+# a ``target:`` key of a YAML config naming a dotted Python object (latent-diffusion's ``instantiate_from_config``),
+# or Hydra's ``_target_:`` (``hydra.utils.instantiate``)
+_TARGET_KEY = re.compile(r"""^[ \t-]*(?:target|_target_):[ \t]*["']?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)["']?[ \t]*(?:#.*)?$""",
+                         re.M)
 _CONFIG_DIR = re.compile(r"(?i)configs?|conf|cfgs?|recipes?")  # recipes/: alignment-handbook's run configs
 
 

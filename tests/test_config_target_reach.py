@@ -211,3 +211,75 @@ def test_near_miss_a_build_that_turns_the_option_on_judges_the_class(tmp_path):
     files = {**CODEC_FILES, "pkg/codec/vqgan.py": VQGAN.replace("Discriminator()", "Discriminator(use_actnorm=True)")}
     root = _project(tmp_path, files)
     assert ("pkg/codec/actnorm.py", "AMP102") in hazard_findings(root)
+
+
+# Hydra (``hydra.utils.instantiate(cfg.model)``): the model class is named only by a ``_target_:`` key of a YAML under
+# the program's ``config_path`` (``../hparams``: not a directory named for configurations). An inference demo imports
+# it; the training never does by name. Not reached, the file was "only programs that do not train import it" (not
+# run): the float16 hazard in it went unreported.
+HYDRA_TRAIN = """
+import hydra
+import torch
+from hydra.utils import instantiate
+@hydra.main(config_path="../hparams", config_name="train", version_base=None)
+def main(cfg):
+    model = instantiate(cfg.model).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler("cuda")
+    for x, mask, y in []:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(x, mask), y)
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+if __name__ == "__main__":
+    main()
+"""
+
+HYDRA_NET = """
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self, dim=64):
+        super().__init__()
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+    def forward(self, x, mask):
+        scores = self.q(x) @ self.k(x).transpose(-2, -1)
+        return scores.masked_fill(mask, -1e9).softmax(-1).mean(1)
+"""
+
+HYDRA_DEMO = """
+import torch
+from models.net import Net
+if __name__ == "__main__":
+    with torch.no_grad():
+        print(Net().eval()(torch.randn(1, 8, 64), torch.zeros(1, 8, 8, dtype=torch.bool)))
+"""
+
+HYDRA_FILES = {
+    "src/train.py": HYDRA_TRAIN,
+    "hparams/train.yaml": "defaults:\n  - model: net\n",
+    "hparams/model/net.yaml": "_target_: models.net.Net\ndim: 64\n",
+    "models/__init__.py": "",
+    "models/net.py": HYDRA_NET,
+    "demo.py": HYDRA_DEMO,
+}
+
+
+def test_a_hydra_training_reaches_the_classes_its_target_keys_name(tmp_path):
+    root = _project(tmp_path, HYDRA_FILES)
+    assert "models/net.py" in entry_point_reach(root)["src/train.py"]
+    assert ("models/net.py", "AMP103") in hazard_findings(root)
+
+
+def test_near_miss_a_target_in_a_yaml_outside_the_programs_config_path_is_not_its(tmp_path):
+    # the same YAML under another program's configs (tools/conf/, beside tools/export.py): not read by src/train.py
+    files = {k: v for k, v in HYDRA_FILES.items() if k != "hparams/model/net.yaml"}
+    files["tools/conf/net.yaml"] = "_target_: models.net.Net\n"
+    files["tools/export.py"] = "import hydra\nfrom hydra.utils import instantiate\n" \
+                               "@hydra.main(config_path='conf', config_name='net', version_base=None)\n" \
+                               "def main(cfg):\n    print(instantiate(cfg))\nif __name__ == '__main__':\n    main()\n"
+    root = _project(tmp_path, files)
+    assert "models/net.py" not in entry_point_reach(root)["src/train.py"]
+    assert ("models/net.py", "AMP103") not in hazard_findings(root)
