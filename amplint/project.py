@@ -897,6 +897,7 @@ class Project:
         "grep_lines": "pattern -> the project's lines that match it (context.project_text)",
         "torch_floor": "the lowest torch version the project supports (context.requirements)",
         "heard_elsewhere": "what other files' calls pass to a helper's parameter (context.precision)",
+        "project_passed": "the calls of a helper in other files and what they pass (context.callers.project_passed_once)",
         "engine_methods": "the project's methods that run a GradScaler for their caller (context.training)",
         "config_selections": "configuration file (as shown) -> the registered class names it selects (regime_for)",
         "programs_below": "top directory -> whether it holds a program of its own (regime_for)",
@@ -914,7 +915,8 @@ class Project:
         "library_loops": "entry point file -> whether it is a package file no script runs (Project._library_loop)",
         "directories_above": "path -> set(path.parents) (Project._nearest_entry_points)",
     }
-    _HEAVY_MEMOS = ("caller_contexts", "linted_trees")  # parsed trees: cheaper to parse again than to pickle
+    # parsed trees (and calls in them): cheaper to parse again than to pickle
+    _HEAVY_MEMOS = ("caller_contexts", "linted_trees", "project_passed")
 
     def memo(self, name: str) -> dict:
         """This project's memo ``name`` (one of ``MEMOS``), empty at first."""

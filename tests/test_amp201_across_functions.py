@@ -6,8 +6,8 @@ what the head passes it. 1 - 1e-4 rounds to 1.0 in float16, so the clamp
 does not keep 1 - p above 0: AMP201 on the log, followed through the helper's return and the loss's
 callers (no fix offered: the sigmoid lies in another function). Near misses: an upper bound that
 survives float16 (1 - 1e-3), the logits cast to float32 before the sigmoid, and a loss that one
-caller hands a value that is no probability, and a loss another module calls too (its callers there
-are not followed)."""
+caller, here or in another module, hands a value that is no probability. A call in another module
+passing on an argument of a function nothing calls is no path a value takes."""
 import textwrap
 
 import pytest
@@ -71,16 +71,19 @@ if __name__ == "__main__":
 
 
 OTHER = """
+import torch
+
 from det.head import neg_loss_cornernet
 
 
 def probe(x, gt):
-    return neg_loss_cornernet(x, gt)
+    return neg_loss_cornernet({arg}, gt)
 """
 
 
-def findings(upper="1 - 1e-4", cast="", other="pass", elsewhere=False):
-    files = {"det/__init__.py": "", "train.py": TRAIN, **({"det/other.py": OTHER} if elsewhere else {})}
+def findings(upper="1 - 1e-4", cast="", other="pass", elsewhere=None):
+    files = {"det/__init__.py": "", "train.py": TRAIN,
+             **({"det/other.py": OTHER.format(arg=elsewhere)} if elsewhere else {})}
     head = textwrap.dedent(HEAD).format(upper=upper, cast=cast, other=other)
     return [(f.code, f.line, f.fix is not None) for f in lint_source(head, filename="det/head.py",
                                                                      extra_files=files, select=("AMP201",))]
@@ -91,7 +94,9 @@ def findings(upper="1 - 1e-4", cast="", other="pass", elsewhere=False):
     ("near miss: an upper bound that survives float16", {"upper": "1 - 1e-3"}, []),
     ("near miss: the logits cast to float32", {"cast": ".float()"}, []),
     ("near miss: another caller passes no probability", {"other": "loss = loss + neg_loss_cornernet(feats, gt)"}, []),
-    ("near miss: another module calls the loss too", {"elsewhere": True}, []),
+    # (its ``probe`` is called by nothing: no value reaches the loss that way)
+    ("another module hands the loss its own argument", {"elsewhere": "x"}, [("AMP201", 11, False)]),
+    ("near miss: another module passes no probability", {"elsewhere": "torch.zeros_like(gt)"}, []),
 ])
 def test_log_of_a_clamped_sigmoid_across_functions(name, kwargs, expected):
     assert findings(**kwargs) == expected, name

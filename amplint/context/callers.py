@@ -146,8 +146,41 @@ def passed_values(pm, fn: cst.FunctionDef, param: str, elsewhere: bool = True) -
             if spread is not None:
                 out.append(spread)
     if elsewhere:
-        out.extend(project_passed(pm, fn, param))
+        out.extend(project_passed_once(pm, fn, param))
     return out
+
+
+def project_passed_once(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
+    """``project_passed``, worked out once per run and worker process (the callers' files are
+    parsed for it, and every file whose analysis reaches the helper asks again). What it reads of
+    the project's facts is kept with it and noted again for each file that uses it (the results
+    cache's dependencies). The calls and values do not depend on any dtype answer."""
+    ctx = pm.ctx
+    project = ctx.project
+    if project is None or not ctx.imports.module_name or not hasattr(project, "memo"):
+        return project_passed(pm, fn, param)
+    memo = project.memo("project_passed")
+    key = (ctx.path, ctx.order(fn), param)
+    recording = getattr(project, "_recording", None)
+    kept = memo.get(key)
+    if kept is not None:
+        passed, reads = kept
+        if recording is not None:
+            recording.extend(r for r in reads if r not in recording)
+        return passed
+    noting = hasattr(project, "note_fact")
+    if noting:
+        project._recording = []
+    try:
+        passed = project_passed(pm, fn, param)
+    finally:
+        reads = project._recording if noting else []
+        if noting:
+            project._recording = recording
+            if recording is not None:
+                recording.extend(r for r in reads if r not in recording)
+    memo[key] = (passed, reads)
+    return passed
 
 
 def project_passed(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:

@@ -287,6 +287,30 @@ def _string_keyed(e: cst.Subscript) -> bool:
         and isinstance(e.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
 
 
+def entry_key(e: cst.Subscript) -> Optional[str]:
+    """``"hm"`` of ``d["hm"]``."""
+    if not _string_keyed(e):
+        return None
+    value = e.slice[0].slice.value  # type: ignore[attr-defined]
+    key = value.evaluated_value if isinstance(value, cst.SimpleString) else None
+    return key if isinstance(key, str) else None
+
+
+def _literal_entry(ctx: FileContext, value: cst.BaseExpression, key: str) -> Optional[cst.BaseExpression]:
+    """The value under ``key`` of a dict literal (``{"hm": x}``, ``dict(hm=x)``); None otherwise."""
+    found = None
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
+            if isinstance(element, cst.StarredDictElement):
+                found = None  # ``{**other, ...}``: an entry may come from ``other``
+            elif isinstance(element.key, cst.SimpleString) and element.key.evaluated_value == key:
+                found = element.value
+    elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" \
+            and not ctx.imports.binds("dict") and not any(a.star for a in value.args):
+        found = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == key), None)
+    return found
+
+
 def _widest_passed(heard: List["_Heard"], name: str, fn: cst.FunctionDef, how: str) -> "DTypeFact":
     """The widest dtype the known, non-float16 values ``heard`` pass for ``name`` (UNKNOWN when none is a
     tensor), said with where one of them is passed (``how``, with ``{where}`` for its place)."""
@@ -1043,8 +1067,12 @@ class PrecisionModel:
             calls.extend(self._calls_by_callee().get(("function", alias), ()))
         # ``self.sample = gumbel_sample`` in ``__init__``, then ``self.sample(logits)``: a call of
         # the function (an instance attribute is not bound: no ``self`` is passed).
-        for attr in self._function_attributes().get(fn.name.value, ()):
-            calls.extend(self._calls_by_callee().get(("method", attr), ()))
+        for cls, attr in self._function_attributes().get(fn.name.value, ()):
+            # (only in the class that binds it and its kin: FocalLossSparse's ``self.neg_loss`` is
+            # its own ``neg_loss_sparse``, not FocalLossCenterNet's ``neg_loss_cornernet``)
+            related = self._related_classes(cls)
+            calls.extend(c for c in self._calls_by_callee().get(("method", attr), ())
+                         if self.ctx.enclosing_class(c) in related)
         return calls
 
     def compiled_aliases(self, fn: cst.FunctionDef) -> List[str]:
@@ -1201,15 +1229,15 @@ class PrecisionModel:
         cache[key] = out
         return out
 
-    def _function_attributes(self) -> Dict[str, List[str]]:
-        """Module-level function name -> the ``self.<attr>`` names ``__init__`` binds it to."""
+    def _function_attributes(self) -> Dict[str, List[Tuple[cst.ClassDef, str]]]:
+        """Module-level function name -> (class, ``self.<attr>`` name) for each ``__init__`` binding it."""
         index = self.ctx._cache.get("function_attributes")
         if index is None:
             index = {}
             for cls in self.ctx.nodes(cst.ClassDef):
                 for b in self.ctx.semantic.attributes_of(cls):
                     if b.scope.node.name.value == "__init__" and isinstance(b.value, cst.Name) and not b.part:
-                        index.setdefault(b.value.value, []).append(b.name)
+                        index.setdefault(b.value.value, []).append((cls, b.name))
             self.ctx._cache["function_attributes"] = index
         return index  # type: ignore[return-value]
 
@@ -1269,6 +1297,103 @@ class PrecisionModel:
                 return ("param", b.scope.node, b.value)
             return ("lambda_param", b)  # ("param", fn, param) is a def's: callers read its three parts
         return (b.kind, b)
+
+    # ---- mapping entries ------------------------------------------------------------------------
+    def entry_value(self, base: cst.Name, key: str, at: cst.CSTNode) -> Optional[object]:
+        """What ``base[key]`` holds where ``at`` reads it: the value last stored under ``key``
+        before ``at`` in its function (``pred_dict["hm"] = self.sigmoid(pred_dict["hm"])`` then
+        ``loss(pred_dict["hm"], gt)``: OpenPCDet's CenterHead, M14-1), or else the entry of the dict
+        literal ``base`` is bound to (``{"hm": self.conv(x)}``, ``dict(hm=...)``); ``("param", fn,
+        name)`` for a parameter nothing stored to; None when it is not known. A store counts only in
+        a block that holds the read (it ran before it), to the binding of ``base`` the read sees."""
+        fn = self.ctx.enclosing_function(at)
+        order = self.ctx.order(at)
+        seen = self.binding_at(base.value, at)
+        found = None
+        for assign, target, value in self._entry_stores().get((base.value, key), ()):
+            if self.ctx.enclosing_function(assign) is not fn or self.ctx.order(assign) >= order \
+                    or self.ctx.is_ancestor(assign, at):
+                continue
+            block = self.ctx.parent(self.ctx.parent(assign))
+            if block is None or not self.ctx.is_ancestor(block, at) or self.binding_at(base.value, target) != seen:
+                continue
+            found = value  # (in source order: the last store wins)
+        if found is not None:
+            return found
+        if isinstance(seen, cst.BaseExpression):
+            return _literal_entry(self.ctx, seen, key)
+        if isinstance(seen, tuple) and len(seen) == 3 and seen[0] == "param":
+            return ("param", seen[1], base.value)
+        return None
+
+    def _entry_stores(self) -> Dict[Tuple[str, str], List[Tuple[cst.Assign, cst.Name, cst.BaseExpression]]]:
+        """(name, key) -> the file's ``name["key"] = value`` statements, in source order (found once)."""
+        index = self.ctx._cache.get("entry_stores")
+        if index is None:
+            index = {}
+            for assign in self.ctx.nodes(cst.Assign):
+                if len(assign.targets) != 1 or not isinstance(self.ctx.parent(assign), cst.SimpleStatementLine):
+                    continue
+                target = assign.targets[0].target
+                key = entry_key(target) if isinstance(target, cst.Subscript) else None
+                if key is not None and isinstance(target.value, cst.Name):
+                    index.setdefault((target.value.value, key), []).append((assign, target.value, assign.value))
+            self.ctx._cache["entry_stores"] = index
+        return index  # type: ignore[return-value]
+
+    def _entry_dtype(self, sub: cst.Subscript) -> Optional[DTypeFact]:
+        """The dtype of ``d["key"]`` from what was put under ``key`` (``entry_value``), also by the
+        callers of this file when ``d`` is a parameter (``self.get_loss(pred_dict, gt)`` after
+        ``pred_dict = {"hm": self.conv(feats)}``); None when that is not known."""
+        key = entry_key(sub)
+        if key is None or not isinstance(sub.value, cst.Name):
+            return None
+        held = self.entry_value(sub.value, key, sub)
+        if isinstance(held, tuple):
+            return self._entry_from_callers(held[1], held[2], key)
+        return self.dtype_of(held) if held is not None else None
+
+    def _entry_from_callers(self, fn: cst.FunctionDef, name: str, key: str) -> Optional[DTypeFact]:
+        """What the calls of ``fn`` in this file put under ``key`` of the mapping they pass for
+        ``name``: float16 when one passes a float16 entry, the widest dtype when every one is known,
+        None otherwise (a call that does not say, an entry not known)."""
+        from .callers import argument_for
+        asking = ("entry", self.ctx.path, self.ctx.order(fn), name, key)
+        if asking in _ASKING:
+            _CUTS[0] += 1
+            return None
+        _ASKING.add(asking)
+        facts = []
+        try:
+            method = isinstance(self.ctx.parent(self.ctx.parent(fn)), cst.ClassDef)
+            for call in self.calls_of(fn):
+                if self.ctx.enclosing_function(call) is fn:
+                    continue
+                known, value = argument_for(call, fn, name, method)
+                held = None
+                if known and isinstance(value, cst.Name):
+                    held = self.entry_value(value, key, value)
+                elif known and value is not None:
+                    held = _literal_entry(self.ctx, value, key)
+                if isinstance(held, tuple):
+                    fact = self._entry_from_callers(held[1], held[2], key)
+                else:
+                    fact = self.dtype_of(held) if held is not None else None
+                if fact is None:
+                    return None
+                facts.append((call, fact))
+        finally:
+            _ASKING.discard(asking)
+        if not facts:
+            return None
+        for call, fact in facts:
+            if fact.is_half:
+                return DTypeFact(F16, LIKELY, f"`{name}[{key!r}]` of `{fn.name.value}` is passed a float16 value at "
+                                              f"{self.ctx.path}:{self.ctx.line_of(call)} ({fact.why})".replace(" ()", ""),
+                                 fact.evidence, assumed=fact.assumed)
+        if all(fact.dtype is not None for _, fact in facts):
+            return _widest([fact for _, fact in facts])
+        return None
 
     def value_of(self, name: cst.Name) -> Optional[cst.BaseExpression]:
         """The expression last assigned to ``name`` before its use (for ``a, b = t.chunk(2)``, the
@@ -1519,12 +1644,12 @@ class PrecisionModel:
 
     def _heard_elsewhere(self, fn: cst.FunctionDef, name: str) -> List[_Heard]:
         """What the calls of ``fn`` in other project files pass for ``name``, worked out once per
-        run and worker process (``callers.project_passed`` names them): every file whose analysis
+        run and worker process (``callers.project_passed_once`` names them): every file whose analysis
         reaches this helper asks it again, and the callers' files are parsed for it. An answer is
         kept only when nothing was cut short while it was worked out (then it does not depend on
         which question led to it); the project facts read for it are kept with it and noted again
         for each file that uses it (the results cache's dependencies)."""
-        from .callers import project_passed
+        from .callers import project_passed_once
         ctx = self.ctx
         project = ctx.project
         if project is None or not ctx.imports.module_name:
@@ -1544,7 +1669,7 @@ class PrecisionModel:
         cuts = _CUTS[0]
         try:
             heard = []
-            for p in project_passed(self, fn, name):
+            for p in project_passed_once(self, fn, name):
                 h = self._heard(p)
                 heard.append(_Heard(h.fact, h.known, h.path, _line(h) if h.fact.is_half else 0,
                                     _where(h) if h.fact.dtype is not None else ""))
@@ -1742,6 +1867,9 @@ class PrecisionModel:
                 return self._self_attribute(e)
             return UNKNOWN
         if isinstance(e, cst.Subscript):
+            entry = self._entry_dtype(e) if _string_keyed(e) else None
+            if entry is not None:
+                return entry
             base = self.dtype_of(e.value)
             if base.assumed and _string_keyed(e) and not _PREDICTION_KEY.search(self.ctx.code(e.slice[0].slice.value)):
                 # ``features["token_embeddings"]`` of an argument only assumed to be an activation:

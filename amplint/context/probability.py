@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from ..fp16 import BFLOAT16, FLOAT16, Representation
-from .precision import BF16, F16, DTypeFact, precision_model
+from .precision import BF16, F16, DTypeFact, entry_key, precision_model
 
 SIGMOID_NAMES = {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid",
                  "torch.sigmoid_", "torch.Tensor.sigmoid_"}
@@ -215,6 +215,12 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
                     return replace(t, direct=False) if t is not None else None
         return None
     if isinstance(expr, cst.Subscript):
+        key = entry_key(expr)
+        held = pm.entry_value(expr.value, key, expr) if key is not None and isinstance(expr.value, cst.Name) else None
+        if isinstance(held, cst.BaseExpression):
+            # ``pred_dict["hm"] = self.sigmoid(pred_dict["hm"])``, then ``loss(pred_dict["hm"], gt)``
+            t = trace(ctx, held, _depth + 1)
+            return replace(t, direct=False) if t is not None else None
         t = trace(ctx, expr.value, _depth + 1)
         return replace(t, direct=False) if t is not None else None
     if isinstance(expr, cst.Call):
@@ -250,11 +256,16 @@ def trace(ctx, expr: cst.BaseExpression, _depth: int = 0) -> Optional[Trace]:
 
 
 def _passed_trace(ctx, pm, name: cst.Name, depth: int) -> Optional[Trace]:
-    """A parameter of a function every call of which is in this file and passes probabilities:
-    ``heat_loss(pred, gt)`` called with ``pred = clamp_sigmoid(self.conv(feats))`` (OpenPCDet's
-    CenterHead: the clamp in one helper, the ``log(1 - pred)`` in a focal loss, M14-1). The first
-    call's trace, crossed; None when there is no call, one passes something else, or the function
-    may be called from elsewhere (a module-level function another file calls, a public method)."""
+    """A parameter of a function whose calls pass probabilities: ``heat_loss(pred, gt)`` called with
+    ``pred = clamp_sigmoid(self.conv(feats))`` (OpenPCDet's CenterHead: the clamp in one helper,
+    the ``log(1 - pred)`` in a focal loss, M14-1). The calls are those of the file, and for a
+    module-level function or a module's ``forward`` those of the project's other files too
+    (``callers.passed_values``: ``neg_loss_cornernet(hm, gt)`` in the head's module; the loss
+    object's ``self.hm_loss_func(pred_dict["hm"], gt)``, its forward handing ``out`` on to
+    ``self.neg_loss = neg_loss_cornernet``). The first call's trace, crossed; None when there is no
+    call, when one passes something else, or when the function is a public method other code may
+    call. A call passing on a parameter of a function nothing calls (a loss class built but never
+    run) is no path the value takes: left out."""
     from .callers import passed_values  # noqa: PLC0415 (callers imports the precision model)
     bound = pm.binding_at(name.value, name)
     if not (isinstance(bound, tuple) and len(bound) == 3 and bound[0] == "param"):
@@ -262,26 +273,41 @@ def _passed_trace(ctx, pm, name: cst.Name, depth: int) -> Optional[Trace]:
     fn, param = bound[1], bound[2]
     if param.default is not None or depth > 8:
         return None
-    if ctx.parent(fn) is ctx.module:
-        project, module = ctx.project, ctx.imports.module_name
-        if project is not None and module and hasattr(project, "callers"):
-            here = Path(ctx.path).resolve()
-            if any(site.path != here for site in project.callers(f"{module}.{fn.name.value}")):
-                return None
-    elif not fn.name.value.startswith("_"):
+    owner = ctx.parent(ctx.parent(fn))
+    forward = fn.name.value == "forward" and isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module
+    if ctx.parent(fn) is not ctx.module and not forward and not fn.name.value.startswith("_"):
         return None
-    passed = passed_values(pm, fn, name.value, elsewhere=False)
+    passed = passed_values(pm, fn, name.value, elsewhere=ctx.parent(fn) is ctx.module or forward)
     traces = []
     for p in passed:
         if p.value is None:
             return None
         t = trace(p.model.ctx, p.value, depth + 1)
         if t is None:
+            if _passes_on_uncalled(p, depth):
+                continue
             return None
         traces.append(t)
     if not traces:
         return None
     return replace(traces[0], direct=False, names=(), crossed=True)
+
+
+def _passes_on_uncalled(p, depth: int) -> bool:
+    """Does the call ``p`` (a ``callers.Passed``) pass on a parameter of its function that no call
+    gives a value (``forward(self, out, target)`` of a loss module nothing runs)?"""
+    from .callers import passed_values  # noqa: PLC0415
+    model, value = p.model, p.value
+    if not isinstance(value, cst.Name) or depth > 8:
+        return False
+    bound = model.binding_at(value.value, value)
+    if not (isinstance(bound, tuple) and len(bound) == 3 and bound[0] == "param"):
+        return False
+    fn = bound[1]
+    ctx = model.ctx
+    owner = ctx.parent(ctx.parent(fn))
+    elsewhere = ctx.parent(fn) is ctx.module or (isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module)
+    return not passed_values(model, fn, value.value, elsewhere=elsewhere)
 
 
 def _returned_trace(ctx, pm, call: cst.Call, depth: int) -> Optional[Trace]:

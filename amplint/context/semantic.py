@@ -5,7 +5,7 @@ function, lambda, comprehension) holds the bindings made in it (assignment, augm
 annotated assignment, ``for`` / comprehension / ``with ... as`` / walrus / ``except ... as``
 targets, parameters, imports, ``def`` / ``class``; ``global`` / ``nonlocal`` send a binding to
 the scope they name), and every name that is read is a reference. ``self.x = ...`` in a method is
-an attribute binding of the method's class.
+an attribute binding of the method's class (so is ``self.add_module("x", ...)``).
 
 The questions: what is a name bound to at a node (``lookup``: the last binding of its scope that
 precedes the node in source order, then the enclosing scopes by Python's rules: a class scope is
@@ -91,6 +91,7 @@ class SemanticModel:
         self._scope_of: Dict[int, Scope] = {}  # id(reading Name) -> its scope
         self._resolved: Dict[int, Optional[Binding]] = {}
         self._attributes: Dict[int, Dict[str, List[Binding]]] = {}  # id(class) -> attr -> bindings
+        self._init_helper_names: Dict[int, Set[str]] = {}  # id(class) -> the methods its __init__ calls on self
 
     def release(self) -> None:
         """Drop everything recorded (scopes and bindings refer to each other: a cycle only the
@@ -254,6 +255,22 @@ class SemanticModel:
 
     def _on_attribute(self, node: cst.Attribute, parent, scope) -> None:
         self._skip.add(id(node.attr))
+
+    def _on_call(self, node: cst.Call, parent, scope) -> None:
+        """``self.add_module("hm_loss_func", FocalLoss())`` in a method binds ``self.hm_loss_func``
+        as ``self.hm_loss_func = FocalLoss()`` would (OpenPCDet's heads register their losses so)."""
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _REGISTERS_MODULE
+                and isinstance(func.value, cst.Name) and func.value.value == "self" and len(node.args) == 2
+                and all(a.keyword is None and not a.star for a in node.args)
+                and isinstance(node.args[0].value, cst.SimpleString)):
+            return
+        name = node.args[0].value.evaluated_value
+        if not (isinstance(name, str) and name.isidentifier() and scope.kind == FUNCTION
+                and scope.parent is not None and scope.parent.kind == CLASS):
+            return
+        b = Binding(name, "attribute", node, parent, scope, node.args[1].value, False, parent)
+        self._attributes.setdefault(id(scope.parent.node), {}).setdefault(name, []).append(b)
 
     def _on_arg(self, node: cst.Arg, parent, scope) -> None:
         if node.keyword is not None:
@@ -448,12 +465,42 @@ class SemanticModel:
                       key=lambda b: self.ctx.order(b.node))
 
     def init_attribute(self, cls: cst.ClassDef, attr: str) -> Optional[Binding]:
-        """The last ``self.<attr> = ...`` of ``cls``'s ``__init__``."""
+        """The last ``self.<attr> = ...`` of ``cls``'s ``__init__``, or, when ``__init__`` binds
+        none, of the methods it calls on ``self`` (``self.build_losses()`` doing
+        ``self.add_module('hm_loss_func', FocalLossCenterNet())``: OpenPCDet's heads)."""
         found = None
-        for b in self._attributes.get(id(cls), {}).get(attr, ()):
+        bindings = self._attributes.get(id(cls), {}).get(attr, ())
+        for b in bindings:
             if isinstance(b.scope.node, cst.FunctionDef) and b.scope.node.name.value == "__init__":
                 found = b
+        if found is None and bindings:
+            helpers = self._init_helpers(cls)
+            for b in bindings:
+                if isinstance(b.scope.node, cst.FunctionDef) and b.scope.node.name.value in helpers:
+                    found = b
         return found
+
+    def _init_helpers(self, cls: cst.ClassDef) -> Set[str]:
+        """The names of the methods ``cls``'s own ``__init__`` calls as ``self.<name>(...)``."""
+        found = self._init_helper_names.get(id(cls))
+        if found is None:
+            found = self._init_helper_names[id(cls)] = set()
+            for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+                    stmt.visit(_SelfCalls(found))
+        return found
+
+
+class _SelfCalls(cst.CSTVisitor):
+    """Collects the ``<name>`` of every ``self.<name>(...)`` call it visits."""
+
+    def __init__(self, into: Set[str]) -> None:
+        self.into = into
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            self.into.add(func.attr.value)
 
 
 def _inside(owner: cst.CSTNode, child: cst.CSTNode) -> bool:
@@ -475,6 +522,9 @@ def _names_in(target: cst.BaseExpression) -> List[cst.Name]:
     return []
 
 
+# ``nn.Module`` methods that register a submodule under a name given as a string.
+_REGISTERS_MODULE = frozenset({"add_module", "register_module"})
+
 _HANDLERS = {
     cst.FunctionDef: SemanticModel._on_def, cst.ClassDef: SemanticModel._on_def,
     cst.Lambda: SemanticModel._on_lambda,
@@ -488,7 +538,7 @@ _HANDLERS = {
     cst.ExceptHandler: SemanticModel._on_except,
     cst.Import: SemanticModel._on_import, cst.ImportFrom: SemanticModel._on_import,
     cst.Global: SemanticModel._on_global, cst.Nonlocal: SemanticModel._on_global,
-    cst.Attribute: SemanticModel._on_attribute, cst.Arg: SemanticModel._on_arg,
+    cst.Attribute: SemanticModel._on_attribute, cst.Arg: SemanticModel._on_arg, cst.Call: SemanticModel._on_call,
     cst.Name: SemanticModel._on_name,
 }
 
