@@ -27,6 +27,7 @@ import libcst as cst
 from ..torch_api import autocast as autocast_ops
 from ..torch_api import grad_mode
 from .autocast_helpers import without_autocast_branch
+from .devices import on_cpu_branch
 from .callers import mapped_callback
 from .literal_paths import call_skips_path, path_needs
 from .evidence import BFLOAT16_NAMES, FLOAT16_NAMES, FLOAT32_NAMES, _looks_like_model, autocast_device
@@ -763,6 +764,8 @@ class PrecisionModel:
             return not _DATA_PATH.search(self._project_path())
         if self._scopes_autocast(fn) or _LOOP_FUNCTION.search(fn.name.value):
             return False  # a training / evaluation loop: it runs the model, it is not the model
+        if self._cpu_fallback(fn):
+            return False
         callers = self.calls_of(fn)
         if any(self._runs_in_model(call, fn) for call in callers):
             return True
@@ -784,6 +787,23 @@ class PrecisionModel:
             # it, and the entry point's fp16 regime says nothing about how its users call it.
             return False
         return True  # a module-level helper whose callers are elsewhere
+
+    def _cpu_fallback(self, fn: cst.FunctionDef) -> bool:
+        """A module-level function that no other file calls and whose every use in its file lies on the
+        CPU side of a device test (``if logits.is_cuda: loss_func = sigmoid_focal_loss_cuda else:
+        loss_func = sigmoid_focal_loss_cpu``, maskrcnn-benchmark): the CPU fallback of a CUDA kernel,
+        which CUDA autocast and half models never reach."""
+        ctx = self.ctx
+        if ctx.parent(fn) is not ctx.module:
+            return False
+        uses = [n for n in ctx.semantic.references(fn.name.value) if ctx.enclosing_function(n) is not fn]
+        if not uses or not all(on_cpu_branch(ctx, n) for n in uses):
+            return False
+        module, project = ctx.imports.module_name, ctx.project
+        if module and hasattr(project, "callers"):
+            here = Path(ctx.path).resolve()
+            return not any(site.path != here for site in project.callers(f"{module}.{fn.name.value}"))
+        return True
 
     def _runs_a_training_step(self, fn: cst.FunctionDef) -> bool:
         """Does ``fn`` itself run a tensor's ``.backward()`` and step an optimizer (directly or through
