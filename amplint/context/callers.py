@@ -273,7 +273,8 @@ def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]
     says which: calls through ``self``'s attributes, imported names, the instances the index follows
     and ``for`` targets, ``metric_fn.update(preds, target)`` in a loop over a dict of metric objects;
     not those on another local or a parameter). A call that cannot bind to ``fn``'s parameters
-    (``_may_bind``: a dict's ``update(other)``) is another method of that name and left out. None
+    (``_may_bind``: a dict's ``update(other)``), or that calls ``self.<name>(...)`` in a class
+    unrelated to ``fn``'s (``_another_class_method``), is another method of that name and left out. None
     when no call is left, when they are in more than ``MAX_FILES`` files, or when one does not say
     (``*args``)."""
     ctx = pm.ctx
@@ -283,8 +284,10 @@ def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]
     here = Path(ctx.path).resolve()
     name = fn.name.value
     lines: Dict[Path, set] = {}
+    kin: Dict[str, bool] = {}
     for site in project.calls_named(name):
-        if site.path != here and _may_bind(fn, [(a.how, a.kind) for a in site.args]):
+        if site.path != here and _may_bind(fn, [(a.how, a.kind) for a in site.args]) \
+                and not _another_class_method(ctx, project, fn, site, kin):
             lines.setdefault(site.path, set()).add(site.line)
     if not lines or len(lines) > MAX_FILES:
         return None
@@ -311,6 +314,26 @@ def passed_by_name(pm, fn: cst.FunctionDef, param: str) -> Optional[List[Passed]
                 return None
             out.append(Passed(call, value, pm.model_for(other), other.path))
     return out or None
+
+
+def _another_class_method(ctx, project, fn: cst.FunctionDef, site, kin: Dict[str, bool]) -> bool:
+    """Is ``site`` a call ``self.<name>(...)`` written in a method of a class that neither is the
+    class of the method ``fn`` (a module-level class) nor derives from it nor is one of its bases?
+    Then it runs that class's method: ``self.forward_train(img, ...)`` inside BYOL is not FCOSHead's
+    (EasyCV: calls written ``forward_train`` in 16 files, all but a few on ``self`` of unrelated
+    models). ``kin`` memoises the answer per class; the hierarchy is read through
+    ``project.subclasses`` (recorded for the results cache)."""
+    owner, _, called = site.callee.rpartition(".")
+    if not site.on_self or called != fn.name.value or site.caller.rpartition(".")[0] != owner:
+        return False  # (``self.head.forward_train(...)``: an attribute of another type, kept)
+    cls = ctx.enclosing_class(fn)
+    if cls is None or ctx.parent(cls) is not ctx.module or not hasattr(project, "subclasses"):
+        return False
+    own = f"{ctx.imports.module_name}.{cls.name.value}"
+    if owner not in kin:
+        kin[owner] = owner == own or any(s.name == owner for s in project.subclasses(own)) \
+            or any(s.name == own for s in project.subclasses(owner))
+    return not kin[owner]
 
 
 def _may_bind(fn: cst.FunctionDef, args: List[Tuple[str, str]]) -> bool:
