@@ -1774,7 +1774,13 @@ class PrecisionModel:
                 return self._param_dtype(value[1], value[2])
             if value[0] == "aug":
                 aug: cst.AugAssign = value[1]
-                return _widest([self._name_before(aug.target, aug), self.dtype_of(aug.value)])
+                before = self._name_before(aug.target, aug)
+                if before.dtype in (F16, BF16, F32):
+                    # ``scores -= torch.log(p.float() + eps)`` on a tensor is ``scores.sub_(...)``: an
+                    # in-place op keeps its destination's dtype (Transformers4Rec's float16 logits,
+                    # then filled with -1e37)
+                    return before
+                return _widest([before, self.dtype_of(aug.value)])
             if value[0] == "for" and value[1].value is not None:
                 return self._loader_item(value[1].value)
             return UNKNOWN
