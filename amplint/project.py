@@ -821,7 +821,8 @@ class Project:
     # result is reused only while they are the same (amplint.results): name -> kinds of the arguments.
     RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",),
                 "callers": ("str",), "calls_named": ("str",), "subclasses": ("str",), "looked_into": ("path",),
-                "imported": ("str",), "named_in_configs": ("str",), "imported_by_name_only": ("str",)}
+                "imported": ("str",), "named_in_configs": ("str",), "imported_by_name_only": ("str",),
+                "config_leaves_off": ("str", "str")}
 
     def start_recording(self) -> None:
         self._recording = []
@@ -3249,6 +3250,50 @@ class Project:
         rx = re.compile(rf"\b{re.escape(word)}\b")
         answers[word] = any(rx.search(text) for text in texts.values())
         return answers[word]
+
+    def config_leaves_off(self, dotted: str, param: str) -> Optional[bool]:
+        """Where YAML configs build the class ``dotted`` by a ``target:`` / Hydra ``_target_:`` key (``target:
+        pkg.losses.VQLPIPSWithDiscriminator`` with its ``params:``; Hydra's keys beside ``_target_``): True when
+        every such build leaves the constructor option ``param`` off (unset, or ``false`` / ``null`` / ``0``),
+        False when one sets it, None when no config names it so (or one naming it does not parse)."""
+        answers = self.memo("config_targets").setdefault("leaves_off", {})
+        key = (dotted, param)
+        if key not in answers:
+            answers[key] = self._config_leaves_off(dotted, param)
+        return answers[key]
+
+    def _config_leaves_off(self, dotted: str, param: str) -> Optional[bool]:
+        from .config_evidence import MAX_CONFIG_BYTES
+        builds = []
+        for config, names in self._config_targets().items():
+            if dotted not in names:
+                continue
+            try:
+                if config.stat().st_size > MAX_CONFIG_BYTES:
+                    return None
+                import yaml
+                data = yaml.safe_load(config.read_text(encoding="utf-8", errors="replace"))
+            except Exception:  # a YAML that does not parse says nothing of how it builds the class
+                return None
+            found = []
+            stack = [data]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, dict):
+                    if node.get("target") == dotted:
+                        params = node.get("params")
+                        found.append(params if isinstance(params, dict) else {})
+                    elif node.get("_target_") == dotted:
+                        found.append(node)
+                    stack.extend(node.values())
+                elif isinstance(node, list):
+                    stack.extend(node)
+            if not found:
+                return None  # named where the walk does not see it (a multi-document file, a flow string)
+            builds += found
+        if not builds:
+            return None
+        return all(b.get(param) in (None, False, 0) for b in builds)
 
     def subclasses(self, name: str) -> List[Symbol]:
         """The project classes deriving from ``name``, directly or not (``ProjectIndex.subclasses``)."""

@@ -283,3 +283,80 @@ def test_near_miss_a_target_in_a_yaml_outside_the_programs_config_path_is_not_it
     root = _project(tmp_path, files)
     assert "models/net.py" not in entry_point_reach(root)["src/train.py"]
     assert ("models/net.py", "AMP103") not in hazard_findings(root)
+
+
+# T13-3 as VQ-Diffusion has it (two hops across files): taming's ActNorm (util.py) is used only as ``norm_layer =
+# ActNorm`` under ``use_actnorm`` in discriminator/model.py, whose only build passes the loss's own ``use_actnorm``
+# (default False), and the loss is built from a pretrained YAML's ``lossconfig`` target whose params do not set it.
+ACTNORM_ONLY = ACTNORM[:ACTNORM.index("class Discriminator")]
+
+DISCRIMINATOR = """
+import torch.nn as nn
+from pkg.codec.actnorm import ActNorm
+class NLayerDiscriminator(nn.Module):
+    def __init__(self, use_actnorm=False):
+        super().__init__()
+        if not use_actnorm:
+            norm_layer = nn.BatchNorm2d
+        else:
+            norm_layer = ActNorm
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.norm = norm_layer(8)
+    def forward(self, x):
+        return self.norm(self.conv(x))
+"""
+
+PERCEPTUAL = """
+import torch.nn as nn
+from pkg.codec.discriminator import NLayerDiscriminator
+class VQLPIPSWithDiscriminator(nn.Module):
+    def __init__(self, disc_start=0, use_actnorm=False):
+        super().__init__()
+        self.discriminator = NLayerDiscriminator(use_actnorm=use_actnorm)
+"""
+
+CODEC_WITH_LOSS = """
+import torch
+import torch.nn as nn
+from pkg.utils import instantiate_from_config
+class FrozenCodec(nn.Module):
+    def __init__(self, lossconfig=None):
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 4, 4)
+        self.loss = instantiate_from_config(lossconfig) if lossconfig else None
+    def encode(self, x):
+        return self.enc(x)
+"""
+
+TWO_HOP_CONFIG = ("model:\n  target: pkg.model.Model\n  params:\n    codec_config:\n"
+                  "      target: pkg.codec.vqgan.FrozenCodec\n      params:\n        lossconfig:\n"
+                  "          target: pkg.codec.losses.vqperceptual.VQLPIPSWithDiscriminator\n"
+                  "          params:\n            disc_start: 0\n{extra}")
+
+TWO_HOP_FILES = {
+    **{k: v for k, v in CODEC_FILES.items() if k != "configs/train.yaml"},
+    "configs/train.yaml": TWO_HOP_CONFIG.format(extra=""),
+    "pkg/codec/actnorm.py": ACTNORM_ONLY,
+    "pkg/codec/discriminator.py": DISCRIMINATOR,
+    "pkg/codec/losses/__init__.py": "",
+    "pkg/codec/losses/vqperceptual.py": PERCEPTUAL,
+    "pkg/codec/vqgan.py": CODEC_WITH_LOSS,
+}
+
+
+def test_a_class_switched_off_in_an_importing_file_whose_builder_a_config_builds_is_not_judged(tmp_path):
+    root = _project(tmp_path, TWO_HOP_FILES)
+    assert "pkg/codec/actnorm.py" in entry_point_reach(root)["train.py"]
+    assert ("pkg/codec/actnorm.py", "AMP102") not in hazard_findings(root)
+
+
+def test_near_miss_the_configs_params_turn_the_option_on(tmp_path):
+    files = {**TWO_HOP_FILES, "configs/train.yaml": TWO_HOP_CONFIG.format(extra="            use_actnorm: true\n")}
+    assert ("pkg/codec/actnorm.py", "AMP102") in hazard_findings(_project(tmp_path, files))
+
+
+def test_near_miss_another_file_builds_the_class_unswitched(tmp_path):
+    files = {**TWO_HOP_FILES, "pkg/codec/flow.py": "import torch.nn as nn\nfrom pkg.codec.actnorm import ActNorm\n"
+                                                   "class Flow(nn.Module):\n    def __init__(self):\n"
+                                                   "        super().__init__()\n        self.norm = ActNorm(8)\n"}
+    assert ("pkg/codec/actnorm.py", "AMP102") in hazard_findings(_project(tmp_path, files))

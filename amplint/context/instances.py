@@ -355,44 +355,89 @@ def built_only_when_off(ctx, cls: cst.ClassDef) -> bool:
     off? taming-transformers' ``NLayerDiscriminator(..., use_actnorm=False)`` does ``norm_layer =
     nn.BatchNorm2d if not use_actnorm else ActNorm`` and every caller of the project (LlamaGen's GAN
     losses) builds it without ``use_actnorm``: ActNorm's code runs in none of its trainings. Each
-    reference to ``cls`` must lie in a function of this file, on the side of an ``if`` / conditional
-    expression that a parameter with a falsy default (``False``, ``None``, ``0``) takes when true; the
-    function is a module-level function or the ``__init__`` of a module-level class (a call of ``cls``
-    there, ``ActNorm(n) if use_actnorm else nn.BatchNorm2d(n)``, is such a reference); every call of it
-    in the project is seen (at least one) and leaves that parameter off (``_off_at_every_call``);
-    no other file builds or names ``cls``, no configuration file names it or the function's class."""
+    reference to ``cls`` (in this file, or in a file importing it from here: VQ-Diffusion's
+    discriminator/model.py imports taming's ``util.ActNorm``) must lie in a function, on the side of an
+    ``if`` / conditional expression that a parameter with a falsy default (``False``, ``None``, ``0``)
+    takes when true; the function is a module-level function or the ``__init__`` of a module-level class
+    (a call of ``cls`` there, ``ActNorm(n) if use_actnorm else nn.BatchNorm2d(n)``, is such a
+    reference); every build of it is seen (at least one: a call in the project, or a YAML config's
+    ``target:`` naming the class, whose ``params`` must leave it off too) and leaves that parameter off
+    (``_off_at_every_call``); no call of ``cls`` lies elsewhere and no configuration file names it."""
     project = ctx.project
     module = ctx.imports.module_name
     if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
             or not hasattr(project, "callers") or not hasattr(project, "index"):
         return False
     name = cls.name.value
-    refs = [r for r in ctx.semantic.references(name) if not ctx.is_ancestor(cls, r) and not _type_test(ctx, r)]
-    # (a call in this file is one of ``refs``, each of which must lie on the switched side: ``self.norm =
-    # ActNorm(n) if use_actnorm else nn.BatchNorm2d(n)``; a call in another file builds it there)
+    places = [(ctx, r) for r in ctx.semantic.references(name) if not ctx.is_ancestor(cls, r) and not _type_test(ctx, r)]
     here = Path(ctx.file).resolve() if ctx.file is not None else None
     qualified = f"{module}.{name}"
-    if not refs or any(site.path != here for site in project.callers(qualified)) or project.named_in_configs(name):
+    if project.named_in_configs(name):
         return False
-    if project.imported(qualified) and _named_elsewhere(ctx, name):
-        return False  # (a package's ``from .net import *`` names it nowhere: what builds it is here)
-    for ref in refs:
-        found = _switch_of(ctx, ref)
+    sites = project.callers(qualified)
+    if project.imported(qualified) and _named_elsewhere(ctx, name) or any(site.path != here for site in sites):
+        # (a package's ``from .net import *`` names it nowhere: what builds it is here)
+        elsewhere = _references_elsewhere(ctx, name, qualified)
+        if elsewhere is None:
+            return False
+        places += elsewhere
+    if not places:
+        return False
+    # every call of ``cls`` is one of the references looked at (a call through ``module.ActNorm(n)`` is not)
+    at = {(Path(c.path).resolve(), c.line_of(r)) for c, r in places}
+    if any((site.path, site.line) not in at for site in sites):
+        return False
+    for other, ref in places:
+        found = _switch_of(other, ref)
         if found is None:
             return False
         fn, param = found
-        owner = ctx.parent(ctx.parent(fn)) if isinstance(ctx.parent(fn), cst.IndentedBlock) else None
-        if ctx.parent(fn) is ctx.module:
-            qualified = f"{module}.{fn.name.value}"
-        elif isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module and fn.name.value == "__init__":
-            if project.named_in_configs(owner.name.value):
-                return False
-            qualified = f"{module}.{owner.name.value}.__init__"
+        mod = other.imports.module_name
+        owner = other.parent(other.parent(fn)) if isinstance(other.parent(fn), cst.IndentedBlock) else None
+        if not mod:
+            return False
+        if other.parent(fn) is other.module:
+            switched = f"{mod}.{fn.name.value}"
+        elif isinstance(owner, cst.ClassDef) and other.parent(owner) is other.module and fn.name.value == "__init__":
+            switched = f"{mod}.{owner.name.value}.__init__"
         else:
             return False
-        if not _off_at_every_call(ctx, qualified, param, 0):
+        if not _off_at_every_call(other, switched, param, 0):
             return False
     return True
+
+
+def _references_elsewhere(ctx, name: str, qualified: str):
+    """The references to the class ``qualified`` in the project's other files (outside tests), each with its
+    file's context: every other file naming ``name`` must import it from here (``from pkg.util import
+    ActNorm``) and use it only by that name, or define a class ``name`` of its own and not import one. None
+    when a file names it any other way (a re-export, ``util.ActNorm``, a string) or cannot be read."""
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    project = ctx.project
+    here = str(Path(ctx.path).resolve())
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    paths = sorted({path for path, _, text in grep(ctx, word.pattern) if path != here and word.search(strip_comment(text))})
+    if len(paths) > MAX_SITES:
+        return None
+    out = []
+    for path in paths:
+        if project.is_test(Path(path)):
+            continue
+        other = ctx.other_file(Path(path))
+        if other is None:
+            return None
+        imported = other.imports.binds(name)
+        if not imported:
+            if any(isinstance(c, cst.ClassDef) and c.name.value == name for c in other.module.body):
+                continue  # its own class of that name (taming keeps an ActNorm in several files)
+            return None
+        if other.imports.resolve(name) != qualified or Path(path).name == "__init__.py":
+            return None
+        refs = other.semantic.references(name)
+        if not refs:
+            return None  # imported and never used by name: re-exported, looked up
+        out += [(other, r) for r in refs if not _type_test(other, r)]
+    return out
 
 
 _FALSY = {"False", "None", "0"}
@@ -417,7 +462,16 @@ def _off_at_every_call(ctx, qualified: str, param: str, depth: int) -> bool:
     project = ctx.project
     symbol = project.index.symbol(qualified)
     sites = project.callers(qualified)
-    if symbol is None or not sites:
+    if symbol is None:
+        return False
+    cls, _, method = qualified.rpartition(".")
+    in_configs = project.named_in_configs(cls.rpartition(".")[2]) if method == "__init__" else False
+    if in_configs:
+        # built from a YAML's ``target:`` (VQ-Diffusion's lossconfig naming taming's VQLPIPSWithDiscriminator): its
+        # params must leave the option off as well
+        if not hasattr(project, "config_leaves_off") or not project.config_leaves_off(cls, param):
+            return False
+    elif not sites:
         return False
     for site in sites:
         known, arg = site.argument_for(symbol, param)
