@@ -158,6 +158,24 @@ def _imported_modules(nodes: List[ast.AST], module: Optional[str], is_package: b
     return sorted(set(out))
 
 
+def _literal_module_loads(calls: List[ast.AST]) -> List[str]:
+    """The absolute module names loaded by a literal string: ``importlib.import_module("pkg.trainer")``,
+    ``import_module("pkg.trainer")``, ``__import__("pkg.trainer")`` (a relative name, ``".trainer"``, is
+    left out)."""
+    out = set()
+    for node in calls:
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
+            continue
+        name = _dotted(node.func) or ""
+        if name.rsplit(".", 1)[-1] not in ("import_module", "__import__"):
+            continue
+        value = node.args[0].value
+        if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", value):
+            out.add(value)
+    return sorted(out)
+
+
 def _lazy_names(nodes: List[ast.AST], module: Optional[str], is_package: bool, parents: "_Parents") -> Dict[str, str]:
     """The names a lazy module provides on first use, each with the dotted name that defines it
     (``{"MossFormer": "pkg.separation.mossformer.MossFormer"}``): what its ``if TYPE_CHECKING:``
@@ -738,6 +756,13 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     parents = parents if parents is not None else _Parents(tree)
     import_nodes = parents.of(ast.Import, ast.ImportFrom)
     facts["imports"] = _imported_modules(import_nodes, module, is_package, parents)
+    if b"import_module" in source or b"__import__" in source:
+        dynamic = _literal_module_loads(parents.of(ast.Call))
+        if dynamic:
+            # ``getattr(importlib.import_module("recbole.trainer"), name + "Trainer")``: a module loaded by a literal
+            # name is imported like any other; which of its names is looked up, the call graph cannot tell
+            facts["dynamic_imports"] = dynamic
+            facts["imports"] = sorted(set(facts["imports"]) | set(dynamic))
     framework = other_framework(facts["imports"])
     if framework is not None:
         # a Paddle / OneFlow port beside the PyTorch code (insightface): its GradScaler and

@@ -1263,12 +1263,14 @@ class Project:
                 roles = []
                 # the files whose training loops this program runs (a launcher): their hand-offs are its run
                 runs = {r for e in functions for r in e.get("runs", ())}
+                # files loaded by a literal module name: a class looked up in them by string runs, unseen by the call graph
+                dynamic = self._dynamic_loads(reach)
                 for p in sorted(reach):
                     pf = facts.get(p)
                     if pf is None or self.is_test(p):
                         continue
                     pf = _seen_from(pf, p == path, runs_its_loop=str(p) in runs)
-                    if p != path:
+                    if p != path and p not in dynamic:
                         pf = _called_from(pf, p, reached, reach)
                         if stated:
                             pf = _without_other_loops_options(pf)
@@ -2168,7 +2170,25 @@ class Project:
             targets.discard(path)
             graph[path] = targets
         self._add_config_target_edges(graph, modules)
+        # the files a literal ``importlib.import_module("pkg.trainer")`` loads (the module; a package's __init__ and
+        # the files it imports): which of their functions run, a name looked up by string decides (``_dynamic_loads``)
+        dynamic: Dict[Path, set] = {}
+        for path, f in facts.items():
+            for name in f.get("dynamic_imports", ()):
+                hit = modules.get(name)
+                if hit is None or hit == path:
+                    continue
+                dynamic.setdefault(path, set()).update({hit} | (graph.get(hit, set()) if hit.name == "__init__.py" else set()))
+        self._dynamic_of = dynamic
         return graph
+
+    def _dynamic_loads(self, reach: set) -> set:
+        """The files that a file of ``reach`` loads by a literal module name (``importlib.import_module``), with
+        what their packages re-export: RecBole's ``get_trainer`` does ``getattr(importlib.import_module(
+        "recbole.trainer"), model_name + "Trainer")``, a class the call graph cannot name (M16-4)."""
+        self._import_graph()
+        dynamic = self.__dict__.get("_dynamic_of") or {}
+        return {t for q in reach for t in dynamic.get(q, ())}
 
     def _add_config_target_edges(self, graph: Dict[Path, set], modules: Dict[str, Path]) -> None:
         """Add to ``graph`` the modules that a program builds from the ``target:`` strings of its YAML
