@@ -1,4 +1,4 @@
-"""Precision settings in a project's configuration files: JSON, YAML, TOML and shell launchers.
+"""Precision settings in a project's configuration files: JSON, YAML, TOML, INI and shell launchers.
 
 Training precision often lives outside the Python code: a DeepSpeed config
 (``"fp16": {"enabled": true}``), an accelerate config (``mixed_precision: fp16``), a Lightning /
@@ -7,7 +7,7 @@ arguments (``fp16: true``), or a launcher script (``accelerate launch --mixed_pr
 ``python train.py --fp16``). Each found setting is a ``Signal`` like the ones read from code.
 
 YAML is read with PyYAML's ``safe_load`` (a complete, well-kept parser: YAML's grammar is too large
-to approximate); JSON with the standard library; TOML with ``tomllib`` / ``tomli``.
+to approximate); JSON with the standard library; TOML with ``tomllib`` / ``tomli``; INI with ``configparser``.
 """
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .context.evidence import Signal
 
-CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".sh")
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".ini", ".sh")
 MAX_CONFIG_BYTES = 256 * 1024  # bigger files are data (vocabularies, annotations), not settings
 _SKIP_NAMES = {"package.json", "package-lock.json", "tsconfig.json", ".pre-commit-config.yaml",
-               "tokenizer.json", "vocab.json", "tokenizer_config.json", "special_tokens_map.json"}
+               "tokenizer.json", "vocab.json", "tokenizer_config.json", "special_tokens_map.json",
+               "tox.ini", "pytest.ini", "mypy.ini", "setup.ini"}
 _WORDS = re.compile(rb"fp16|bf16|float16|precision|mixed_precision|param_dtype|opt_level|\bamp\b|\bAMP\b")
 # Top-level keys of a training run's config (torchtune's recipe YAML: ``dtype: bf16`` beside
 # ``optimizer:``, ``epochs:``, ``batch_size:``): its ``dtype`` is the dtype the model trains in.
@@ -136,10 +137,23 @@ def _load(text: str, name: str) -> Any:
             except ImportError:  # Python < 3.11
                 import tomli as tomllib  # type: ignore[no-redef]
             return tomllib.loads(text)
+        if name.endswith(".ini"):
+            return _ini(text)
         import yaml
         return yaml.safe_load(text)
     except Exception:  # a file that is not valid in its format says nothing (and is not ours)
         return None
+
+
+def _ini(text: str) -> Dict[str, Dict[str, str]]:
+    """An INI file (prefigure's defaults.ini in stable-audio-tools: ``[DEFAULTS]`` / ``precision = "16-mixed"``, read
+    into the argparse defaults of the program, M16-3) as {section: {key: value}}, values without their quotes."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.read_string(text)
+    return {section: {k: v.strip().strip("\"'") for k, v in parser.items(section, raw=True)}
+            for section in parser.sections()}
 
 
 def _line_of(lines: List[str], key: str) -> int:
