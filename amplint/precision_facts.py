@@ -864,6 +864,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # precision settings written in dict literals (T12-5), read by a program that reaches or runs this file
     facts["setting_dicts"] = _setting_dicts(parents.of(ast.Dict, ast.Call), parents) \
         if _SETTING_KEY_TEXT.search(source) else []
+    # the dtype / precision settings the code reads by a string key (nanuGPT's ``config['general']['dtype']``): a
+    # program whose autocast dtype the code does not say takes what its configs state there
+    facts["keyed_settings"] = _keyed_settings(parents.of(ast.Subscript, ast.Call)) \
+        if _KEYED_SETTING_TEXT.search(source) else []
 
     if not _precision_words(source):
         return facts
@@ -2364,6 +2368,27 @@ def _setting_text(node: ast.AST) -> Optional[str]:
 _SETTING_KEY = re.compile(r"(?i)(^|_)(precision|dtype|amp|fp16|bf16|half|scaler|autocast)(_|$)")
 _SETTING_KEY_TEXT = re.compile(rb"""(?i)["'](\w*_)?(precision|dtype|amp|fp16|bf16|half|scaler|autocast)(_\w*)?["']\s*:|"""
                                rb"""\b(\w*_)?(precision|dtype|amp|fp16|bf16|half|scaler|autocast)(_\w*)?\s*=""")
+
+
+# a dtype / precision setting read by a string key: ``cfg["dtype"]``, ``config.get('amp_dtype')``
+_DTYPE_SETTING = re.compile(r"(?i)(\w+_)?(dtype|precision)")
+_KEYED_SETTING_TEXT = re.compile(rb"""(?i)\[\s*["'](\w+_)?(dtype|precision)["']\s*\]|\.get\(\s*["'](\w+_)?(dtype|precision)["']""")
+
+
+def _keyed_settings(nodes: List[ast.AST]) -> List[str]:
+    """The dtype / precision keys the file reads by a string (``config['general']['dtype']``, ``cfg.get("precision")``),
+    at most eight."""
+    out: List[str] = []
+    for node in nodes:
+        key = None
+        if isinstance(node, ast.Subscript):
+            key = node.slice.value if isinstance(node.slice, ast.Index) else node.slice  # (3.8's ast.Index)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and _DTYPE_SETTING.fullmatch(key.value) \
+                and key.value not in out and len(out) < 8:
+            out.append(key.value)
+    return out
 
 
 def _setting_dicts(nodes: List[ast.AST], parents: "_Parents") -> List[list]:

@@ -1392,6 +1392,7 @@ class Project:
                 signals, roles = self._dict_settings(path, reach, importers, signals, roles)
                 signals, roles = self._option_conditions(path, reach, signals, roles)
                 signals, roles = self._overridden_defaults(path, signals, roles)
+                signals, roles = self._configured_autocast_dtype(path, reach, signals, roles)
                 if stated and "float16" not in stated:
                     # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared
                     # trainer's autocast and GradScaler, switched by that setting, are off or bfloat16 in its runs
@@ -1527,6 +1528,31 @@ class Project:
             roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
         return out, roles
 
+
+    def _configured_autocast_dtype(self, path: Path, reach: set, signals, roles):
+        """``signals`` and ``roles`` with an autocast whose dtype the code does not say (nanuGPT: ``autocast(...,
+        dtype=torch_info.pt_dtype)``, the dataclass field built in another function from ``config['general']['dtype']``)
+        taking the dtype the program's YAML configs give the setting its code reads by that key (``dtype: 'bfloat16'``
+        in configs/*.yaml beside train.py): bf16 when they name bfloat16 and never float16, off when all name float32.
+        A config naming float16, or none naming a float dtype, leaves float16."""
+        open_ = [(sig, ev) for sig, ev in signals if sig.kind == "autocast" and sig.dtype == "float16"
+                 and sig.note == _OPEN_AUTOCAST_DTYPE]
+        if not open_:
+            return signals, roles
+        facts = self.facts()
+        keys = sorted({k for q in reach for k in facts.get(q, {}).get("keyed_settings", ())})
+        stated = [(v, w) for k in keys for v, w in self._config_option_values(path, k)
+                  if _PRECISION_WORDS.get(v.lower()) is not None]
+        dtypes = {_PRECISION_WORDS[v.lower()] for v, _ in stated}
+        if not dtypes or "float16" in dtypes:
+            return signals, roles
+        dtype = "bfloat16" if "bfloat16" in dtypes else "float32"
+        said = f"dtype {dtype}: " + "; ".join(sorted({w for v, w in stated}))
+        changed = {str(ev): dataclasses.replace(sig, dtype=dtype, enabled=sig.enabled and dtype != "float32",
+                                                note=said) for sig, ev in open_}
+        return ([(changed.get(str(ev), sig), ev) for sig, ev in signals],
+                [(r[0], r[1], "; ".join(x for x in (r[2], changed[r[1]].note) if x)) if r[1] in changed else r
+                 for r in roles])
 
     def _overridden_defaults(self, path: Path, signals, roles):
         """``signals`` and ``roles`` less a command-line option's default (``add_argument("--precision",
@@ -3543,6 +3569,8 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
     return False
 
 
+# the note of an autocast whose dtype the code does not say (``context.evidence``)
+_OPEN_AUTOCAST_DTYPE = "dtype not a literal, assumed float16"
 # the note of a command-line option's default precision (``precision_facts._cli_signal``)
 _CLI_DEFAULT = re.compile(r"command line --([\w-]+) default ")
 # the fields of an arguments object spread into a call: ``**asdict(model_args)``, ``**vars(args)``
