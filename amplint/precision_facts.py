@@ -868,6 +868,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # program whose autocast dtype the code does not say takes what its configs state there
     facts["keyed_settings"] = _keyed_settings(parents.of(ast.Subscript, ast.Call)) \
         if _KEYED_SETTING_TEXT.search(source) else []
+    # structured-config dataclasses' precision fields (Hydra's ConfigStore configs, M16-2)
+    facts["setting_fields"] = _setting_fields(parents.of(ast.ClassDef)) \
+        if b"precision" in source and b"dataclass" in source else []
 
     if not _precision_words(source):
         return facts
@@ -1624,6 +1627,11 @@ def _precision_call(node: ast.Call, owner, parents: "_Parents") -> Optional[Dict
     if last not in ("Trainer", "Fabric"):
         return None
     value = next((k.value for k in node.keywords if k.arg == "precision"), None)
+    setting = _dotted(value) if isinstance(value, ast.Attribute) else None
+    if setting is not None and len(setting.split(".")) >= 3 and _CONFIG_NAME.fullmatch(setting.split(".")[0]):
+        # ``pl.Trainer(precision=configs.trainer.precision)`` (openspeech, M16-2): the value of that setting, which the
+        # project reads from the program's configs and the structured-config dataclasses of its section
+        return {"callee": None, "setting": setting, "kwargs": {}}
     if isinstance(value, ast.Name):
         fn = owner(node)
         scope = ast.walk(fn) if fn is not None else parents.nodes
@@ -1643,6 +1651,27 @@ def _precision_call(node: ast.Call, owner, parents: "_Parents") -> Optional[Dict
                           if k.arg and isinstance(k.value, ast.Constant) and isinstance(k.value.value, (bool, int, str))}
                 return {"callee": name, "kwargs": kwargs}
     return None
+
+
+_CONFIG_NAME = re.compile(r"(?i)\w*(?:cfg|conf|config)s?\w*|h?params|hp|opts?")
+
+
+def _setting_fields(classes: List[ast.AST]) -> List[list]:
+    """The ``precision`` fields of the file's dataclasses with a literal default (openspeech's structured configs:
+    ``class Fp16GPUTrainerConfigs(GPUTrainerConfigs): precision: int = field(default=16)``): [class, field, value]."""
+    out = []
+    for cls in classes:
+        if not (isinstance(cls, ast.ClassDef) and any("dataclass" in (_dotted(d.func if isinstance(d, ast.Call) else d) or "")
+                                                      for d in cls.decorator_list)):
+            continue
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "precision":
+                v = stmt.value
+                if isinstance(v, ast.Call) and (_dotted(v.func) or "").rsplit(".", 1)[-1] == "field":
+                    v = next((k.value for k in v.keywords if k.arg == "default"), None)
+                if isinstance(v, ast.Constant) and isinstance(v.value, (int, str)) and not isinstance(v.value, bool):
+                    out.append([cls.name, stmt.target.id, str(v.value)])
+    return out
 
 
 def precision_call_values(call: Dict[str, Any], returns: List[list]) -> List[str]:

@@ -1293,7 +1293,9 @@ class Project:
                     off = off + off2
                     roles.extend(("not read", f"`{s['text']}` at {self.display(p)}:{s['line']}", why) for s, why in off)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
-                    signals.extend(self._call_signals(p, pf, None if p == path else reached))
+                    for sig, ev in self._call_signals(p, pf, None if p == path else reached):
+                        signals.append((sig, ev))
+                        roles.append((TRAINING, str(ev), sig.note))
                     for s in pf["signals"]:
                         roles.append((s["role"], f"`{s['text']}` at {self.display(p)}:{s['line']}",
                                       "; ".join(x for x in (s["why"], s["one_of"], s["note"] if s["kind"] == "launcher"
@@ -2127,11 +2129,33 @@ class Project:
                 continue
             if reached is not None and call.get("function") and not reached.holds(path, call["function"]):
                 continue
+            if call.get("setting"):
+                sig = self._setting_precision(call["setting"])
+                if sig is not None:
+                    out.append((sig, Evidence(f"`{call['text']}`", self.display(path), call["line"])))
+                continue
             returns = self._precision_function(facts, call["callee"])
             sig = precision_call_signal(call, precision_call_values(call, returns)) if returns else None
             if sig is not None:
                 out.append((sig, Evidence(f"`{call['text']}`", self.display(path), call["line"])))
         return out
+
+    def _setting_precision(self, setting: str) -> Optional[Signal]:
+        """The precision a trainer given ``precision=configs.trainer.precision`` runs in, by the project's structured-config
+        dataclasses for that section (openspeech: ``GPUTrainerConfigs.precision = 32``, ``Fp16GPUTrainerConfigs.precision
+        = 16``, picked by ``trainer=gpu-fp16`` on the command line, M16-2): one of their values, float16 first."""
+        section = setting.split(".")[-2].lower()
+        values = sorted({v for f in self.facts().values() for cls, _, v in f.get("setting_fields", ())
+                         if section in cls.lower()})
+        half = [v for v in values if v.lower() in _LIGHTNING_VALUES]
+        if not half:
+            return None
+        half.sort(key=lambda v: _LIGHTNING_VALUES[v.lower()][0] != "float16")
+        dtype, pure = _LIGHTNING_VALUES[half[0].lower()]
+        others = [v for v in values if v != half[0]]
+        note = f"precision={half[0]} of the `{section}` configs" + (f" (one of {', '.join(values)})" if others else "")
+        return Signal("flag", dtype, pure=pure, note=note, conditional=bool(others),
+                      condition=f"`{setting}` is one of {', '.join(values)}" if others else "")
 
     def _precision_function(self, facts: dict, name: str) -> Optional[list]:
         """What the function ``name`` called in the file of ``facts`` returns, when it is a precision
@@ -3569,6 +3593,9 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
     return False
 
 
+# Lightning's precision values (``precision_facts._LIGHTNING``)
+_LIGHTNING_VALUES = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true": ("float16", True),
+                     "bf16": ("bfloat16", False), "bf16-mixed": ("bfloat16", False), "bf16-true": ("bfloat16", True)}
 # the note of an autocast whose dtype the code does not say (``context.evidence``)
 _OPEN_AUTOCAST_DTYPE = "dtype not a literal, assumed float16"
 # the note of a command-line option's default precision (``precision_facts._cli_signal``)
