@@ -904,7 +904,7 @@ class Project:
         "programs_below": "top directory -> whether it holds a program of its own (regime_for)",
         "importers": "project file -> the project files that import it (Project._imported_by_none_outside)",
         "shell_runs": "the shell scripts naming programs, with the dtype options they pass (Project._shell_runs_of)",
-        "config_options": "(program, option) -> the values its YAML configs give that option (Project._config_option_values)",
+        "config_options": "option -> (YAML file, value, where) of each setting of that name (Project._config_option_values)",
         "fallback_classes": "the project classes imported only as a library's fallback (Project.fallback_classes)",
         "config_texts": "the text of each configuration file (named_in_configs)",
         "named_in_configs": "word -> whether a configuration file names it (named_in_configs)",
@@ -1845,13 +1845,11 @@ class Project:
         last key is ``option``, each with where it is written."""
         from .config_evidence import config_leaves  # noqa: PLC0415 (a leaf module; only option reads ask)
         memo = self.memo("config_options")
-        key = (str(entry), option)
-        if key not in memo:
+        if option not in memo:  # every YAML's values of the option, read once per option
             word = re.compile(rb"(?m)^\s*" + re.escape(option.encode()) + rb"\s*:")
-            out: List[Tuple[str, str]] = []
+            found: List[Tuple[Path, str, str]] = []
             for cfile in self.config_files():
-                if cfile.suffix not in (".yaml", ".yml") or not _config_applies(cfile, entry, self.root) \
-                        or _nearer_program(cfile, entry):
+                if cfile.suffix not in (".yaml", ".yml"):
                     continue
                 try:
                     text = self.read(cfile)
@@ -1860,11 +1858,15 @@ class Project:
                 if not word.search(text):
                     continue
                 for k, v in config_leaves(text, cfile.name).items():
-                    if k.rsplit(".", 1)[-1] == option and isinstance(v, (str, int)) and not isinstance(v, bool) \
-                            and str(v) not in {x for x, _ in out}:
-                        out.append((str(v), f"`{option}: {v}` in {self.display(cfile)}"))
-            memo[key] = out
-        return list(memo[key])
+                    if k.rsplit(".", 1)[-1] == option and isinstance(v, (str, int)) and not isinstance(v, bool):
+                        found.append((cfile, str(v), f"`{option}: {v}` in {self.display(cfile)}"))
+            memo[option] = found
+        out: List[Tuple[str, str]] = []
+        for cfile, value, where in memo[option]:
+            if value not in {x for x, _ in out} and _config_applies(cfile, entry, self.root) \
+                    and not _nearer_program(cfile, entry):
+                out.append((value, where))
+        return out
 
     def launcher_options(self, path: Path, option: str) -> List[str]:
         """The values the shell scripts that run the program ``path`` pass its option ``option`` (``adam_epsilon``;
