@@ -1767,7 +1767,9 @@ class Project:
                     out.append((str(ast.literal_eval(arg.text)), f"{self.display(site.path)}:{site.line}"))
                 except (ValueError, SyntaxError):
                     return None
-            elif arg.kind in ("attribute", "name") and re.fullmatch(r"[\w.]+", arg.text):
+            elif arg.kind == "attribute" and re.fullmatch(r"[\w.]+", arg.text) \
+                    and _OPTIONS_OBJECT.fullmatch(arg.text.split(".")[-2]):
+                # ``dtype=model_args.dtype``: an option of the program's arguments (not a local's value)
                 option = arg.text.rsplit(".", 1)[-1]
                 values = self._option_values(entry, option, reach)
                 if not values:
@@ -3602,6 +3604,8 @@ _LIGHTNING_VALUES = {"16": ("float16", False), "16-mixed": ("float16", False), "
 _OPEN_AUTOCAST_DTYPE = "dtype not a literal, assumed float16"
 # the note of a command-line option's default precision (``precision_facts._cli_signal``)
 _CLI_DEFAULT = re.compile(r"command line --([\w-]+) default ")
+# an object holding a program's options: ``args``, ``model_args``, ``training_args``, ``cfg``, ``opts``, ``hparams``
+_OPTIONS_OBJECT = re.compile(r"(?i)\w*args|\w*(?:cfg|conf|config)\w*|opts?|h?params|hp")
 # the fields of an arguments object spread into a call: ``**asdict(model_args)``, ``**vars(args)``
 _FIELDS_SPREAD = re.compile(r"(?:dataclasses\.)?(?:asdict|vars)\(\w+\)|\w+\.__dict__")
 

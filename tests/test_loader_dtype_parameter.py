@@ -78,6 +78,7 @@ def test_the_parameter_default_when_the_call_passes_nothing(tmp_path):
     dict(flags="--dtype fp16"),  # the launcher picks the float16 branch
     dict(passed='dtype="fp16"', flags=""),  # the call does
     dict(default="fp16", passed="", flags=""),  # the parameter's default does
+    dict(passed="dtype=str(model_args.dtype)", flags=""),  # a value that is not read: the branch may be taken
 ])
 def test_a_run_that_takes_the_float16_branch_keeps_it(tmp_path, kwargs):
     modes, codes = _check(tmp_path, **kwargs)
