@@ -87,6 +87,8 @@ class ScaledProducts:
                 continue
             divide = isinstance(node.operator, (cst.Divide, cst.DivideAssign))
             scale = self._downscale(ctx, pm, scale_side, divide, 0)
+            if scale is None and divide:
+                scale = self._total_weight(ctx, pm, scale_side, product)
             if scale is None or scale is _NOT:
                 continue
             if scale.kind == "count" and _size_of_the_product(ctx, pm, scale_side, product):
@@ -335,6 +337,34 @@ class ScaledProducts:
             return value is not None and self._written_as_sqrt(ctx, pm, value, depth + 1)
         return bool(re.search(r"sqrt|\*\*\s*\(?-?0?\.5\b", ctx.code(expr)))
 
+    def _total_weight(self, ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode) -> Optional[Scale]:
+        """A weighted mean's normaliser: the sum of one operand of the product over the axis the
+        product contracts, ``bmm(w, v) / w.sum(-1).clamp(min=1e-6)[:, :, None]`` (SparseInst's
+        instance features: sigmoid masks over H·W pixels times the features, held-out bug M13-2),
+        or a mask's sum, seen through a guard (``+ eps``, ``.clamp(min=...)``), ``[:, :, None]`` /
+        ``.unsqueeze(-1)`` and local names. A count of the terms, known only after the float16 sum."""
+        for _ in range(8):
+            if isinstance(expr, cst.Name):
+                value = pm.value_of(expr)
+                if value is None:
+                    return None
+                expr = value
+            elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) \
+                    and _is_number_like(ctx, expr.right):
+                expr = expr.left  # ``w.sum(-1) + eps``
+            elif isinstance(expr, cst.Subscript) or isinstance(expr, cst.Call) and P.op_of(ctx, pm, expr) in P.VIEWS:
+                expr = P.through_views(ctx, pm, expr)  # ``[:, :, None]``, ``.unsqueeze(-1)``
+            elif isinstance(expr, cst.Call) and P.op_of(ctx, pm, expr) in P.LOWER_GUARDS \
+                    and isinstance(expr.func, cst.Attribute):
+                expr = expr.func.value  # ``w.sum(-1).clamp(min=1e-6)``
+            else:
+                break
+        if not isinstance(expr, cst.Call):
+            return None
+        if self._mask_count(ctx, pm, expr) or _sums_operand_over_contraction(ctx, pm, expr, product):
+            return Scale(None, f"`{P.short_code(ctx, expr)}`", "count")
+        return None
+
     @staticmethod
     def _mask_count(ctx, pm, call: cst.Call) -> bool:
         """``mask.sum(...)``, ``torch.einsum("...", mask, mask)``: how many terms a masked sum has."""
@@ -570,6 +600,33 @@ def _size_of_the_product(ctx, pm, expr: cst.BaseExpression, product: cst.CSTNode
         bound = P.single_binding(ctx, pm, receiver)
         return bound is not None and bound[0] is product
     return False
+
+
+def _sums_operand_over_contraction(ctx, pm, call: cst.Call, product: cst.CSTNode) -> bool:
+    """``w.sum(-1)`` / ``torch.sum(w, dim=-1)`` (or ``w.sum()``) with ``w`` an operand of the product
+    ``bmm(w, v)`` / ``w @ v`` / ``matmul`` summed over the axis the product contracts (the last of the
+    left operand, the one before it of the right one)."""
+    if P.op_of(ctx, pm, call) != "sum":
+        return False
+    func = call.func
+    args = P.positional(call)
+    if isinstance(func, cst.Attribute) and (ctx.call_name(call) or "").startswith("torch."):
+        summed, rest = (args[0].value, args[1:]) if args else (None, [])
+    elif isinstance(func, cst.Attribute):
+        summed, rest = func.value, args
+    else:
+        return False
+    dim = next((a.value for a in call.args if a.keyword is not None and a.keyword.value in ("dim", "axis")),
+               rest[0].value if rest else None)
+    axis = ctx.number(dim) if dim is not None else None
+    if summed is None or (dim is not None and axis is None) or P.op_of(ctx, pm, product) not in ("__matmul__", "matmul", "bmm"):
+        return False
+    code = ctx.code(P.through_views(ctx, pm, summed))
+    operands = [ctx.code(P.through_views(ctx, pm, o)) for o in P.tensor_operands(ctx, pm, product)]
+    if len(operands) != 2 or code not in operands:
+        return False
+    contracted = -1 if code == operands[0] else -2
+    return dim is None or axis == contracted
 
 
 def _is_number_like(ctx, expr: cst.BaseExpression) -> bool:
