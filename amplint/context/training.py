@@ -1549,3 +1549,18 @@ def _built_as_amp_wrapper(ctx, wrapper: str) -> bool:
         if isinstance(parent, cst.Assign) and any(ctx.code(t.target) == wrapper for t in parent.targets):
             return True
     return False
+
+
+def exclusive_branches(ctx, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Do ``a`` and ``b`` lie on the two sides of one ``if`` (``if scaler is not None:
+    scaler.scale(loss).backward() else: loss.backward()``), so that no run takes both?"""
+    above_b = set(map(id, ctx.ancestors(b)))
+    child = a
+    for anc in ctx.ancestors(a):
+        if id(anc) in above_b:
+            if isinstance(anc, cst.If) and child is not anc.test:
+                other_side = anc.orelse if child is anc.body else anc.body
+                return other_side is not None and ctx.is_ancestor(other_side, b)
+            return False
+        child = anc
+    return False

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+import libcst as cst
+
 from ..context.file_context import Evidence
-from ..context.training import fp16_region_before, is_test_file, training_steps
+from ..context.step_callers import fp16_region_of_callers
+from ..context.training import exclusive_branches, fp16_region_before, is_test_file, training_steps
 from ..findings import Confidence, Location, Violation
 from ..fp16 import FLOAT16, fmt, pow2
 from .base import Rule
@@ -51,15 +54,22 @@ class Fp16AutocastWithoutGradScaler(Rule):
         for scope, step in training_steps(ctx).items():
             if step.is_test:
                 continue
-            if any(e.kind in ("scaler_step", "unscale", "update") or e.how in ("scaled", "apex", "engine", "maybe_scaled")
-                   for e in step.events):
-                continue  # a scaler (or an engine that scales) is handed in
+            scaling = [e for e in step.events if e.kind in ("scaler_step", "unscale", "update")
+                       or e.how in ("scaled", "apex", "engine", "maybe_scaled")]
             for bw in step.backwards:
                 if bw.how not in ("plain", "unknown"):
                     continue
-                region = fp16_region_before(ctx, scope, bw.call)
+                if any(not exclusive_branches(ctx, e.call, bw.call) for e in scaling):
+                    continue  # a scaler (or an engine that scales) is handed in for this backward
+                region, where = fp16_region_before(ctx, scope, bw.call), ctx
                 if region is None:
-                    continue
+                    # the loop's autocast is the caller's: ``step(model, optimizer, loss)`` after the
+                    # forward under it (the helper's own ``loss.backward(); optimizer.step()``)
+                    root = _receiver_parameter(ctx, bw.call)
+                    found = fp16_region_of_callers(ctx, bw.call, root) if root is not None else None
+                    if found is None:
+                        continue
+                    region, where = found
                 tiny = FLOAT16.smallest_subnormal
                 message = (f"`{ctx.code(bw.call.func)}()` of a float16 autocast step with no GradScaler in the "
                            f"project: activation gradients below {pow2(tiny)} ≈ {fmt(tiny)} flush to 0 in "
@@ -70,3 +80,15 @@ class Fp16AutocastWithoutGradScaler(Rule):
                                 evidence=[Location(region.region.evidence.path, region.region.evidence.line,
                                                    f"float16 autocast: `{region.region.evidence.what}`")])
                 break  # one finding per training step
+
+
+def _receiver_parameter(ctx, call) -> Optional[str]:
+    """``loss`` for ``loss.backward()`` (``loss.mean().backward()``) in a function taking ``loss``."""
+    expr = call.func.value if isinstance(call.func, cst.Attribute) else None
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        expr = expr.func.value
+    fn = ctx.enclosing_function(call)
+    if not isinstance(expr, cst.Name) or fn is None:
+        return None
+    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    return expr.value if expr.value in params else None
