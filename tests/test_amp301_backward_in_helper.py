@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 import engine
+from thirdparty import make_scaler
 
 
 def train_one_epoch(model, loader, optimizer, criterion, scaler=None):
@@ -71,6 +72,11 @@ def test_the_scaler_branch_of_a_helper_no_scaler_ever_reaches(tmp_path):
 
 def test_near_miss_a_grad_scaler_built_and_handed_in(tmp_path):
     assert findings(tmp_path, BRANCHED, passed=", scaler=scaler", built=', torch.amp.GradScaler("cuda")') == []
+
+
+def test_near_miss_a_scaler_from_code_the_project_does_not_show(tmp_path):
+    # (no GradScaler is built in the project, but the helper's scaler is handed in: the scaled path runs)
+    assert findings(tmp_path, BRANCHED, passed=", scaler=scaler", built=", make_scaler()") == []
 
 
 def test_near_miss_bfloat16_autocast(tmp_path):

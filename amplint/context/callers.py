@@ -359,3 +359,34 @@ def _may_bind(fn: cst.FunctionDef, args: List[Tuple[str, str]]) -> bool:
         return False
     given = set(names[:positional]) | keywords
     return all(r in given for r in required)
+
+
+def none_at_every_call(pm, fn: cst.FunctionDef, param: str, depth: int = 0) -> bool:
+    """Is ``param`` of ``fn`` None at every call seen (``step(model, opt, loss, scaler=scaler)`` in a
+    loop whose own ``scaler=None`` no call gives: a helper's optional GradScaler that nothing hands
+    in)? Its default must be None; a call passing nothing, ``None``, or an argument of its own
+    function that is None at every call of that one (three calls deep at most) keeps it None. False
+    when no call is seen."""
+    if depth > 3:
+        return False
+    params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
+    own = next((p for p in params if p.name.value == param), None)
+    if own is None or not (isinstance(own.default, cst.Name) and own.default.value == "None"):
+        return False
+    ctx = pm.ctx
+    passed = passed_values(pm, fn, param, elsewhere=ctx.parent(fn) is ctx.module)
+    if not passed:
+        return False
+    for p in passed:
+        value = p.value
+        if value is None and not any(a.star for a in p.call.args):
+            continue
+        if isinstance(value, cst.Name) and value.value == "None":
+            continue
+        if isinstance(value, cst.Name):
+            bound = p.model.binding_at(value.value, value)
+            if isinstance(bound, tuple) and len(bound) == 3 and bound[0] == "param" \
+                    and none_at_every_call(p.model, bound[1], value.value, depth + 1):
+                continue
+        return False
+    return True

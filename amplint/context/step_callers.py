@@ -9,7 +9,7 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
-from .callers import passed_values
+from .callers import none_at_every_call, passed_values
 from .precision import precision_model
 from .training import ScopeRegion, fp16_region_before, is_test_file
 
@@ -34,3 +34,19 @@ def fp16_region_of_callers(ctx, node: cst.Call, param: str) -> Optional[Tuple[Sc
         if found is not None:
             return found, other
     return None
+
+
+def scalers_never_given(ctx, node: cst.Call, scaling) -> bool:
+    """For a plain ``backward`` (``node``) beside a scaled one on the other side of ``if scaler is
+    not None:``: is every scaler those events use a parameter of the helper, defaulting to None, that
+    every call leaves None (passed down up to three calls: the loop's own ``scaler=None`` nothing
+    gives)? Then the plain path is the one that runs. False for a scaler some call hands in, from
+    code the project shows or not (``scaler=make_scaler()``)."""
+    fn = ctx.enclosing_function(node)
+    if fn is None:
+        return False
+    names = {(e.scaler or "").split(".")[0] for e in scaling}
+    if not names or "" in names:
+        return False
+    model = precision_model(ctx)
+    return all(none_at_every_call(model, fn, name) for name in names)

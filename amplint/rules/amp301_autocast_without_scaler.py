@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from ..context.file_context import Evidence
-from ..context.step_callers import fp16_region_of_callers
+from ..context.step_callers import fp16_region_of_callers, scalers_never_given
 from ..context.training import exclusive_branches, fp16_region_before, is_test_file, training_steps
 from ..findings import Confidence, Location, Violation
 from ..fp16 import FLOAT16, fmt, pow2
@@ -61,6 +61,8 @@ class Fp16AutocastWithoutGradScaler(Rule):
                     continue
                 if any(not exclusive_branches(ctx, e.call, bw.call) for e in scaling):
                     continue  # a scaler (or an engine that scales) is handed in for this backward
+                if scaling and not scalers_never_given(ctx, bw.call, scaling):
+                    continue  # (``if scaler is not None:`` with a scaler some caller hands in)
                 region, where = fp16_region_before(ctx, scope, bw.call), ctx
                 if region is None:
                     # the loop's autocast is the caller's: ``step(model, optimizer, loss)`` after the
