@@ -234,3 +234,39 @@ def test_parts_taken_beside_an_uncalled_loader(name, extra, finetune, expected):
         files["finetune.py"] = FINETUNE
     assert [f.code for f in lint_source(clip, filename="pkg/clip_model.py", extra_files=files,
                                         select=("AMP401",))] == expected, name
+
+
+# VQ-Diffusion's real text embedding (triage set 13, T13-2 as it is there): the CLIP comes from the upstream
+# ``model, _ = clip.load(...)`` and is rebuilt from its state dict (``model = build_model(model.state_dict())``)
+# before its text tower is taken. A name bound by unpacking a tuple is a binding like any other.
+UNPACKED = """
+import torch.nn as nn
+from pkg import clip_model
+
+
+class CLIPTextEmbedding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        model, _ = clip_model.load("ViT-B/32")
+        model = clip_model.build_model(model.state_dict())
+        self.token_embedding = model.token_embedding
+        self.transformer = model.transformer
+        {extra}
+        for p in self.parameters():
+            p.requires_grad = False
+
+    def forward(self, text):
+        return self.transformer(self.token_embedding(text))
+"""
+
+
+@pytest.mark.parametrize("name, extra, expected", [
+    ("a CLIP unpacked from load() and rebuilt: only its text tower is taken", "pass", []),
+    ("near miss: the unpacked instance is kept as a submodule", "self.clip = model", ["AMP401"]),
+])
+def test_parts_taken_of_an_unpacked_instance(name, extra, expected):
+    clip = textwrap.dedent(CLIP) + LOAD
+    files = {"pkg/__init__.py": "", "train.py": TRAIN,
+             "pkg/text_embedding.py": textwrap.dedent(UNPACKED).format(extra=extra)}
+    assert [f.code for f in lint_source(clip, filename="pkg/clip_model.py", extra_files=files,
+                                        select=("AMP401",))] == expected, name

@@ -185,8 +185,8 @@ def _parts_only(ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
         if name.value != holder or not ctx.is_ancestor(scope, name):
             continue
         parent = ctx.parent(name)
-        if isinstance(parent, cst.AssignTarget) and parent.target is name:
-            continue  # the binding (``model = build_model()``)
+        if isinstance(parent, cst.AssignTarget) and parent.target is name or _unpacked_into(ctx, name):
+            continue  # the binding (``model = build_model()``, ``model, _ = clip.load(...)``)
         if isinstance(parent, cst.Arg) and parent.value is name:
             wrapper = _wrapped_parts_only(ctx, parent)
             if wrapper is None:
@@ -204,6 +204,17 @@ def _parts_only(ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
             return None  # ``model.x = ...``
         first = first or parent
     return first
+
+
+def _unpacked_into(ctx, name: cst.Name) -> bool:
+    """Is ``name`` an element of a tuple / list assignment target (``model, _ = clip.load(...)``)?"""
+    node: cst.CSTNode = name
+    parent = ctx.parent(node)
+    if not isinstance(parent, (cst.Element, cst.StarredElement)):
+        return False
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        node, parent = parent, ctx.parent(parent)
+    return isinstance(parent, cst.AssignTarget) and parent.target is node
 
 
 def _wrapped_parts_only(ctx, arg: cst.Arg) -> Optional[cst.CSTNode]:
