@@ -595,6 +595,10 @@ def _half_conditions(nodes: List[ast.AST], parents: "_Parents", lines: List[str]
     return {name: next(iter(tests)) for name, tests in found.items() if len(tests) == 1}
 
 
+# an object holding a program's options: ``args``, ``model_args``, ``model_args_dict``, ``cfg``, ``opts``, ``hparams``
+_OPTIONS_OBJECT = re.compile(r"(?i)\w*args(_dict)?|\w*(?:cfg|conf|config)\w*|opts?|h?params|hp")
+
+
 def _parameter_branch(test: str, fn: ast.AST, parents: "_Parents") -> Optional[Dict[str, Any]]:
     """``test`` (the text of a dtype branch's condition) compares a parameter of ``fn`` with strings (``dtype ==
     "fp16"``, ``precision in ("fp16", "half")``): {"function": ``fn``'s qualified name in its module, "param",
@@ -615,11 +619,26 @@ def _parameter_branch(test: str, fn: ast.AST, parents: "_Parents") -> Optional[D
     defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults):]], a.defaults))
     defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
     param = node.left.id
-    if param not in {x.arg for x in positional + a.kwonlyargs}:
-        return None
-    d = defaults.get(param)
     names = [fn.name] + [c.name for c in parents.chain(fn) if isinstance(c, (ast.ClassDef, ast.FunctionDef,
                                                                               ast.AsyncFunctionDef))]
+    if param not in {x.arg for x in positional + a.kwonlyargs}:
+        # ``dtype = model_args_dict["dtype"]`` (``asdict(model_args)``) / ``dtype = model_args.dtype`` then ``if dtype ==
+        # "bf16": ...`` (FlagEmbedding's activation_beacon, T14-2): the option of that key, read by the project
+        reads = [x.value for x in ast.walk(fn) if isinstance(x, ast.Assign) and len(x.targets) == 1
+                 and isinstance(x.targets[0], ast.Name) and x.targets[0].id == param
+                 and (isinstance(x.value, ast.Subscript)
+                      or isinstance(x.value, ast.Attribute) and isinstance(x.value.value, (ast.Name, ast.Attribute))
+                      and _OPTIONS_OBJECT.fullmatch((_dotted(x.value.value) or "").rsplit(".", 1)[-1]))]
+        option = None
+        if len(reads) == 1 and isinstance(reads[0], ast.Subscript):
+            key = reads[0].slice.value if isinstance(reads[0].slice, ast.Index) else reads[0].slice  # (3.8's ast.Index)
+            option = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+        elif len(reads) == 1 and isinstance(reads[0].value, (ast.Name, ast.Attribute)):
+            option = reads[0].attr
+        if option is None or not re.fullmatch(r"\w+", option):
+            return None
+        return {"function": ".".join(reversed(names)), "param": param, "test": test, "default": None, "option": option}
+    d = defaults.get(param)
     return {"function": ".".join(reversed(names)), "param": param, "test": test,
             "default": d.value if isinstance(d, ast.Constant) and isinstance(d.value, str) else None}
 
@@ -1113,7 +1132,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             cond_of = _self_condition(node, parents, self_options)
             if cond_of is not None:
                 record["self_option"] = cond_of
-        if half_test is not None and record["kind"] == "half_params" and fn is not None:
+        if half_test is not None and sig.kind == "half_params" and fn is not None:
             # ``def get_model(name, dtype="bf16"): ... elif dtype == "fp16": torch_dtype = torch.float16``: float16 in the
             # runs whose calls pass a value making the test true (the project reads the callers, T14-2)
             branch = _parameter_branch(half_test, fn, parents)

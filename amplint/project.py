@@ -1730,6 +1730,10 @@ class Project:
                        reach: set) -> Optional[List[Tuple[str, str]]]:
         """The string values the calls in ``reach`` of ``branch``'s function (of ``path``) pass its parameter, each with
         where it comes from; None when one passes anything else, or no call is found."""
+        if branch.get("option"):
+            # a local read from the program's options by a key (``dtype = model_args_dict["dtype"]``)
+            values = self._option_values(entry, branch["option"], reach)
+            return [(v, f"`--{branch['option']}`: {w}") for v, w in values] or None
         qualname = branch["function"]
         fns = [x for x in index.symbols_in(path) if x.kind == "function" and x.qualname == qualname]
         if len(fns) != 1:

@@ -84,3 +84,38 @@ def test_a_run_that_takes_the_float16_branch_keeps_it(tmp_path, kwargs):
     modes, codes = _check(tmp_path, **kwargs)
     assert modes == {"train.py": "fp16"}, modes
     assert "AMP101" in codes, codes
+
+
+# the real shape: the loader takes the options object and reads the dtype by its key
+LOADER_BY_KEY = """
+from dataclasses import asdict
+
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def get_model(model_args):
+    model_args_dict = asdict(model_args)
+    dtype = model_args_dict["dtype"]
+    if dtype == "bf16":
+        dtype = torch.bfloat16
+    elif dtype == "fp16":
+        dtype = torch.float16
+    else:
+        dtype = torch.float32
+    return AutoModelForCausalLM.from_pretrained(model_args_dict["model_name"], torch_dtype=dtype)
+"""
+
+
+@pytest.mark.parametrize("flags, mode", [("--bf16", "bf16"), ("--dtype fp16", "fp16")])
+def test_a_dtype_read_from_the_options_by_its_key(tmp_path, flags, mode):
+    root = write_project(tmp_path / "p", {
+        "lib/__init__.py": textwrap.dedent(LOADER_BY_KEY),
+        "train.py": textwrap.dedent(TRAIN).format(option="bf16", passed="").replace(
+            "get_model(model_args.model_name, )", "get_model(model_args)"),
+        "train.sh": SCRIPT.format(flags=flags),
+    })
+    p = Project(root)
+    modes = {ep.display.rsplit("/", 1)[-1]: p.regime_for(ep.path).mode for ep in p.entry_points()}
+    assert modes == {"train.py": mode}, modes
+    assert ("AMP101" in {code for _, code in hazard_findings(root)}) is (mode == "fp16")
