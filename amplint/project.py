@@ -880,6 +880,8 @@ class Project:
             files = [self.root / n for n in ("pyproject.toml", "setup.cfg")]
             files += sorted(self.root.glob("requirements*.txt")) + sorted(self.root.glob("requirements/*.txt"))
             files += self.config_files()
+            # README files: an external trainer's command line (``unicore-train --user-dir ./pkg --fp16``)
+            files += sorted(self.root.glob("README*.md")) + sorted(self.root.glob("*/README*.md"))
             parts = []
             for f in files:
                 try:
@@ -1422,6 +1424,7 @@ class Project:
                                                                     and not facts[e.path].get("script"))
                    or not any(o is not e and e.path in o.reach and o.path not in e.reach
                               and self._calls_training_of(o, e, reached_of) for o in eps)]
+            eps.extend(self._external_trainer_entry_points(eps))
             for e in eps:  # name an entry point by a function that trains, not one that prepares
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step", LOSS_SCALER_CALL} & set(f["why"])),
                                                 f["line"]))
@@ -2147,6 +2150,80 @@ class Project:
             if sig is not None:
                 out.append((sig, Evidence(f"`{call['text']}`", self.display(path), call["line"])))
         return out
+
+    def _external_trainer_entry_points(self, eps: List["EntryPoint"]) -> List["EntryPoint"]:
+        """The packages an external trainer's command line trains (Uni-Mol's README: ``unicore-train ... --user-dir
+        ./unimol ... --fp16``; fairseq's ``fairseq-train --user-dir``, M16-1): an entry point for each such directory,
+        reaching its files (beside the package's own loops: Uni-Mol's pose refinement), with that command's precision as
+        evidence
+        (``--fp16``: a half model with float32 master weights, the trainer's FP16Optimizer; ``--bf16`` likewise in
+        bfloat16; ``--amp``: fp16 autocast)."""
+        runs = self._external_trainer_runs()
+        if not runs:
+            return []
+        files = [f for f in self.files() if not self.is_test(f)]
+        out: Dict[Path, EntryPoint] = {}
+        for directory, trainer, sig, source, line, text in runs:
+            below = {f for f in files if directory in f.parents}
+            if not below:
+                continue
+            init = directory / "__init__.py"
+            path = init if init in below else sorted(below)[0]
+            if path not in out:  # one entry point per package, with the evidence of each command training it
+                functions = [{"function": f"<{trainer}>", "line": 1, "why": [f"{trainer} --user-dir"]}]
+                out[path] = EntryPoint(path, self.display(path), functions, below, [], [])
+            if sig is not None:
+                ev = Evidence(f"`{text}`", self.display(source), line)
+                out[path].signals.append((sig, ev))
+                out[path].roles.append((TRAINING, str(ev), f"the command line of the external trainer {trainer}"))
+        return list(out.values())
+
+    def _external_trainer_runs(self) -> List[Tuple[Path, str, Optional[Signal], Path, int, str]]:
+        """(user directory, trainer, precision signal or None, file, line, command) of each ``fairseq-train`` / ``unicore-train``
+        command naming a ``--user-dir`` in the project's shell scripts and README files."""
+        memo = self.memo("shell_runs")
+        if "external" not in memo:
+            sources = [f for f in self.config_files() if f.suffix == ".sh"]
+            sources += sorted(self.root.glob("README*.md")) + sorted(self.root.glob("*/README*.md"))
+            out = []
+            for f in sources:
+                try:
+                    text = self.read(f).decode("utf-8", "replace")
+                except OSError:
+                    continue
+                if "--user-dir" not in text or not _EXTERNAL_TRAINER.search(text):
+                    continue
+                lines = text.splitlines()
+                i = 0
+                while i < len(lines):
+                    start, command = i + 1, lines[i].split("#", 1)[0]
+                    while command.rstrip().endswith("\\") and i + 1 < len(lines):
+                        i += 1
+                        command = command.rstrip()[:-1] + " " + lines[i].split("#", 1)[0]
+                    i += 1
+                    m = _EXTERNAL_TRAINER.search(command)
+                    d = _USER_DIR.search(command)
+                    if not (m and d):
+                        continue
+                    target = d.group(1).strip("\"'").rstrip("/")
+                    if "$" in target:
+                        continue
+                    directory = next((b / target for b in (f.parent, self.root) if (b / target).is_dir()), None)
+                    if directory is None:
+                        continue
+                    directory = directory.resolve()
+                    flags = set(_EXTERNAL_FLAG.findall(command))
+                    sig = Signal("flag", "float16", pure=True, note=f"{m.group(0)} --memory-efficient-fp16: half "
+                                 f"parameters") if "memory-efficient-fp16" in flags else \
+                        Signal("flag", "float16", pure=True, master=True, note=f"{m.group(0)} --fp16: a half model, "
+                               f"float32 master weights") if "fp16" in flags else \
+                        Signal("flag", "bfloat16", pure=True, master=True, note=f"{m.group(0)} --bf16") \
+                        if "bf16" in flags else \
+                        Signal("flag", "float16", note=f"{m.group(0)} --amp: fp16 autocast") if "amp" in flags else None
+                    text = " ".join(command[m.start():].split())
+                    out.append((directory, m.group(0), sig, f, start, text if len(text) <= 60 else text[:57] + "..."))
+            memo["external"] = out
+        return memo["external"]
 
     def _setting_precision(self, setting: str) -> Optional[Signal]:
         """The precision a trainer given ``precision=configs.trainer.precision`` runs in, by the project's structured-config
@@ -3601,6 +3678,10 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
     return False
 
 
+# an external trainer's command line, training a package named by --user-dir (fairseq, Uni-Core)
+_EXTERNAL_TRAINER = re.compile(r"(?<![\w-])(?:fairseq|unicore)-(?:hydra-)?train\b")
+_USER_DIR = re.compile(r"--user-dir[= ]+(\S+)")
+_EXTERNAL_FLAG = re.compile(r"(?<![\w-])--(memory-efficient-fp16|fp16|bf16|amp)(?![\w-])")
 # Lightning's precision values (``precision_facts._LIGHTNING``)
 _LIGHTNING_VALUES = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true": ("float16", True),
                      "bf16": ("bfloat16", False), "bf16-mixed": ("bfloat16", False), "bf16-true": ("bfloat16", True)}
