@@ -212,6 +212,10 @@ class Discovery:
                         sub = [*gitignores, (p, spec)]
                 yield from self._walk(p, root, sub, stop_at_projects, suffixes)
             elif entry.name.endswith(suffixes) and entry.is_file():
+                if _lfs_pointer(entry):
+                    self.warnings[f"{_shown(p)}: a Git LFS pointer, not the file's content (`git lfs pull` "
+                                  "fetches it); skipped"] = None
+                    continue
                 yield p
 
     def files(self, paths: Iterable[Path]) -> List[Path]:
@@ -237,3 +241,18 @@ def _relative_to_given(found: Path, given: Path) -> Path:
         return given / found.relative_to(given.resolve())
     except ValueError:
         return found
+
+
+# A Git LFS pointer file (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md): a checkout that
+# did not fetch LFS objects holds these ~130-byte texts in place of the files (anomalib's notebooks).
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def _lfs_pointer(entry: os.DirEntry) -> bool:
+    try:
+        if entry.stat().st_size > 1024:
+            return False
+        with open(entry.path, "rb") as fh:
+            return fh.read(len(_LFS_POINTER)) == _LFS_POINTER
+    except OSError:
+        return False

@@ -172,3 +172,25 @@ def test_deeply_nested_but_valid_file(tmp_path):
     root = write_project(tmp_path / "p", {"deep.py": deep})
     r = check(root)
     assert [l.split(": ")[1].split()[0] for l in lines(r)] == ["AMP501"], r.out
+
+
+LFS_POINTER = ("version https://git-lfs.github.com/spec/v1\n"
+               "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
+
+
+def test_git_lfs_pointers_are_skipped_with_a_warning(tmp_path):
+    # a checkout that did not fetch LFS objects (anomalib's notebooks): not a syntax error, not an
+    # unreadable notebook; the rest is linted and fix leaves the pointers alone
+    root = write_project(tmp_path / "p", {"model.py": LFS_POINTER, "demo.ipynb": LFS_POINTER, "good.py": HAZARD})
+    r = check(root)
+    assert r.rc == 1 and all(line.startswith("good.py:") for line in lines(r))
+    for name in ("model.py", "demo.ipynb"):
+        assert f"{name}: a Git LFS pointer, not the file's content" in r.err
+    run(["check", "--fix", "--unsafe-fixes"], root)
+    assert (root / "model.py").read_text() == LFS_POINTER
+
+
+def test_near_miss_a_file_quoting_the_lfs_header_later_is_linted(tmp_path):
+    root = write_project(tmp_path / "p", {"doc.py": 'HEADER = "version https://git-lfs.github.com/spec/v1"\n' + HAZARD})
+    r = check(root)
+    assert "Git LFS pointer" not in r.err and [line.split(":")[0] for line in lines(r)] == ["doc.py"]
