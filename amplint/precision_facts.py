@@ -908,7 +908,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     fields = _Fields(parents.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign), imports, facts["dtype_defaults"])
     autocast_dtype_vars = _value_dtype_vars(parents.of(ast.Assign), imports, lookups=True)
     option_lookups = _option_lookup_vars(parents.of(ast.Assign), imports)
-    dtype_tables = _DtypeTables(parents.of(ast.Assign), imports)
+    dtype_tables = _DtypeTables(parents.of(ast.Assign, ast.AnnAssign), imports)
     self_options = _self_options(parents.of(ast.ClassDef)) if b"self." in source else {}
     facts["conditional_builds"] = _conditional_builds(parents.of(ast.Call), parents, self_options) if self_options else []
     frozen = _frozen_objects(parents.of(ast.Call, ast.For, ast.AsyncFor), parents)
@@ -2279,11 +2279,13 @@ class _DtypeTables:
         counts: Dict[str, int] = {}
         values: Dict[str, ast.AST] = {}
         for node in assigns:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = _dotted(node.targets[0])
-                if target is not None:
-                    counts[target] = counts.get(target, 0) + 1
-                    values[target] = node.value
+            # (``torch_dtype_map: dict[str, torch.dtype] = {...}``, xlstm: an annotated table too)
+            target_node = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                else node.target if isinstance(node, ast.AnnAssign) and node.value is not None else None
+            target = _dotted(target_node) if target_node is not None else None
+            if target is not None:
+                counts[target] = counts.get(target, 0) + 1
+                values[target] = node.value
         once = {t: v for t, v in values.items() if counts[t] == 1}
         self.tables = {t for t, v in once.items() if self._keyed_dtypes(v)}
         self.lookups = {t: v for t, v in once.items() if isinstance(v, ast.Subscript) and self._lookup_setting(v)}

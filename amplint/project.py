@@ -1397,6 +1397,7 @@ class Project:
                 signals, roles = self._option_conditions(path, reach, signals, roles)
                 signals, roles = self._overridden_defaults(path, signals, roles)
                 signals, roles = self._configured_autocast_dtype(path, reach, signals, roles)
+                signals, roles = self._configured_lookup_dtype(path, signals, roles)
                 if stated and "float16" not in stated:
                     # its run configs state fp32 / bf16 (speechbrain's `precision: fp32` recipes): the shared
                     # trainer's autocast and GradScaler, switched by that setting, are off or bfloat16 in its runs
@@ -1533,6 +1534,31 @@ class Project:
             roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
         return out, roles
 
+
+    def _configured_lookup_dtype(self, path: Path, signals, roles):
+        """``signals`` and ``roles`` with an autocast whose dtype is looked up by a setting its own settings did not
+        settle (``dtype=torch_dtype_map[cfg.training.amp_precision]``) taking the one dtype the program's YAML configs
+        give that setting's key (xlstm's experiments/parity_*.yaml beside main.py, given by ``--config``:
+        ``amp_precision: bfloat16``, T15-4). Configs that disagree, or none holding the key, leave it as it was."""
+        looked = [(sig, ev) for sig, ev in signals if sig.kind == "autocast" and sig.dtype == "float16"
+                  and sig.note.startswith(DTYPE_LOOKUP)]
+        if not looked:
+            return signals, roles
+        changed = {}
+        for sig, ev in looked:
+            key = re.sub(r"""[\[\]"']""", ".", sig.note[len(DTYPE_LOOKUP):].strip("`")).strip(".").rsplit(".", 1)[-1]
+            stated = [(v, w) for v, w in self._config_option_values(path, key) if _PRECISION_WORDS.get(v.lower())]
+            dtypes = {_PRECISION_WORDS[v.lower()] for v, _ in stated}
+            if len(dtypes) == 1 and dtypes != {"float16"}:
+                dtype = dtypes.pop()
+                said = f"dtype {dtype}: " + "; ".join(w for _, w in stated)
+                changed[str(ev)] = dataclasses.replace(sig, dtype=dtype, enabled=sig.enabled and dtype != "float32",
+                                                       note=f"{sig.note}; {said}")
+        if not changed:
+            return signals, roles
+        return ([(changed.get(str(ev), sig), ev) for sig, ev in signals],
+                [(r[0], r[1], "; ".join(x for x in (r[2], changed[r[1]].note[len(DTYPE_LOOKUP):]) if x))
+                 if r[1] in changed else r for r in roles])
 
     def _configured_autocast_dtype(self, path: Path, reach: set, signals, roles):
         """``signals`` and ``roles`` with an autocast whose dtype the code does not say (nanuGPT: ``autocast(...,

@@ -77,3 +77,53 @@ def test_a_yaml_without_the_setting_keeps_fp16_mixed(tmp_path):
 def test_a_yaml_that_switches_the_autocast_off_is_fp32(tmp_path):
     _, modes = _modes(tmp_path, value="float16", enabled="false")
     assert modes == {"main.py": "fp32"}, modes
+
+
+# xlstm's real shape: an annotated table, and configs beside the program that it is given by `--config` (no path in
+# its code): the configs' value, when they agree
+MAIN_BY_CONFIG = """
+from argparse import ArgumentParser
+
+import torch
+from omegaconf import OmegaConf
+
+torch_dtype_map: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+
+def main(cfg):
+    model = torch.nn.Linear(16, 16).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for x in []:
+        with torch.autocast(device_type="cuda", dtype=torch_dtype_map[cfg.training.amp_precision],
+                            enabled=cfg.training.enable_mixed_precision):
+            loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+
+
+if __name__ == "__main__":
+    parser = ArgumentParser()
+    parser.add_argument("--config", default="parity_small")
+    args = parser.parse_args()
+    with open(args.config) as fp:
+        main(OmegaConf.create(fp.read()))
+"""
+
+
+@pytest.mark.parametrize("values, mode", [
+    (["bfloat16", "bfloat16"], "bf16"),
+    (["bfloat16", "float16"], "fp16-mixed"),  # near miss: the configs disagree
+])
+def test_the_programs_configs_pick_the_autocast_dtype_from_an_annotated_table(tmp_path, values, mode):
+    files = {"experiments/main.py": textwrap.dedent(MAIN_BY_CONFIG)}
+    for i, v in enumerate(values):
+        files[f"experiments/parity_{i}.yaml"] = textwrap.dedent(CONFIG).format(key="amp_precision", value=v,
+                                                                                 enabled="true")
+    p = Project(write_project(tmp_path / "p", files))
+    modes = {ep.display.rsplit("/", 1)[-1]: p.regime_for(ep.path).mode for ep in p.entry_points()}
+    assert modes == {"main.py": mode}, modes
