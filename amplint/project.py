@@ -1947,8 +1947,14 @@ class Project:
         """Is the JSON file ``config`` named by a string in the code of some of the project's files (its file name:
         ``deepspeed_config="./deepspeed.json"``), none of them a file the program ``entry`` reaches or one that runs
         it, with no launcher script of the program and no other configuration file naming it?"""
-        facts = self.facts()
-        namers = [q for q, f in facts.items() if config.name in f.get("json_names", ())]
+        memo = self.memo("shell_runs")
+        if "json_namers" not in memo:  # JSON file name -> the files naming it, once per run
+            namers_of: Dict[str, List[Path]] = {}
+            for q, f in self.facts().items():
+                for name in f.get("json_names", ()):
+                    namers_of.setdefault(name, []).append(q)
+            memo["json_namers"] = namers_of
+        namers = memo["json_namers"].get(config.name, [])
         if not namers:
             return False
         if any(q in reach for q in namers) or set(namers) & _closure(entry, importers):
