@@ -1539,10 +1539,12 @@ class Project:
         """``signals`` and ``roles`` with an autocast whose dtype is looked up by a setting its own settings did not
         settle (``dtype=torch_dtype_map[cfg.training.amp_precision]``) taking the one dtype the program's YAML configs
         give that setting's key (xlstm's experiments/parity_*.yaml beside main.py, given by ``--config``:
-        ``amp_precision: bfloat16``, T15-4). Configs that disagree, or none holding the key, leave it as it was."""
+        ``amp_precision: bfloat16``, T15-4), when the program names no YAML in its code. Configs that disagree, or none
+        holding the key, leave it as it was."""
         looked = [(sig, ev) for sig, ev in signals if sig.kind == "autocast" and sig.dtype == "float16"
                   and sig.note.startswith(DTYPE_LOOKUP)]
-        if not looked:
+        if not looked or self.facts().get(path, {}).get("yaml_paths"):
+            # (a program naming its YAML in its code reads that one: ``_own_yaml_settings``, T12-5)
             return signals, roles
         changed = {}
         for sig, ev in looked:
