@@ -159,28 +159,38 @@ def project_passed_once(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:
     project = ctx.project
     if project is None or not ctx.imports.module_name or not hasattr(project, "memo"):
         return project_passed(pm, fn, param)
-    memo = project.memo("project_passed")
-    key = (ctx.path, ctx.order(fn), param)
+    return memoised_with_reads(project, "project_passed", (ctx.path, ctx.order(fn), param),
+                               lambda: project_passed(pm, fn, param))
+
+
+def memoised_with_reads(project, memo: str, key, compute, keep=lambda: True):
+    """``compute()``, worked out once per run and worker process in the project's memo ``memo``
+    under ``key``. The project facts read while it runs (``project._recording``, when the project
+    notes them) are kept with the answer and noted again for each file that uses it: the results
+    cache's dependencies. ``keep()``, asked after the computation, says whether the answer may be
+    kept (not when a cycle cut it short: then it depends on which question led to it)."""
+    table = project.memo(memo)
     recording = getattr(project, "_recording", None)
-    kept = memo.get(key)
+    kept = table.get(key)
     if kept is not None:
-        passed, reads = kept
+        value, reads = kept
         if recording is not None:
             recording.extend(r for r in reads if r not in recording)
-        return passed
+        return value
     noting = hasattr(project, "note_fact")
     if noting:
         project._recording = []
     try:
-        passed = project_passed(pm, fn, param)
+        value = compute()
     finally:
         reads = project._recording if noting else []
         if noting:
             project._recording = recording
             if recording is not None:
                 recording.extend(r for r in reads if r not in recording)
-    memo[key] = (passed, reads)
-    return passed
+    if keep():
+        table[key] = (value, reads)
+    return value
 
 
 def project_passed(pm, fn: cst.FunctionDef, param: str) -> List[Passed]:

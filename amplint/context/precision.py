@@ -1669,39 +1669,22 @@ class PrecisionModel:
         kept only when nothing was cut short while it was worked out (then it does not depend on
         which question led to it); the project facts read for it are kept with it and noted again
         for each file that uses it (the results cache's dependencies)."""
-        from .callers import project_passed_once
+        from .callers import memoised_with_reads, project_passed_once
         ctx = self.ctx
         project = ctx.project
         if project is None or not ctx.imports.module_name:
             return []
-        memo = project.memo("heard_elsewhere")
-        key = (ctx.path, ctx.order(fn), name)
-        kept = memo.get(key)
-        recording = getattr(project, "_recording", None)
-        if kept is not None:
-            heard, reads = kept
-            if recording is not None:
-                recording.extend(r for r in reads if r not in recording)
-            return heard
-        noting = hasattr(project, "note_fact")
-        if noting:
-            project._recording = []
-        cuts = _CUTS[0]
-        try:
-            heard = []
+
+        def heard() -> List[_Heard]:
+            out = []
             for p in project_passed_once(self, fn, name):
                 h = self._heard(p)
-                heard.append(_Heard(h.fact, h.known, h.path, _line(h) if h.fact.is_half else 0,
-                                    _where(h) if h.fact.dtype is not None else ""))
-        finally:
-            reads = project._recording if noting else []
-            if noting:
-                project._recording = recording
-                if recording is not None:
-                    recording.extend(r for r in reads if r not in recording)
-        if _CUTS[0] == cuts:
-            memo[key] = (heard, reads)
-        return heard
+                out.append(_Heard(h.fact, h.known, h.path, _line(h) if h.fact.is_half else 0,
+                                  _where(h) if h.fact.dtype is not None else ""))
+            return out
+        cuts = _CUTS[0]
+        return memoised_with_reads(project, "heard_elsewhere", (ctx.path, ctx.order(fn), name), heard,
+                                   keep=lambda: _CUTS[0] == cuts)
 
     def not_a_tensor(self, expr: cst.BaseExpression) -> bool:
         """A value that is no torch tensor: a number or string literal, a numpy array (``np.*``
