@@ -473,6 +473,8 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
             return "unscale", None, None, ""  # a helper that unscales (``self._unscale_grads()``)
         if method in ("unscale_", "step", "update") and _is_scaler(receiver, known):
             target = call.args[0].value if call.args and call.args[0].keyword is None else None
+            if target is None:  # ``scaler.step(optimizer=self.optimizer)`` (ml-cvnets)
+                target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "optimizer"), None)
             if method == "unscale_":
                 return "unscale", receiver, target, ""
             if method == "step" and target is not None:
