@@ -878,7 +878,8 @@ class Project:
         if self._declarations is None:
             from .cache import digest
             files = [self.root / n for n in ("pyproject.toml", "setup.cfg")]
-            files += sorted(self.root.glob("requirements*.txt")) + sorted(self.root.glob("requirements/*.txt"))
+            from .context.requirements import requirement_files
+            files += requirement_files(self.root)
             files += self.config_files()
             # README files: an external trainer's command line (``unicore-train --user-dir ./pkg --fp16``)
             files += sorted(self.root.glob("README*.md")) + sorted(self.root.glob("*/README*.md"))

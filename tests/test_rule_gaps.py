@@ -283,6 +283,9 @@ OLD_API = """
     ("pyproject.toml", "[project]\nname = 'x'\ndependencies = ['torch >=1.12, <3']\n", [4]),
     ("requirements.txt", "torch>=1.11\n", []),
     ("setup.py", "setup(install_requires=['torch<2.4', 'pytorch-lightning>=2.5'])\n", []),
+    # a pip constraints file (``pip install -r requirements.txt -c constraints.txt``: ml-cvnets, set 17)
+    ("constraints.txt", "torch==1.13.0\ntorchvision==0.14.0\n", [4]),
+    ("requirements/constraints.txt", "torch==2.1.2\n", [4]),
 ])
 def test_deprecated_api_respects_the_supported_torch(where, text, expected):
     assert lines("AMP501", OLD_API, extra_files={where: text}) == expected

@@ -2,8 +2,8 @@
 
 A fix that writes ``torch.amp.GradScaler("cuda")`` breaks a project that still supports torch 2.2,
 where that name does not exist. The versions come from the project's own declarations: the
-``dependencies`` / ``optional-dependencies`` of pyproject.toml, ``requirements*.txt`` at its root
-and the requirement strings of setup.py / setup.cfg. The lowest version any of them admits is the
+``dependencies`` / ``optional-dependencies`` of pyproject.toml, ``requirements*.txt`` and pip
+constraints files at its root and the requirement strings of setup.py / setup.cfg. The lowest version any of them admits is the
 project's floor; a requirement with only an upper bound (``torch<2.4``) admits every older version.
 No declaration: nothing is known (None), and rules assume a current torch.
 """
@@ -42,9 +42,15 @@ def _floor_of(spec: str) -> Optional[Version]:
     return floor
 
 
+def requirement_files(root: Path) -> List[Path]:
+    """``requirements*.txt`` and pip constraints files (``constraints*.txt``, passed with ``-c``:
+    ml-cvnets pins ``torch==1.13.0`` there) at the root and under ``requirements/``."""
+    return sorted([*root.glob("requirements*.txt"), *root.glob("requirements/*.txt"),
+                   *root.glob("constraints*.txt"), *root.glob("requirements/constraints*.txt")])
+
+
 def _declaration_files(root: Path) -> List[Path]:
-    files = [root / "pyproject.toml", root / "setup.py", root / "setup.cfg"]
-    files += sorted(root.glob("requirements*.txt")) + sorted(root.glob("requirements/*.txt"))
+    files = [root / "pyproject.toml", root / "setup.py", root / "setup.cfg", *requirement_files(root)]
     return [f for f in files if f.is_file()]
 
 
