@@ -250,7 +250,9 @@ _LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 def _lfs_pointer(entry: os.DirEntry) -> bool:
     try:
-        if entry.stat().st_size > 1024:
+        # a pointer is ~130 bytes (the spec line, a sha256 oid, a size): empty ``__init__.py`` files and
+        # anything larger than a pointer are not opened
+        if not 100 <= entry.stat().st_size <= 1024:
             return False
         with open(entry.path, "rb") as fh:
             return fh.read(len(_LFS_POINTER)) == _LFS_POINTER
