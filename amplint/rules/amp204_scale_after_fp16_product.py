@@ -22,7 +22,8 @@ _EXAMPLE_N = 1024
 class ScaleAfterFp16Product(Rule):
     code = "AMP204"
     name = "scale-after-fp16-product"
-    summary = "Float16 matmul / einsum over a long axis normalised only after the product"
+    summary = ("Float16 matmul / einsum over a long axis normalised only after the product, or divided by its "
+               "depth row")
     fix_safety = "safe"
     applies_under = "fp16 (mixed or pure half)"
     # the product (``einsum``, ``matmul``, ``@``...) or a norm, and the ``*`` / ``/`` scaling it
