@@ -493,7 +493,7 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
     name = ctx.call_name(call)
     if name in CLIP_NAMES or _named_clip(ctx, call):
         return "clip", None, None, ""
-    if _same_file_function(ctx, call) is not None:
+    if same_file_function(ctx, call) is not None:
         return ("clip", None, None, "helper") if _clipping_helper(ctx, call) else None
     if isinstance(func, cst.Attribute) and func.attr.value == "clip_grad_norm_" and isinstance(func.value, (cst.Name, cst.Attribute)):
         receiver = dotted_name(func.value)
@@ -620,7 +620,7 @@ def _named_clip(ctx, call: cst.Call) -> bool:
     return isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) and first.func.attr.value == "parameters"
 
 
-def _same_file_function(ctx, call: cst.Call) -> Optional[cst.FunctionDef]:
+def same_file_function(ctx, call: cst.Call) -> Optional[cst.FunctionDef]:
     """The function of this file that ``call`` runs: ``f(...)`` of a module-level ``def f``, or
     ``self.m(...)`` of a method ``m`` of the calling method's own class."""
     func = call.func
@@ -655,7 +655,7 @@ def _clipping_helper(ctx, call: cst.Call) -> bool:
     training step (no backward, unscale_, step or update): ``self._clip_gradients()`` between a
     scaled backward and ``scaler.step`` clips scaled gradients like the clip written in place.
     A clip under an AMP switch in the helper (``if not self.use_amp:``) is not counted."""
-    fn = _same_file_function(ctx, call)
+    fn = same_file_function(ctx, call)
     if fn is None or fn is scope_of(ctx, call):
         return False
     cache = ctx._cache.setdefault("training_clipping_helpers", {})
@@ -689,7 +689,7 @@ def clamping_gradient_hook(ctx, call: cst.Call) -> Optional[cst.Call]:
     .backward()`` it clamps the gradients multiplied by the loss scale. None otherwise."""
     if _clamping_hook(ctx, call):
         return call
-    fn = _same_file_function(ctx, call)
+    fn = same_file_function(ctx, call)
     if fn is not None:
         if fn is scope_of(ctx, call):
             return None

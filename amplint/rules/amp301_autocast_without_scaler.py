@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from ..context.file_context import Evidence
-from ..context.step_callers import fp16_region_of_callers, scalers_never_given
+from ..context.step_callers import fp16_region_of_callee, fp16_region_of_callers, scalers_never_given
 from ..context.training import exclusive_branches, fp16_region_before, is_test_file, training_steps
 from ..findings import Confidence, Location, Violation
 from ..fp16 import FLOAT16, fmt, pow2
@@ -69,9 +69,14 @@ class Fp16AutocastWithoutGradScaler(Rule):
                     # forward under it (the helper's own ``loss.backward(); optimizer.step()``)
                     root = _receiver_parameter(ctx, bw.call)
                     found = fp16_region_of_callers(ctx, bw.call, root) if root is not None else None
-                    if found is None:
+                    if found is not None:
+                        region, where = found
+                if region is None:
+                    # or the callee's: ``loss = self.train_one_batch(batch)`` whose forward runs under it
+                    root = _receiver_name(bw.call)
+                    region = fp16_region_of_callee(ctx, bw.call, root) if root is not None else None
+                    if region is None:
                         continue
-                    region, where = found
                 tiny = FLOAT16.smallest_subnormal
                 message = (f"`{ctx.code(bw.call.func)}()` of a float16 autocast step with no GradScaler in the "
                            f"project: activation gradients below {pow2(tiny)} ≈ {fmt(tiny)} flush to 0 in "
@@ -84,13 +89,18 @@ class Fp16AutocastWithoutGradScaler(Rule):
                 break  # one finding per training step
 
 
-def _receiver_parameter(ctx, call) -> Optional[str]:
-    """``loss`` for ``loss.backward()`` (``loss.mean().backward()``) in a function taking ``loss``."""
+def _receiver_name(call) -> Optional[str]:
+    """``loss`` for ``loss.backward()`` (``loss.mean().backward()``)."""
     expr = call.func.value if isinstance(call.func, cst.Attribute) else None
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         expr = expr.func.value
-    fn = ctx.enclosing_function(call)
-    if not isinstance(expr, cst.Name) or fn is None:
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _receiver_parameter(ctx, call) -> Optional[str]:
+    """``loss`` for ``loss.backward()`` (``loss.mean().backward()``) in a function taking ``loss``."""
+    name, fn = _receiver_name(call), ctx.enclosing_function(call)
+    if name is None or fn is None:
         return None
     params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
-    return expr.value if expr.value in params else None
+    return name if name in params else None
