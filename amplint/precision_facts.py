@@ -528,6 +528,46 @@ def _option_defaults(nodes: List[ast.AST]) -> Dict[str, Optional[str]]:
     return {name: next(iter(values)) for name, values in found.items() if len(values) == 1 and "" not in values}
 
 
+_SWITCH_NAME = re.compile(r"(?i)fp16|bf16|float16|half|\bamp\b|_amp\b|\bamp_|mixed")
+
+
+def _switch_defaults(nodes: List[ast.AST]) -> Dict[str, List[bool]]:
+    """The boolean precision switches of the file's command line and argument dataclasses (``add_argument('--bf16',
+    action='store_true', default=True)``, a field ``fp16: bool = False``): option -> [its default, whether no command
+    line can change it] (a ``store_true`` defaulting to True is always True). Two different readings of one name are
+    none."""
+    found: Dict[str, set] = {}
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                        and _SWITCH_NAME.search(stmt.target.id) and _dotted(stmt.annotation) == "bool"):
+                    continue
+                value = stmt.value
+                if isinstance(value, ast.Call) and (_dotted(value.func) or "").rsplit(".", 1)[-1] == "field":
+                    value = next((k.value for k in value.keywords if k.arg == "default"), None)
+                if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+                    found.setdefault(stmt.target.id, set()).add((value.value, False))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                     and a.value.startswith("--")]
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            dest = kw["dest"].value if isinstance(kw.get("dest"), ast.Constant) else \
+                (flags[0].lstrip("-").replace("-", "_") if flags else None)
+            action = kw["action"].value if isinstance(kw.get("action"), ast.Constant) else None
+            if not (isinstance(dest, str) and _SWITCH_NAME.search(dest) and action in ("store_true", "store_false")):
+                continue
+            default = kw.get("default")
+            value = default.value if isinstance(default, ast.Constant) and isinstance(default.value, bool) else \
+                (action == "store_false" if default is None else None)
+            if value is None:
+                found.setdefault(dest, set()).add(None)
+                continue
+            # (``store_true`` can only set True: with ``default=True`` no command line turns it off)
+            found.setdefault(dest, set()).add((value, value == (action == "store_true")))
+    return {name: list(next(iter(v))) for name, v in found.items() if len(v) == 1 and None not in v}
+
+
 class _Fields:
     """The dtype an attribute of a config object holds: ``config.amp_dtype`` where the function's ``config``
     is a parameter annotated with a class (``config: TrainingConfig``) or a local assigned an instance
@@ -592,6 +632,11 @@ def _half_conditions(nodes: List[ast.AST], parents: "_Parents", lines: List[str]
             test = parents.parent[id(node)].test
         if target and test is not None and imports.resolve(_dotted(value) or "") in ("torch.float16", "torch.half"):
             found.setdefault(target, set()).add(_text(lines, test))
+        elif target and isinstance(node.value, ast.IfExp) and not isinstance(node.value.orelse, ast.IfExp) \
+                and imports.resolve(_dotted(node.value.orelse) or "") in ("torch.float16", "torch.half") \
+                and imports.resolve(_dotted(node.value.body) or "") not in ("torch.float16", "torch.half"):
+            # ``dtype = torch.bfloat16 if args.bf16 else torch.float16``: float16 when the test is false (T17-1)
+            found.setdefault(target, set()).add(f"not ({_text(lines, node.value.test)})")
     return {name: next(iter(tests)) for name, tests in found.items() if len(tests) == 1}
 
 
@@ -1040,8 +1085,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         sig = sig or wrapper or (data_cast[0] if data_cast else None) or classify(call_facts) \
             or _extra_signal(node, call_facts, source) or _cli_signal(node, deepspeed_options) \
             or _trained_half_cast(node, call_facts, trained)
+        ifexp_test = None
         if sig is None and not wrapper:
             sig, branch = _conditional_signal(seen_node, call_facts, imports, fields)
+            if sig is not None and not one_of:
+                ifexp_test = next((_ifexp_half_test(k.value, imports) for k in seen_node.keywords
+                                   if isinstance(k.value, ast.IfExp) and _ifexp_half_test(k.value, imports)), None)
             one_of = one_of or branch
         if sig is None:
             sig = _launcher_signal(node, call_facts) or _callers_precision(node, call_facts, owner(node))
@@ -1126,6 +1175,19 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                               note=f"`{record['model']}` is frozen and cast to float16: the trained model runs in "
                                    f"fp16 mixed precision")
         record["main"] = _under_main(node, parents)
+        if record["dtype"] == "float16":
+            # the test of command-line / config switches under which this float16 evidence is taken (``torch_dtype=
+            # torch.bfloat16 if args.bf16 else torch.half``: ``not (args.bf16)``; ``TrainingArguments(fp16=not
+            # args.bf16)``; ``if training_args.fp16: model.to(torch.float16)``), read against the runs' values of those
+            # switches (Project._option_branches, T17-1)
+            test = half_test or ifexp_test
+            if test is None and sig.note.startswith("fp16=<from the command line"):
+                test = next((f"({ast.unparse(k.value)})" for k in seen_node.keywords if k.arg == "fp16"), None) \
+                    if hasattr(ast, "unparse") else None
+            if test is None and not one_of:
+                test = _branch_test(node, parents)
+            if test is not None:
+                record["option_branch"] = test
         if self_options and fn is not None:
             # ``if self.fp16: model.half()`` with ``self.fp16 = fp16`` from ``__init__(..., fp16=False)``: taken in the
             # runs whose construction of the class passes a true value (the project reads the constructions, T12-3)
@@ -1194,6 +1256,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     facts["literal_args"] = _literal_args(parents.of(ast.Call), owner)
     facts["option_defaults"] = _option_defaults(parents.of(ast.ClassDef, ast.Call)) \
         if b"dtype" in source or b"precision" in source else {}
+    if b"fp16" in source or b"bf16" in source or b"amp" in source or b"half" in source or b"mixed" in source:
+        switches = _switch_defaults(parents.of(ast.ClassDef, ast.Call))
+        if switches:
+            facts["switch_defaults"] = switches
     facts["config_runs"], facts["config_defaults"] = _config_runs(parents.of(ast.ClassDef, ast.Call), imports)
     if any(w.endswith("runner.train") for e in facts["entry_points"] for w in e["why"]):
         # mmengine's tools/train.py: `--amp` switches the config's optim_wrapper to AmpOptimWrapper, and the
@@ -1783,6 +1849,42 @@ def _conditional_signal(node: ast.Call, call_facts, imports: ImportTable, fields
             test = f" (if {ast.unparse(kw.value.test)})" if hasattr(ast, "unparse") else ""
             return found[0], (f"`{kw.arg}` is one of {', '.join(texts)}" if texts else f"`{kw.arg}` is conditional") + test
     return None, None
+
+
+def _ifexp_half_test(value: ast.AST, imports: ImportTable) -> Optional[str]:
+    """The condition under which the conditional expression ``value`` (``torch.bfloat16 if args.bf16 else torch.half``,
+    a chain of them) gives float16, as a Python expression (``not (args.bf16)``); None when no branch, or several,
+    are float16."""
+    tests, branches = [], []
+    while isinstance(value, ast.IfExp):
+        tests.append(value.test)
+        branches.append(value.body)
+        value = value.orelse
+    branches.append(value)
+    half = [i for i, b in enumerate(branches)
+            if imports.resolve(_dotted(b) or "") in ("torch.float16", "torch.half")
+            or isinstance(b, ast.Constant) and b.value in ("fp16", "float16", 16, "16", "16-mixed")]
+    if not tests or len(half) != 1 or not hasattr(ast, "unparse"):
+        return None
+    i = half[0]
+    parts = [f"not ({ast.unparse(t)})" for t in tests[:i]] + ([f"({ast.unparse(tests[i])})"] if i < len(tests) else [])
+    return " and ".join(parts)
+
+
+def _branch_test(node: ast.AST, parents: "_Parents") -> Optional[str]:
+    """The condition under which ``node`` runs by the innermost enclosing ``if`` / conditional expression testing a
+    dtype flag (``_dtype_condition``'s): its test on the body side, ``not (test)`` on the else side."""
+    child = node
+    for p in parents.chain(node):
+        if isinstance(p, (ast.If, ast.IfExp)) and child is not p.test and hasattr(ast, "unparse"):
+            test = ast.unparse(p.test)
+            if _DTYPE_FLAG.search(test):
+                body = p.body if isinstance(p, ast.If) else [p.body]
+                return f"({test})" if any(child is b for b in body) else f"not ({test})"
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        child = p
+    return None
 
 
 _PRECISION_KEYWORDS = {"precision", "mixed_precision", "fp16", "bf16"}

@@ -1254,6 +1254,11 @@ class Project:
             # directories of code (Python files) that no training program lives in, not named for configurations
             sub_models = {p.parent for p in facts} - {p.parent for p, _ in trainers}
             sub_models = {d for d in sub_models if not _CONFIG_DIR.fullmatch(d.name)}
+            # the programs that run a file's training loop (mPLUG-Owl2's train_mem.py runs train.py's ``train``)
+            run_by: Dict[str, List[Path]] = {}
+            for lpath, functions in trainers:
+                for r in sorted({r for e in functions for r in e.get("runs", ())}):
+                    run_by.setdefault(r, []).append(lpath)
             for path, functions in trainers:
                 f = {**facts[path], "entry_points": functions}
                 # a hand-off to a trainer whose precision the entry point's own code states
@@ -1293,7 +1298,8 @@ class Project:
                     pf = self._option_casts(path, p, pf, reach, None if p == path else reached)
                     pf, off = self._constructor_options(p, pf, reach)
                     pf, off2 = self._parameter_branches(path, p, pf, reach)
-                    off = off + off2
+                    pf, off3 = self._option_branches(path, pf, reach, run_by.get(str(path), ()))
+                    off = off + off2 + off3
                     roles.extend(("not read", f"`{s['text']}` at {self.display(p)}:{s['line']}", why) for s, why in off)
                     signals.extend(signals_of(pf, self.display(p), master_weights=master))
                     for sig, ev in self._call_signals(p, pf, None if p == path else reached):
@@ -1757,6 +1763,69 @@ class Project:
             dropped.append((s, f"`{branch['param']}` of `{branch['function']}` is {shown} in this program's runs: "
                                f"`{branch['test']}` is not taken"))
         return ({**facts, "signals": kept} if dropped or kept != facts["signals"] else facts), dropped
+
+    def _option_branches(self, entry: Path, facts: dict, reach: set, runners=()):
+        """``facts`` (of a file the entry point ``entry`` reaches: ``reach``) less the float16 evidence taken only under a
+        test of boolean command-line switches (``option_branch``: ``torch_dtype=torch.bfloat16 if args.bf16 else
+        torch.half``, ``TrainingArguments(fp16=not args.bf16)``, ``if training_args.fp16: model.to(torch.float16)``)
+        that no run of the program makes true: the switches' values in each launcher script that runs it, or a
+        ``store_true`` switch defaulting to True that no command line turns off (mPLUG-Owl, T17-1). Returns the facts
+        and the dropped signals with why. A program no launcher script runs takes the runs of the programs that run its
+        training loop (``runners``: mPLUG-Owl2's scripts run train_mem.py, which calls train.py's ``train``)."""
+        if not any(s.get("option_branch") for s in facts["signals"]):
+            return facts, []
+        kept, dropped = [], []
+        for s in facts["signals"]:
+            test = s.get("option_branch")
+            options = _switch_options(test) if test and s["dtype"] == "float16" else None
+            runs = self._switch_runs(entry, options, reach, runners) if options else None
+            if runs and all(_switch_truth(test, values) is False for values, _ in runs):
+                dropped.append((s, f"`{test}` is false in this program's runs ({'; '.join(w for _, w in runs)})"))
+            else:
+                kept.append(s)
+        return ({**facts, "signals": kept} if dropped else facts), dropped
+
+    def _switch_runs(self, entry: Path, options: List[str], reach: set,
+                     runners=()) -> Optional[List[Tuple[Dict[str, bool], str]]]:
+        """The values the runs of the program ``entry`` give the boolean switches ``options``, each run's with where it
+        is said: a switch no command line changes (``store_true`` with ``default=True``) has its default in every run;
+        otherwise each launcher script that runs the program gives it, by passing it (``--bf16``, ``--bf16 True``) or,
+        when it states a precision otherwise (``--bf16 True`` beside an unpassed ``--fp16``), by leaving it at its
+        default (the project's ``add_argument`` / dataclass field, else Hugging Face ``TrainingArguments``'). None when
+        a run's value is unknown or no launcher script runs the program."""
+        from .torch_api.trainers import HF_TRAINING_ARGUMENTS_SWITCHES  # noqa: PLC0415 (data; only such tests ask)
+        facts = self.facts()
+        defaults: Dict[str, Tuple[bool, bool]] = {}
+        for o in options:
+            found = {tuple(facts.get(q, {}).get("switch_defaults", {})[o]) for q in reach
+                     if o in facts.get(q, {}).get("switch_defaults", {})}
+            if len(found) == 1:
+                defaults[o] = found.pop()
+            elif not found and o in HF_TRAINING_ARGUMENTS_SWITCHES and any(
+                    m == "transformers" or m.startswith("transformers.") for q in reach
+                    for m in facts.get(q, {}).get("imports", ())):
+                defaults[o] = (HF_TRAINING_ARGUMENTS_SWITCHES[o], False)
+        if all(o in defaults and defaults[o][1] for o in options):
+            return [({o: defaults[o][0] for o in options},
+                     "; ".join(f"`--{o}` is a store_true switch defaulting to {defaults[o][0]}" for o in options))]
+        runs = self._shell_runs_of(entry) or [r for runner in runners for r in self._shell_runs_of(runner)]
+        if not runs:
+            return None
+        out = []
+        for script, _, (_, text) in runs:
+            values: Dict[str, bool] = {}
+            for o in options:
+                passed = _passed_switch(text, o)
+                if o in defaults and defaults[o][1]:
+                    values[o] = defaults[o][0]
+                elif len(passed) == 1:
+                    values[o] = passed.pop()
+                elif not passed and o in defaults and _STATES_PRECISION.search(text):
+                    values[o] = defaults[o][0]
+                else:
+                    return None
+            out.append((values, f"{self.display(script)}: " + ", ".join(f"{o}={v}" for o, v in values.items())))
+        return out
 
     def _passed_values(self, index: ProjectIndex, entry: Path, path: Path, branch: dict,
                        reach: set) -> Optional[List[Tuple[str, str]]]:
@@ -3727,6 +3796,72 @@ _CLI_DEFAULT = re.compile(r"command line --([\w-]+) default ")
 # an object holding a program's options: ``args``, ``model_args``, ``training_args``, ``cfg``, ``opts``, ``hparams``
 _OPTIONS_OBJECT = re.compile(r"(?i)\w*args|\w*(?:cfg|conf|config)\w*|opts?|h?params|hp")
 # the fields of an arguments object spread into a call: ``**asdict(model_args)``, ``**vars(args)``
+def _switch_options(test: str) -> Optional[List[str]]:
+    """The switches a branch test reads (``not (args.bf16)`` -> bf16; ``training_args.fp16 and not args.bf16`` -> fp16,
+    bf16): attributes of an options object, combined by ``not`` / ``and`` / ``or``; None for any other test."""
+    try:
+        node = ast.parse(test, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    out: List[str] = []
+
+    def walk(n: ast.AST) -> bool:
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            return walk(n.operand)
+        if isinstance(n, ast.BoolOp):
+            return all(walk(v) for v in n.values)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, (ast.Name, ast.Attribute)) \
+                and _OPTIONS_OBJECT.fullmatch((ast_dotted(n.value) or "").rsplit(".", 1)[-1]):
+            if n.attr not in out:
+                out.append(n.attr)
+            return True
+        return False
+
+    return out if walk(node) and out else None
+
+
+def _switch_truth(test: str, values: Dict[str, bool]) -> Optional[bool]:
+    """``test`` (``_switch_options``') under the switches' ``values``; None when one is missing."""
+    try:
+        node = ast.parse(test, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+    def truth(n: ast.AST) -> Optional[bool]:
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            t = truth(n.operand)
+            return None if t is None else not t
+        if isinstance(n, ast.BoolOp):
+            ts = [truth(v) for v in n.values]
+            if isinstance(n.op, ast.And):
+                return False if False in ts else (True if all(t is True for t in ts) else None)
+            return True if True in ts else (False if all(t is False for t in ts) else None)
+        if isinstance(n, ast.Attribute):
+            return values.get(n.attr)
+        return None
+
+    return truth(node)
+
+
+# a launcher stating a precision (``--bf16 True``, ``--precision bf16``, ``--torch_dtype bfloat16``): the switches it
+# does not pass are at their defaults in its run
+_STATES_PRECISION = re.compile(r"(?<![\w-])--(?:fp16|bf16|half|amp|use[_-]amp|precision|mixed[_-]precision|[\w-]*dtype)"
+                               r"(?![\w-])")
+_SWITCH_VALUE = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _passed_switch(text: str, option: str) -> set:
+    """The values a launcher script's text gives the switch ``--option`` (also spelled with ``-``): True when
+    passed bare, else its ``True`` / ``False`` / ``1`` / ``0`` value."""
+    names = "|".join(re.escape(n) for n in {option, option.replace("_", "-")})
+    pattern = re.compile(rf"(?<![\w-])--(?:{names})(?:(?:=| +)[\"']?(True|False|true|false|1|0)\b)?(?![\w-])")
+    found = set()
+    for raw in text.splitlines():
+        for m in pattern.finditer(raw.split("#", 1)[0]):
+            found.add(_SWITCH_VALUE[m.group(1).lower()] if m.group(1) else True)
+    return found
+
+
 _FIELDS_SPREAD = re.compile(r"(?:dataclasses\.)?(?:asdict|vars)\(\w+\)|\w+\.__dict__")
 
 

@@ -42,3 +42,9 @@ MMCV_FP16_HOOKS: FrozenSet[str] = frozenset({
     "mmcv.runner.Fp16OptimizerHook", "mmcv.runner.hooks.Fp16OptimizerHook",
     "mmcv.runner.hooks.optimizer.Fp16OptimizerHook",
 })
+
+# Hugging Face ``TrainingArguments``' precision switches and their defaults, as a program parsing it from the command
+# line (``HfArgumentParser((ModelArguments, TrainingArguments))``) gets them when a launcher passes neither. Source:
+# transformers/training_args.py (``fp16: bool = field(default=False, ...)``, ``bf16: bool = field(default=False, ...)``,
+# ``fp16_full_eval`` / ``bf16_full_eval`` the same).
+HF_TRAINING_ARGUMENTS_SWITCHES = {"fp16": False, "bf16": False, "fp16_full_eval": False, "bf16_full_eval": False}
