@@ -7,7 +7,7 @@ from typing import Dict, Iterable, Optional
 import libcst as cst
 
 from ..context.conditions import never_run_by_callers
-from ..context.options import option_default
+from ..context.options import evaluated_names, option_default
 from ..edits import append_arg, find_arg, is_number_literal, keyword, number_node
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, describe_in_half, fmt
@@ -73,6 +73,10 @@ class OptimizerEpsUnderflow(Rule):
                 # ``optimizer_class = torch.optim.AdamW`` (or bitsandbytes' AdamW8bit under ``if args.use_8bit_adam:``,
                 # the diffusers scripts) then ``optimizer_class(params, ..., eps=args.adam_epsilon)``
                 cls = _class_held_in(ctx, call)
+            if not cls and isinstance(call.func, cst.Call):
+                # ``eval('torch.optim.' + optims[args.optim.lower()])(model.parameters(), ...)``: the optimizers the
+                # string may name; one of them taking an eps is asked about (M17-1, sentiment-discovery)
+                cls = next((c for c in map(optimizer_class, evaluated_names(ctx, call)) if c), "")
             if not cls:
                 continue
             default, position = OPTIMIZERS[cls]
