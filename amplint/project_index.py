@@ -196,6 +196,25 @@ class ProjectIndex:
             return None
         return None
 
+    def outside_name(self, dotted: str) -> Optional[str]:
+        """The name outside the project that ``dotted`` stands for, through the project modules that
+        re-export it (HanLP's ``hanlp.layers.transformers.pt_imports.PreTrainedModel``, imported there
+        from transformers, -> ``transformers.PreTrainedModel``); ``dotted`` itself when no project
+        module holds it; None when it is the project's own (or not known)."""
+        for _ in range(8):
+            parts = dotted.split(".")
+            for i in range(len(parts) - 1, 0, -1):  # the longest module prefix
+                path = self._modules.get(".".join(parts[:i]))
+                if path is not None:
+                    break
+            else:
+                return None if dotted in self._modules else dotted
+            target = self._graphs[path]["names"].get(parts[i])
+            if target is None or target.startswith("*") or target == ".".join(parts[:i + 1]):
+                return None
+            dotted = ".".join([target, *parts[i + 1:]])
+        return None
+
     def _star_modules(self, path: Path) -> List[str]:
         """The modules a file imports with ``*``, in its names' order (listed once per file: a
         package ``__init__`` holds thousands of names, and every lookup through it scanned them)."""

