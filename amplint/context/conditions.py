@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from .literal_paths import _exits, call_skips_path, path_needs
+from .literal_paths import _exits, call_skips_path, path_needs, self_option_needs
 
 _ABOVE = (cst.GreaterThan, cst.GreaterThanEqual)
 _BELOW = (cst.LessThan, cst.LessThanEqual)
@@ -149,11 +149,67 @@ def never_run_by_callers(ctx, node: cst.CSTNode) -> bool:
     non-literal, or the function has no callers in sight (a library's API: its users pick)."""
     from .callers import passed_values  # noqa: PLC0415 (callers imports the precision model)
     from .precision import precision_model  # noqa: PLC0415
+    if _in_unread_lambda(ctx, node):
+        return True
     fn = ctx.enclosing_function(node)
+    if fn is not None and _never_built_to_run(ctx, node, fn):
+        return True
     needs = path_needs(ctx, node, fn) if fn is not None else []
     if not needs:
         return False
     passed_all = passed_values(precision_model(ctx), fn, needs[0][0])
     return bool(passed_all) and all(call_skips_path(ctx, fn, needs, p.call, p.model) for p in passed_all)
+
+
+def _never_built_to_run(ctx, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    """Is ``node`` on the branch of an option the instance stores (``if self.sigmoid:`` with
+    ``self.sigmoid = sigmoid`` in ``__init__``: ``literal_paths.self_option_needs``) that no build of
+    the class running in float16 takes? Every build in the project is seen (``instances.constructions``);
+    each passes (or leaves at a literal default) a value that sends the test the other way, or is made
+    in a program that trains in float32 only (Transfer-Learning-Library's DomainAdversarialLoss: its
+    float16 runs build it with ``sigmoid=False``, so the ``F.binary_cross_entropy`` of the sigmoid
+    branch never runs under autocast; its float32 examples keep the default)."""
+    from .instances import constructions  # noqa: PLC0415 (instances imports the precision model)
+    from .precision import precision_model  # noqa: PLC0415
+    found = self_option_needs(ctx, node, fn)
+    if found is None:
+        return False
+    init, needs = found
+    builds = constructions(ctx, ctx.enclosing_class(fn))
+    if not builds:
+        return False
+    pm = precision_model(ctx)
+    return all(_float32_program(other) or call_skips_path(ctx, init, needs, call, pm.model_for(other))
+               for other, call in builds)
+
+
+def _in_unread_lambda(ctx, node: cst.CSTNode) -> bool:
+    """Is ``node`` in a lambda stored on the instance (``self.bce = lambda input, target:
+    F.binary_cross_entropy(input, target)``) that no line of the project reads: every ``.bce`` in
+    its Python files is an assignment ``self.bce = ...`` (Transfer-Learning-Library's adversarial
+    losses keep such a lambda and never call it)? Its body never runs."""
+    import re  # noqa: PLC0415
+
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    lam = next((a for a in ctx.ancestors(node) if isinstance(a, (cst.Lambda, cst.FunctionDef, cst.ClassDef))), None)
+    assign = ctx.parent(lam) if isinstance(lam, cst.Lambda) else None
+    if not (isinstance(assign, cst.Assign) and assign.value is lam and len(assign.targets) == 1):
+        return False
+    target = assign.targets[0].target
+    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
+        return False
+    attr = re.escape(target.attr.value)
+    stored = re.compile(rf"^\s*self\.{attr}\s*=(?!=)")
+    lines = [strip_comment(text) for _, _, text in grep(ctx, rf"\.{attr}\b")]
+    return bool(lines) and all(stored.match(line) and len(re.findall(rf"\.{attr}\b", line)) == 1 for line in lines) \
+        and not any(re.search(rf"[\"']{attr}[\"']", text) for _, _, text in grep(ctx, rf"[\"']{attr}[\"']"))
+
+
+def _float32_program(ctx) -> bool:
+    """Does the code of this file run only in float32: training entry points reach it and say
+    fp32 (no autocast, half model, launcher or configured precision)?"""
+    regime = ctx.regime
+    return regime is not None and regime.scope.startswith("entry point") and regime.override is None \
+        and regime.launcher is None and regime.mode == "fp32"
 
 

@@ -578,3 +578,68 @@ def _switch_of(ctx, ref: cst.Name):
                     return fn, inner.value
         child = node
     return None
+
+
+def constructions(ctx, cls: cst.ClassDef) -> Optional[list]:
+    """Every place the project builds the module-level class ``cls``: (file context, call) for each
+    reference to it, in this file and in the project's other files (tests aside: no run's precision),
+    each of which must be a call of it by name (``DomainAdversarialLoss(disc, sigmoid=False)``). A file
+    that imports another class of the same name (Transfer-Learning-Library's ``adda.DomainAdversarialLoss``
+    beside ``dann.DomainAdversarialLoss``) names that one. None when a reference is anything else (a
+    subclass, a registry, ``module.Class``, a string in a configuration; a type annotation is no
+    build and is passed over), a file cannot be read, more than ``_MAX_BUILDING_FILES`` name it, or
+    nothing builds it."""
+    from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+    project = ctx.project
+    module = ctx.imports.module_name
+    if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
+            or not hasattr(project, "index") or not hasattr(project, "named_in_configs"):
+        return None
+    name = cls.name.value
+    qualified = f"{module}.{name}"
+    if project.named_in_configs(name):
+        return None
+    places = [(ctx, r) for r in ctx.semantic.references(name) if not ctx.is_ancestor(cls, r)]
+    here = str(Path(ctx.path).resolve())
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    paths = sorted({path for path, _, text in grep(ctx, word.pattern) if path != here and word.search(strip_comment(text))})
+    if len(paths) > _MAX_BUILDING_FILES:
+        return None
+    index = project.index
+    for path in paths:
+        if project.is_test(Path(path)):
+            continue
+        other = ctx.other_file(Path(path))
+        if other is None:
+            return None
+        if not other.imports.binds(name):
+            if any(isinstance(c, cst.ClassDef) and c.name.value == name for c in other.module.body):
+                continue  # its own class of that name
+            quoted = re.compile(rf"[\"']{re.escape(name)}[\"']".encode())
+            if not other.semantic.references(name) and not quoted.search(other.source):
+                continue  # named in a docstring only, not as a string a lookup could use
+            return None
+        sym = index.resolve(other.imports.resolve(name) or name, other.imports.module_name or "")
+        if sym is None or Path(other.path).name == "__init__.py":
+            return None
+        if sym.name != qualified:
+            if sym.kind == "class":
+                continue  # another class of that name
+            return None
+        refs = other.semantic.references(name)
+        if not refs:
+            return None  # imported and never used by name: re-exported, looked up
+        places += [(other, r) for r in refs]
+    out = []
+    for other, ref in places:
+        if any(isinstance(a, cst.Annotation) for a in other.ancestors(ref)):
+            continue  # ``domain_adv: DomainAdversarialLoss``: a parameter's type, no build
+        call = other.parent(ref)
+        if not (isinstance(call, cst.Call) and call.func is ref):
+            return None
+        out.append((other, call))
+    return out or None
+
+
+# The files naming a class that ``constructions`` reads (a loss built by each of a dozen example scripts).
+_MAX_BUILDING_FILES = 16

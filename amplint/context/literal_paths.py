@@ -23,11 +23,13 @@ def _exits(block) -> bool:
     return False
 
 
-def path_needs(ctx, node: cst.CSTNode, fn: cst.FunctionDef) -> List[Tuple[str, object, bool, bool]]:
+def path_needs(ctx, node: cst.CSTNode, fn: cst.FunctionDef, subject=None) -> List[Tuple[str, object, bool, bool]]:
     """What the parameters of ``fn`` must be for ``node`` to run, from the literal tests of the
     ``if`` statements around it and of the earlier ``if flag: return`` of its blocks: (parameter,
     literal, equal, truth the path needs) each; empty when nothing is known or a test names no
-    parameter of ``fn``."""
+    parameter of ``fn``. ``subject`` maps a tested expression to the parameter it stands for (by
+    default a name of ``fn``'s own; ``self_option_needs``: ``self.sigmoid`` for ``__init__``'s
+    ``sigmoid``); tests it maps to None are not read."""
     needs = []
     child = node
     for a in ctx.ancestors(node):
@@ -39,23 +41,66 @@ def path_needs(ctx, node: cst.CSTNode, fn: cst.FunctionDef) -> List[Tuple[str, o
                 if stmt is child:
                     break
                 if isinstance(stmt, cst.If) and stmt.orelse is None and _exits(stmt.body):
-                    test = _literal_test(ctx, stmt.test)
+                    test = _literal_test(ctx, stmt.test, subject)
                     if test is not None:
                         needs.append((*test, False))
         child = a
         if not isinstance(a, cst.If):
             continue
-        test = _literal_test(ctx, a.test)
+        test = _literal_test(ctx, a.test, subject)
         if test is None:
             continue
         if ctx.is_ancestor(a.body, node):
             needs.append((*test, True))
         elif a.orelse is not None and ctx.is_ancestor(a.orelse, node):
             needs.append((*test, False))
-    params = _params(fn)
-    if any(name not in params for name, _, _, _ in needs):
+    params = _params(fn) if subject is None else None
+    if params is not None and any(name not in params for name, _, _, _ in needs):
         return []
     return needs
+
+
+def self_option_needs(ctx, node: cst.CSTNode, fn: cst.FunctionDef):
+    """(``__init__``, its parameters' needs) for the tests of options the instance stores, around
+    ``node`` in a method ``fn`` of a module-level class: ``if self.sigmoid:`` where ``__init__`` does
+    ``self.sigmoid = sigmoid`` and nothing else in the class assigns ``self.sigmoid`` (Transfer-Learning-
+    Library's DomainAdversarialLoss: the BCE branch runs only for instances built with ``sigmoid``
+    true). None when no such test is around ``node``."""
+    cls = ctx.enclosing_class(fn)
+    if cls is None or ctx.parent(cls) is not ctx.module or ctx.parent(fn) is not cls.body:
+        return None
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None or init is fn:
+        return None
+    params = _params(init)
+    stored = {}  # attribute -> parameter, for attributes assigned once in the class, from a parameter
+    counts = {}
+    for assign in ctx.nodes(cst.Assign):
+        if not ctx.is_ancestor(cls, assign):
+            continue
+        for t in assign.targets:
+            for target in (t.target.elements if isinstance(t.target, (cst.Tuple, cst.List)) else [t.target]):
+                target = target.value if isinstance(target, (cst.Element, cst.StarredElement)) else target
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+                    attr = target.attr.value
+                    counts[attr] = counts.get(attr, 0) + 1
+                    if isinstance(assign.value, cst.Name) and assign.value.value in params \
+                            and ctx.enclosing_function(assign) is init and len(assign.targets) == 1:
+                        stored[attr] = assign.value.value
+    for aug in ctx.nodes(cst.AugAssign):
+        if ctx.is_ancestor(cls, aug) and isinstance(aug.target, cst.Attribute):
+            counts[aug.target.attr.value] = 2
+    stored = {a: p for a, p in stored.items() if counts.get(a) == 1}
+    if not stored:
+        return None
+
+    def subject(expr):
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return stored.get(expr.attr.value)
+        return None
+
+    needs = path_needs(ctx, node, fn, subject)
+    return (init, needs) if needs else None
 
 
 def _params(fn: cst.FunctionDef):
@@ -122,30 +167,37 @@ def _literal(expr) -> Optional[object]:
     return None
 
 
-def _literal_test(ctx, test: cst.BaseExpression) -> Optional[Tuple[str, object, bool]]:
+def _name_tested(expr) -> Optional[str]:
+    """A function's own name, as a test reads it (``if flag:``)."""
+    return expr.value if isinstance(expr, cst.Name) and expr.value not in ("True", "False", "None") else None
+
+
+def _literal_test(ctx, test: cst.BaseExpression, subject=None) -> Optional[Tuple[str, object, bool]]:
     """``name == 'lit'`` / ``name != 'lit'`` (either side), ``name is None`` / ``name is not None``,
     ``name is True`` / ``name is False``: (name, literal, is equality); ``name`` / ``not name``:
-    (name, ``_TRUTHY``, whether the name must be true)."""
-    if isinstance(test, cst.Name) and test.value not in ("True", "False", "None"):
-        return test.value, _TRUTHY, True  # ``if return_logits:``
+    (name, ``_TRUTHY``, whether the name must be true). ``subject`` (``path_needs``) reads what
+    stands for a name; a test of anything else is None."""
+    subject = subject or _name_tested
+    if subject(test) is not None:
+        return subject(test), _TRUTHY, True  # ``if return_logits:``
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
-            and isinstance(test.expression, cst.Name) and test.expression.value not in ("True", "False", "None"):
-        return test.expression.value, _TRUTHY, False  # ``if not return_loss:``
+            and subject(test.expression) is not None:
+        return subject(test.expression), _TRUTHY, False  # ``if not return_loss:``
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     op = test.comparisons[0].operator
     if isinstance(op, (cst.Is, cst.IsNot)):
         left, right = test.left, test.comparisons[0].comparator
-        if isinstance(left, cst.Name) and isinstance(right, cst.Name) and right.value in ("None", "True", "False"):
+        if subject(left) is not None and isinstance(right, cst.Name) and right.value in ("None", "True", "False"):
             # ``if init is True:`` (OpenNMT's data-dependent init, which no caller asks for)
-            return left.value, _literal(right), isinstance(op, cst.Is)
+            return subject(left), _literal(right), isinstance(op, cst.Is)
         return None
     if not isinstance(op, (cst.Equal, cst.NotEqual)):
         return None
     left, right = test.left, test.comparisons[0].comparator
-    if isinstance(right, cst.Name) and not isinstance(left, cst.Name):
+    if subject(right) is not None and subject(left) is None:
         left, right = right, left
     literal = _literal(right)
-    if not isinstance(left, cst.Name) or literal is None or isinstance(literal, bool):
+    if subject(left) is None or literal is None or isinstance(literal, bool):
         return None
-    return left.value, literal, isinstance(op, cst.Equal)
+    return subject(left), literal, isinstance(op, cst.Equal)

@@ -5,6 +5,7 @@ from typing import Iterable, List, Optional, Tuple
 
 import libcst as cst
 
+from ..context.conditions import never_run_by_callers
 from ..context.imports import dotted_name
 from ..context.precision import F16, precision_model
 from ..context.probability import LOG_WORDS, HandwrittenBCE, LogUse, handwritten_bces, trace
@@ -66,6 +67,8 @@ class BceUnderAutocast(Rule):
                 state = pm.launcher_autocast_at(call)  # accelerate launch decides: any CUDA autocast refuses it
             if not state.active or state.device not in BANNING_DEVICES:
                 continue
+            if never_run_by_callers(ctx, call):
+                continue  # a branch no float16 run takes (``if self.sigmoid:``, every such build passes False)
             message = (f"{what} under {state.dtype} autocast: CUDA autocast refuses it with a RuntimeError "
                        f"(\"{MESSAGE}\"), whatever the inputs' dtype")
             help = (f"pass logits to "
