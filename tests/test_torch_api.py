@@ -1,6 +1,7 @@
 """amplint.torch_api holds torch facts as data: each table is checked against the installed torch here
 (skipped where torch is not installed), and the package itself never imports torch."""
 import inspect
+import re
 import subprocess
 import sys
 
@@ -90,3 +91,14 @@ def test_no_half_ops_raise_for_float16():
         with pytest.raises((RuntimeError, TypeError)):
             getattr(a, method)()
     assert torch.linalg.inv(a.float()).dtype == torch.float32  # the same call in float32 works
+
+
+def test_distribution_methods_float32_under_autocast_go_through_their_float32_op():
+    from amplint.torch_api import autocast as policy
+    from amplint.torch_api import distributions
+
+    for cls, methods in distributions.FLOAT32_UNDER_AUTOCAST.items():
+        for method, op in methods.items():
+            source = inspect.getsource(getattr(getattr(torch.distributions, cls), method))
+            assert re.search(rf"\b{op}\(", source), (cls, method, op)
+            assert policy.policy(op) == "fp32", op

