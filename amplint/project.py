@@ -2880,13 +2880,17 @@ class Project:
             return None
         top = base / parts[0]
         nested = base != self.root
-        if nested and self._loaded_by_name(top):
+        package = (top / "__init__.py").is_file()
+        if (nested or package) and self._loaded_by_name(top):
             return None
-        if not self._holds_programs(top) and not (nested and self._imported_by_none_outside(top)) \
-                or (top / "__init__.py").is_file() and not (nested and self._imported_by_none_outside(top)):
+        if (not self._imported_by_none_outside(top) if package
+                else not self._holds_programs(top) and not (nested and self._imported_by_none_outside(top))):
             # a top package is the project's library, its models built by a registry (mmengine's tools/train.py
             # builds pkg/'s losses from its configs); a directory with no program of its own (DeepLearningExamples'
-            # common/) is code the models beside it may load: the project's precision stays
+            # common/) is code the models beside it may load: the project's precision stays. A package no file
+            # outside it imports, that registers nothing and that no config names, is apart like a sub-project
+            # (EasyOCR's easyocr/, the published inference package, beside trainer/craft/'s fp16 training of
+            # another model that imports nothing of it: T18-1)
             return None
         shown = self.display(top) + "/"
         for ep in eps:

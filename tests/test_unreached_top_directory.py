@@ -51,10 +51,28 @@ def test_near_miss_an_entry_point_at_the_root_keeps_the_projects_precision(tmp_p
     assert _regime(tmp_path, trainer="main_deepspeed.py").mode == "fp16-master"
 
 
+REGISTERED_HEAD = HEAD.replace("class MapHead", "from mmdet.registry import MODELS\n@MODELS.register_module()\nclass MapHead")
+
+
 def test_near_miss_a_top_package_or_a_directory_with_no_program_of_its_own(tmp_path):
     # mmengine's tools/train.py builds pkg/'s registered models; DeepLearningExamples' common/ beside its models
-    assert _regime(tmp_path / "a", extra={"mapping/__init__.py": ""}).mode == "fp16-master"
+    assert _regime(tmp_path / "a", extra={"mapping/__init__.py": "",
+                                          "mapping/heads/head.py": REGISTERED_HEAD}).mode == "fp16-master"
     assert _regime(tmp_path / "b", extra={"mapping/tools/train.py": None}).mode == "fp16-master"
+
+
+def test_a_top_package_nothing_outside_imports_or_loads_by_name(tmp_path):
+    # EasyOCR (unseen set 18, T18-1): easyocr/, the published inference package, keeps an upstream detector's
+    # BCE training loss that nothing trains; trainer/craft/ trains another model under autocast and imports
+    # nothing of easyocr/: its float16 is not the package's
+    regime = _regime(tmp_path, extra={"mapping/__init__.py": "", "mapping/tools/train.py": None})
+    assert regime.not_run and "mapping/ holds none" in regime.scope, regime.scope
+
+
+def test_near_miss_a_top_package_the_training_imports(tmp_path):
+    regime = _regime(tmp_path, imports="from mapping.heads.head import MapHead\n",
+                     extra={"mapping/__init__.py": "", "mapping/tools/train.py": None})
+    assert regime.mode == "fp16-master"
 
 
 def test_near_miss_a_directory_with_float16_evidence_of_its_own(tmp_path):
