@@ -2881,9 +2881,9 @@ class Project:
         top = base / parts[0]
         nested = base != self.root
         package = (top / "__init__.py").is_file()
-        if (nested or package) and self._loaded_by_name(top):
+        if (nested or package) and self._loaded_by_name(top, by_others=package and not nested):
             return None
-        if (not self._imported_by_none_outside(top) if package
+        if (not self._imported_by_none_outside(top, self._program_that_does_not_train) if package
                 else not self._holds_programs(top) and not (nested and self._imported_by_none_outside(top))):
             # a top package is the project's library, its models built by a registry (mmengine's tools/train.py
             # builds pkg/'s losses from its configs); a directory with no program of its own (DeepLearningExamples'
@@ -2905,9 +2905,10 @@ class Project:
                 return None
         return self.relative(top)
 
-    def _imported_by_none_outside(self, top: Path) -> bool:
+    def _imported_by_none_outside(self, top: Path, ignoring=None) -> bool:
         """No file outside the directory ``top`` imports one of its files, and none of its files holds float16
-        evidence of its own (``_holds_programs``' second half)."""
+        evidence of its own (``_holds_programs``' second half). ``ignoring``: importers that do not count
+        (tests, and the programs ``ignoring`` accepts: a demo that runs the package does not train it)."""
         memo = self.memo("importers")
         if "into" not in memo:
             into: Dict[Path, set] = {}
@@ -2919,7 +2920,8 @@ class Project:
         below = [(p, f) for p, f in self.facts().items() if top in p.parents]
         if any(s["role"] == TRAINING and s["dtype"] in ("float16", "bfloat16") for _, f in below for s in f["signals"]):
             return False
-        return not any(top not in src.parents for p, _ in below for src in into.get(p, ()))
+        return not any(top not in src.parents and not (ignoring is not None and (self.is_test(src) or ignoring(src)))
+                       for p, _ in below for src in into.get(p, ()))
 
     def _hub_port(self, key: Path) -> bool:
         """Is ``key`` the model code of a Hugging Face hub port: a ``modeling_*.py`` (the file transformers loads from
@@ -2938,14 +2940,17 @@ class Project:
             return False
         return self._imported_by_none_outside(d)
 
-    def _loaded_by_name(self, top: Path) -> bool:
+    def _loaded_by_name(self, top: Path, by_others: bool = False) -> bool:
         """Does a file of the directory ``top`` register a class for configs to select (fairseq's ``--user-dir``
         models, a registry's), or does a configuration file name one of its modules (a Hydra ``_target_:
-        src.callbacks.ema.EMACallback``)? Such code is loaded by name, which no static import shows."""
+        src.callbacks.ema.EMACallback``)? Such code is loaded by name, which no static import shows.
+        ``by_others``: only configuration files outside ``top`` count (EasyOCR's easyocr/DBNet/configs name
+        the package's own detector for the package's own inference)."""
         below = [(p, f) for p, f in self.facts().items() if top in p.parents]
         if any(f.get("registered") for _, f in below):
             return True
-        return any(self.named_in_configs(f"{p.parent.name}.{p.stem}") for p, _ in below if p.stem != "__init__")
+        return any(self.named_in_configs(f"{p.parent.name}.{p.stem}", top if by_others else None)
+                   for p, _ in below if p.stem != "__init__")
 
     def _loaded_by_no_run(self, key: Path) -> bool:
         """Is ``key`` a file that no run loads: one that only modules nothing imports lead to (by static imports),
@@ -3494,12 +3499,13 @@ class Project:
         (``ProjectIndex.imported_by_name_only``)?"""
         return self.index.imported_by_name_only(module)
 
-    def named_in_configs(self, word: str) -> bool:
+    def named_in_configs(self, word: str, outside: Optional[Path] = None) -> bool:
         """Does a configuration file of the project name ``word`` (a Hydra ``_target_`` naming a
-        class, a ``type: Net`` entry)?"""
+        class, a ``type: Net`` entry)? ``outside``: one not below that directory."""
         answers = self.memo("named_in_configs")
-        if word in answers:
-            return answers[word]
+        key = word if outside is None else (word, outside)
+        if key in answers:
+            return answers[key]
         texts = self.memo("config_texts")
         if not texts:
             from .config_evidence import MAX_CONFIG_BYTES
@@ -3511,8 +3517,8 @@ class Project:
                 except OSError:
                     texts[f] = ""
         rx = re.compile(rf"\b{re.escape(word)}\b")
-        answers[word] = any(rx.search(text) for text in texts.values())
-        return answers[word]
+        answers[key] = any(rx.search(text) for f, text in texts.items() if outside is None or outside not in f.parents)
+        return answers[key]
 
     def config_leaves_off(self, dotted: str, param: str) -> Optional[bool]:
         """Where YAML configs build the class ``dotted`` by a ``target:`` / Hydra ``_target_:`` key (``target:

@@ -69,6 +69,26 @@ def test_a_top_package_nothing_outside_imports_or_loads_by_name(tmp_path):
     assert regime.not_run and "mapping/ holds none" in regime.scope, regime.scope
 
 
+def test_a_top_package_whose_own_configs_name_its_modules(tmp_path):
+    # (easyocr/DBNet/configs/DBNet_inference.yaml names model.detector.Detector for the package's own inference)
+    regime = _regime(tmp_path, extra={"mapping/__init__.py": "", "mapping/tools/train.py": None,
+                                      "mapping/configs/infer.yaml": "model:\n  class: heads.head.MapHead\n"})
+    assert regime.not_run, regime.scope
+
+
+def test_a_top_package_only_a_program_that_does_not_train_imports(tmp_path):
+    # (EasyOCR's unit_test/make_test_solution.py runs the reader)
+    demo = "from mapping.heads.head import MapHead\n\nif __name__ == '__main__':\n    print(MapHead())\n"
+    regime = _regime(tmp_path, extra={"mapping/__init__.py": "", "mapping/tools/train.py": None, "scripts/make_solution.py": demo})
+    assert regime.not_run, regime.scope
+
+
+def test_near_miss_a_config_outside_the_package_names_its_modules(tmp_path):
+    regime = _regime(tmp_path, extra={"mapping/__init__.py": "", "mapping/tools/train.py": None,
+                                      "classification/configs/model.yaml": "model:\n  class: heads.head.MapHead\n"})
+    assert regime.mode == "fp16-master"
+
+
 def test_near_miss_a_top_package_the_training_imports(tmp_path):
     regime = _regime(tmp_path, imports="from mapping.heads.head import MapHead\n",
                      extra={"mapping/__init__.py": "", "mapping/tools/train.py": None})
