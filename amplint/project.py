@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .cache import ProjectCache, content_key, digest
-from .context.evidence import Evidence, Signal, ast_dotted
+from .context.evidence import DEEPSPEED_FP16, Evidence, Signal, ast_dotted
 from .config_evidence import RUN_PRECISION
 from .discovery import ROOT_MARKERS, TEST_PATH, Discovery, project_root
 from .parsing import DEFAULT_LIMITS, Limits
@@ -207,7 +207,21 @@ class Regime:
         no float32 master copy (DeepSpeed fp16, apex O2, FSDP's param_dtype keep one)."""
         if self.override:
             return self._configured() if self.override == "fp16" else None
-        return self._first_half(lambda s: not s.master)
+        for i, (sig, ev) in enumerate(self.signals):
+            if not sig.master and self._pure_half(sig, i) and (sig.conditional or not self._deepspeed_fp16_engine(i)):
+                return ev
+        return None
+
+    def _deepspeed_fp16_engine(self, i: int) -> bool:
+        """The run of signal ``i`` hands its model to a DeepSpeed fp16 engine (a config with ``"fp16":
+        {"enabled": true}`` that no condition switches): the engine keeps float32 master weights of the
+        model it is given, halved before or not (DeepKE's ``model.half()`` then ``deepspeed.initialize``).
+        (A half cast under a condition may be the branch that runs without DeepSpeed: DALLE-pytorch's
+        ``if not using_deepspeed: if args.fp16: dalle = dalle.half()`` steps torch's Adam; the caller
+        asks only for unconditional casts.)"""
+        return any(o.kind == "flag" and o.master and o.enabled and not o.conditional and o.dtype == "float16"
+                   and o.note.startswith(DEEPSPEED_FP16) and self._same_run(i, j)
+                   for j, (o, _) in enumerate(self.signals))
 
     def _in_some_run_of(self, model: Optional[str]) -> Optional[Evidence]:
         """``half_optimizer_in_some_run`` for an optimizer over ``model``'s parameters: a half cast taken only in

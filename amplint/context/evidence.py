@@ -79,6 +79,11 @@ class CallFacts:
     target: Optional[str] = None  # ``model`` in ``model = Net().half()``
 
 
+# the note that starts a DeepSpeed config's fp16 section signal (``config_evidence``: a JSON / YAML config, a dict
+# literal handed to ``deepspeed.initialize``): a float16 model with float32 master weights and loss scaling
+DEEPSPEED_FP16 = 'DeepSpeed "fp16"'
+
+
 @dataclass(frozen=True)
 class Signal:
     """One piece of precision evidence: ``kind`` is autocast | grad_scaler | half_params | flag."""

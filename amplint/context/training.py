@@ -23,7 +23,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from ..discovery import TEST_PATH
-from .evidence import GRAD_SCALER_NAMES, autocast_signal
+from .evidence import DEEPSPEED_FP16, GRAD_SCALER_NAMES, autocast_signal
 from .imports import dotted_name
 
 CLIP_NAMES = {
@@ -463,8 +463,11 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
             how, scaler = _classify_backward(ctx, call, known, bind)
             if how == "engine" and receiver:
                 engine = re.search(r"accelerator|fabric", _last(receiver), re.I)
-                scaler = _engine_scaler(ctx, engine.group(0).lower()) if engine else None
+                scaler = _engine_scaler(ctx, engine.group(0).lower()) if engine else \
+                    _deepspeed_scaler(ctx) if _deepspeed_engine(ctx, func.value, call) else None
             return "backward", scaler, None, how
+        if method == "step" and not call.args and _deepspeed_engine(ctx, func.value, call):
+            return "opt_step", None, func.value, ""  # (the engine unscales, clips and steps)
         if method == "manual_backward":
             return "backward", _engine_scaler(ctx, "lightning"), None, "engine"
         if method == "zero_grad":
@@ -519,6 +522,38 @@ def _engine_scaler(ctx, engine: str) -> Optional[str]:
         # (a configured fp16-mixed is the user's trainer flag, set where amplint does not see it)
         return ENGINE_SCALER.format(engine)
     return None
+
+
+def _deepspeed_scaler(ctx) -> Optional[str]:
+    """``ENGINE_SCALER`` for DeepSpeed when the code runs under a DeepSpeed fp16 config (dynamic loss
+    scaling in the engine's ``backward``, unscaling in its ``step``) and no optimizer steps float16
+    parameters itself; None otherwise (bf16, no config seen)."""
+    regime = ctx.regime
+    if regime is None or regime.half_optimizer is not None:
+        return None
+    if any(sig.kind == "flag" and sig.dtype == "float16" and sig.enabled and sig.note.startswith(DEEPSPEED_FP16)
+           for sig, _ in regime.signals):
+        return ENGINE_SCALER.format("deepspeed")
+    return None
+
+
+def _deepspeed_engine(ctx, receiver: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """``receiver`` is a DeepSpeed engine: a name (or ``self.<attr>``) bound from
+    ``deepspeed.initialize(...)`` (``model_engine, optimizer, _, _ = deepspeed.initialize(...)``)."""
+    if isinstance(receiver, cst.Name):
+        bindings = ctx.semantic.reaching(receiver.value, at)
+    elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+        cls = ctx.enclosing_class(at)
+        bindings = ctx.semantic.attribute_bindings(cls, receiver.attr.value) if cls is not None else []
+    else:
+        return False
+    for b in bindings:
+        value = b.value
+        if isinstance(value, cst.Subscript):  # ``deepspeed.initialize(...)[0]``
+            value = value.value
+        if isinstance(value, cst.Call) and ctx.call_name(value) == "deepspeed.initialize":
+            return True
+    return False
 
 
 def engine_loss_scaling(ctx):

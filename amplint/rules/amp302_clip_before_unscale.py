@@ -121,7 +121,8 @@ class ClipBeforeUnscale(Rule):
     def _engine_clip(self, ctx, step: Step, clip: Event, scaler: str) -> Violation:
         """A clip of this code's own after a framework's backward that scaled the loss (Lightning's
         ``self.manual_backward(loss)`` under ``precision="16-mixed"``, accelerate's and Fabric's
-        ``backward``): the framework unscales in its optimizer step or its own clip, not before this one."""
+        ``backward``, a DeepSpeed fp16 engine's): the framework unscales in its optimizer step or its own
+        clip, not before this one."""
         backward = [bw for bw in step.of_kind("backward") if bw.scaler == scaler and bw.index < clip.index][-1:]
         shown = f"`{ctx.code(backward[0].call)}`" if backward else "the framework's backward"
         message = (f"`{ctx.code(clip.call.func)}(...)` clips gradients that {shown} scaled by the float16 loss scale "
@@ -131,7 +132,9 @@ class ClipBeforeUnscale(Rule):
         help = {"lightning": "clip with `self.clip_gradients(optimizer, gradient_clip_val=..., "
                              "gradient_clip_algorithm=\"norm\")`, which unscales first",
                 "accelerator": "clip with `accelerator.clip_grad_norm_(...)`, which unscales first",
-                "fabric": "clip with `fabric.clip_gradients(model, optimizer, max_norm=...)`, which unscales first"}[engine]
+                "fabric": "clip with `fabric.clip_gradients(model, optimizer, max_norm=...)`, which unscales first",
+                "deepspeed": "drop this clip and set `\"gradient_clipping\": <max norm>` in the DeepSpeed config: the "
+                             "engine unscales, then clips, in `step()`"}[engine]
         return Violation(clip.call, message, Confidence.CERTAIN, help=help,
                          related=[Location(ctx.path, ctx.line_of(bw.call), "the scaled backward") for bw in backward])
 
