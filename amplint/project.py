@@ -892,8 +892,9 @@ class Project:
         if self._declarations is None:
             from .cache import digest
             files = [self.root / n for n in ("pyproject.toml", "setup.cfg")]
-            from .context.requirements import requirement_files
+            from .context.requirements import install_files, requirement_files
             files += requirement_files(self.root)
+            files += [f for f in install_files(self.root) if f not in files]
             files += self.config_files()
             # README files: an external trainer's command line (``unicore-train --user-dir ./pkg --fp16``)
             files += sorted(self.root.glob("README*.md")) + sorted(self.root.glob("*/README*.md"))
@@ -914,6 +915,7 @@ class Project:
         "linted_trees": "the trees of the files linted last, for the next files' questions (engine)",
         "grep_lines": "pattern -> the project's lines that match it (context.project_text)",
         "torch_floor": "the lowest torch version the project supports (context.requirements)",
+        "runs_master": "frozenset(an entry point's files) -> whether they use a master-weights optimizer (Project._runs_master)",
         "heard_elsewhere": "what other files' calls pass to a helper's parameter (context.precision)",
         "project_passed": "the calls of a helper in other files and what they pass (context.callers.project_passed_once)",
         "engine_methods": "the project's methods that run a GradScaler for their caller (context.training)",
@@ -1315,7 +1317,7 @@ class Project:
                     pf, off3 = self._option_branches(path, pf, reach, run_by.get(str(path), ()))
                     off = off + off2 + off3
                     roles.extend(("not read", f"`{s['text']}` at {self.display(p)}:{s['line']}", why) for s, why in off)
-                    signals.extend(signals_of(pf, self.display(p), master_weights=master))
+                    signals.extend(signals_of(pf, self.display(p), master_weights=master and self._runs_master(reach)))
                     for sig, ev in self._call_signals(p, pf, None if p == path else reached):
                         signals.append((sig, ev))
                         roles.append((TRAINING, str(ev), sig.note))
@@ -2375,6 +2377,32 @@ class Project:
                 if found:
                     return found
         return None
+
+    def _runs_master(self, reach: set) -> bool:
+        """Does code in ``reach`` (an entry point's files) use one of the project's master-weights optimizers: call a
+        library one (apex's ``FP16_Optimizer``), or build / call a method of a class the project defines
+        (fairseq's ``FP16Optimizer.build_optimizer(...)``)? sentiment-discovery's finetune_classifier.py imports
+        ``FP16_Optimizer`` beside its pre-training scripts and never wraps its Adam in it: a pure half run (M17-1).
+        A class the index does not know counts as used."""
+        memo = self.memo("runs_master")
+        key = frozenset(reach)
+        if key not in memo:
+            facts, index, used = self.facts(), self.index, False
+            for p, f in facts.items():
+                if used or self.is_test(p):
+                    continue
+                for name in f.get("master_optimizers", ()):
+                    classes = [x for x in index.symbols_in(p) if x.kind == "class" and x.qualname == name]
+                    if not classes:
+                        used = used or p in reach  # a library's optimizer, called in ``p``
+                        continue
+                    members = [x for x in index.symbols_in(p) if x.qualname == name or x.qualname.startswith(name + ".")]
+                    inside = classes[0].name + "."  # (the class's own methods calling each other)
+                    if any(site.path in reach and not site.caller.startswith(inside)
+                           for x in members for site in index.callers(x.name)):
+                        used = True
+            memo[key] = used
+        return memo[key]
 
     def master_optimizers(self) -> List[str]:
         """The optimizer classes of the project that keep float32 master weights of a half model
