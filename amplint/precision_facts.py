@@ -1082,7 +1082,11 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         else:
             sig = None
         data_cast = _data_cast(node, parents, imports)
-        sig = sig or wrapper or (data_cast[0] if data_cast else None) or classify(call_facts) \
+        # ``amp.initialize(model, optimizer, opt_level='O1' if use_mixed_precision else 'O0')`` (maskrcnn-benchmark,
+        # through a local): one of its branches, read by ``_conditional_signal``, not apex's default level
+        conditional_level = any(k.arg == "opt_level" and isinstance(k.value, ast.IfExp) for k in seen_node.keywords)
+        sig = sig or wrapper or (data_cast[0] if data_cast else None) \
+            or (None if conditional_level else classify(call_facts)) \
             or _extra_signal(node, call_facts, source) or _cli_signal(node, deepspeed_options) \
             or _trained_half_cast(node, call_facts, trained)
         ifexp_test = None
@@ -1887,7 +1891,7 @@ def _branch_test(node: ast.AST, parents: "_Parents") -> Optional[str]:
     return None
 
 
-_PRECISION_KEYWORDS = {"precision", "mixed_precision", "fp16", "bf16"}
+_PRECISION_KEYWORDS = {"precision", "mixed_precision", "fp16", "bf16", "opt_level"}
 
 
 def _with_local_values(node: ast.Call, fn) -> ast.Call:
