@@ -286,6 +286,19 @@ OLD_API = """
     # a pip constraints file (``pip install -r requirements.txt -c constraints.txt``: ml-cvnets, set 17)
     ("constraints.txt", "torch==1.13.0\ntorchvision==0.14.0\n", [4]),
     ("requirements/constraints.txt", "torch==2.1.2\n", [4]),
+    # a conda environment file's dependencies (its conda spec, and its pip list) and the install lines of a shell
+    # script / Dockerfile: the torch the project is set up with
+    ("environment.yml", "dependencies:\n  - python=3.9\n  - pytorch::pytorch=1.13.1=py3.9_cuda11.7_0\n", [4]),
+    ("environment.yml", "dependencies:\n  - pytorch 1.11.*\n", []),
+    ("environment.yaml", "dependencies:\n  - pip\n  - pip:\n    - torch==2.1.0\n", [4]),
+    ("docker/Dockerfile", "FROM nvidia/cuda:11.7.1-devel-ubuntu22.04\nRUN pip install --no-cache-dir \\\n"
+                          "    torch==1.13.1+cu117 torchvision==0.14.1\n", [4]),
+    ("install.sh", "conda install -y pytorch==1.10.0 torchvision cudatoolkit=11.3 -c pytorch\n", []),
+    ("scripts/setup.sh", "pip install 'torch>=2.0' transformers\n", [4]),
+    # near misses: a pin of another package; an unpinned install; an install in a comment; a current torch
+    ("environment.yml", "dependencies:\n  - pytorch\n  - torchvision=0.11\n  - pytorch-lightning=1.5\n", [3, 4]),
+    ("Dockerfile", "RUN pip install torch torchvision\n# RUN pip install torch==1.10\n", [3, 4]),
+    ("Dockerfile", "RUN pip install torch==2.5.1\n", [3, 4]),
 ])
 def test_deprecated_api_respects_the_supported_torch(where, text, expected):
     assert lines("AMP501", OLD_API, extra_files={where: text}) == expected

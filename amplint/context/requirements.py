@@ -3,7 +3,9 @@
 A fix that writes ``torch.amp.GradScaler("cuda")`` breaks a project that still supports torch 2.2,
 where that name does not exist. The versions come from the project's own declarations: the
 ``dependencies`` / ``optional-dependencies`` of pyproject.toml, ``requirements*.txt`` and pip
-constraints files at its root and the requirement strings of setup.py / setup.cfg. The lowest version any of them admits is the
+constraints files at its root, the requirement strings of setup.py / setup.cfg, the dependencies of a conda
+environment file (``- pytorch=1.13.1``, and its ``pip:`` list) and the ``pip install torch==X`` / ``conda install
+pytorch=X`` lines of the project's shell scripts and Dockerfiles. The lowest version any of them admits is the
 project's floor; a requirement with only an upper bound (``torch<2.4``) admits every older version.
 No declaration: nothing is known (None), and rules assume a current torch.
 """
@@ -49,9 +51,80 @@ def requirement_files(root: Path) -> List[Path]:
                    *root.glob("constraints*.txt"), *root.glob("requirements/constraints*.txt")])
 
 
+# where a project installs its environment: at the root and in these directories
+_INSTALL_DIRS = ("", "docker", "scripts", "envs", "env", "conda", ".devcontainer")
+_CONDA_ENV = ("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml")
+_INSTALL_SCRIPTS = ("*.sh", "Dockerfile*", "*.Dockerfile", "*.dockerfile")
+
+
+def install_files(root: Path) -> List[Path]:
+    """conda environment files (``environment*.yml``) and the shell scripts and Dockerfiles that may install torch,
+    at the root and under ``docker/``, ``scripts/``, ``envs/``, ``conda/``, ``.devcontainer/``."""
+    found = set()
+    for d in _INSTALL_DIRS:
+        base = root / d if d else root
+        for pattern in (*_CONDA_ENV, *_INSTALL_SCRIPTS):
+            found.update(f for f in base.glob(pattern) if f.is_file())
+    return sorted(found)
+
+
 def _declaration_files(root: Path) -> List[Path]:
     files = [root / "pyproject.toml", root / "setup.py", root / "setup.cfg", *requirement_files(root)]
     return [f for f in files if f.is_file()]
+
+
+# a conda match spec of pytorch (``pytorch=1.13.1``, ``pytorch==2.0``, ``pytorch>=1.12``, ``pytorch 1.13.*``,
+# ``pytorch::pytorch=1.13.1=py3.9_cuda11.7_0``); also pip's name, ``torch``, in a conda list
+_CONDA_TORCH = re.compile(r"(?<![\w.:-])(?:\w+::)?(?:py)?torch(?![\w-])\s*([<>=!~][^\s\\\"';]*|\s\d[\w.*]*)")
+_INSTALL_COMMAND = re.compile(r"\b(pip3?|conda|mamba|micromamba|uv\s+pip)\s+install\b")
+
+
+def _conda_spec(spec: str) -> str:
+    """A conda version spec as a pip one: ``=1.13.1=build`` / `` 1.13.*`` -> ``==1.13.1`` / ``==1.13``."""
+    spec = spec.strip()
+    if spec[:1].isdigit():
+        return "==" + spec
+    if spec.startswith("=") and not spec.startswith("=="):
+        return "==" + spec[1:].split("=", 1)[0]
+    return spec
+
+
+def _conda_environment(text: str) -> List[str]:
+    """The torch requirements of a conda environment file, as pip specs: its ``dependencies`` and their ``pip:``
+    list."""
+    import yaml  # noqa: PLC0415 (PyYAML: only projects with such a file ask)
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return []
+    deps = data.get("dependencies") if isinstance(data, dict) else None
+    out: List[str] = []
+    for item in deps if isinstance(deps, list) else ():
+        if isinstance(item, str):
+            m = _CONDA_TORCH.match(item.strip())
+            if m:
+                out.append(_conda_spec(m.group(1)))
+        elif isinstance(item, dict) and isinstance(item.get("pip"), list):
+            out.extend(m.group(1) for p in item["pip"] if isinstance(p, str) for m in _TORCH_REQUIREMENT.finditer(p))
+    return out
+
+
+def _install_lines(text: str) -> List[str]:
+    """The torch requirements of the ``pip install`` / ``conda install`` commands of a shell script or a
+    Dockerfile (lines joined at a trailing backslash), as pip specs."""
+    out: List[str] = []
+    for line in re.sub(r"\\\s*\n", " ", text).splitlines():
+        code = line.split("#", 1)[0]
+        m = _INSTALL_COMMAND.search(code)
+        if not m:
+            continue
+        args = code[m.end():]
+        if m.group(1) in ("conda", "mamba", "micromamba"):
+            out.extend(_conda_spec(c.group(1)) for c in _CONDA_TORCH.finditer(args))
+        else:
+            out.extend(r.group(1) for r in _TORCH_REQUIREMENT.finditer(args))
+    return out
 
 
 def torch_floor(project) -> Optional[Tuple[Version, str]]:
@@ -73,6 +146,16 @@ def torch_floor(project) -> Optional[Tuple[Version, str]]:
                 if floor is not None and (best is None or floor < best[0]):
                     where = f"`torch{' '.join(m.group(1).split()).rstrip(',')}` in {f.relative_to(root).as_posix()}"
                     best = (floor, where)
+    for f in install_files(root):
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        specs = _conda_environment(text) if f.suffix in (".yml", ".yaml") else _install_lines(text)
+        for spec in specs:
+            floor = _floor_of(spec)
+            if floor is not None and (best is None or floor < best[0]):
+                best = (floor, f"`torch{' '.join(spec.split()).rstrip(',')}` in {f.relative_to(root).as_posix()}")
     cache["floor"] = best
     return best
 
