@@ -110,6 +110,12 @@ _CONSTRUCTORS = {"zeros", "ones", "empty", "full", "randn", "rand", "tensor", "a
 _RESHAPE_METHODS = {"view", "reshape", "transpose", "permute", "contiguous", "unsqueeze", "squeeze", "flatten",
                     "unflatten", "expand", "repeat", "movedim", "swapaxes", "chunk", "split", "narrow"}
 _EINOPS_RESHAPES = {"einops.rearrange", "einops.repeat"}
+# Scatter reductions of graph libraries: their result has the dtype of what they scatter, the first
+# argument (torch_scatter's ``scatter_sum``: ``torch.zeros(size, dtype=src.dtype, ...).scatter_add_(dim,
+# index, src)``; torch_geometric.utils.scatter: ``src.new_zeros(size).scatter_add_(...)`` for "sum", and
+# "mean" divides that by counts of the same dtype); scatter_add_ is on no autocast list.
+_SCATTERS = {"torch_geometric.utils.scatter", "torch_scatter.scatter", "torch_scatter.scatter_add",
+             "torch_scatter.scatter_sum", "torch_scatter.scatter_mean", "torch_geometric.utils.scatter.scatter"}
 _RESHAPE_FUNCTIONS = {"einops.rearrange", "einops.repeat", "torch.transpose", "torch.reshape", "torch.permute",
                       "torch.flatten", "torch.unsqueeze", "torch.squeeze", "torch.movedim"}
 
@@ -2198,8 +2204,9 @@ class PrecisionModel:
         if mapped is not None:
             return mapped
         name = ctx.call_name(call) or ""
-        if name in _EINOPS_RESHAPES and args_positional(call):
-            # ``rearrange(scores, "b 1 q k -> q b k")``: a view of its input, in its dtype
+        if (name in _EINOPS_RESHAPES or name in _SCATTERS) and args_positional(call):
+            # ``rearrange(scores, "b 1 q k -> q b k")``: a view of its input, in its dtype; ``scatter(src,
+            # index, ...)``: sums of ``src`` into bins, in its dtype
             return self.dtype_of(args_positional(call)[0])
         head = name.split(".", 1)[0]
         is_function = bool(name) and (head == "torch" or ctx.imports.binds(head)) and not (

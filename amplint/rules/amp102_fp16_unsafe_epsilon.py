@@ -176,7 +176,60 @@ def _bounded(ctx, numerator: Optional[cst.BaseExpression], base: cst.CSTNode) ->
     computed from a common value; a constant numerator (``1 / (x + eps)``) is not bounded."""
     if numerator is None or ctx.number(numerator) is not None:
         return False
+    if _weighted_sum(ctx, numerator, base):
+        return False
     return bool(roots(ctx, numerator) & roots(ctx, base))
+
+
+# Sums over an axis or into bins, and the argument that holds what is summed (an index, or a keyword).
+_SUMS = {"sum": (0, "input"), "index_add": (2, "source"), "index_add_": (2, "source"), "scatter_add": (2, "src"),
+         "scatter_add_": (2, "src"), "scatter": (0, "src"), "scatter_sum": (0, "src"), "segment_sum": (0, "src")}
+
+
+def _summed(ctx, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """What the sum ``expr`` adds up (through a local name): ``s * v`` of ``(s * v).sum(-1)``,
+    ``zeros.index_add_(0, index, s * v)``, torch_geometric's ``scatter(s * v, index, ..., reduce="sum")``."""
+    pm = precision_model(ctx)
+    if isinstance(expr, cst.Name):
+        expr = pm.value_of(expr) or expr
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if name not in _SUMS:
+        return None
+    reduce = find_arg(expr, "reduce", 99)
+    if name == "scatter" and not (reduce is not None and isinstance(reduce.value, cst.SimpleString)
+                                  and reduce.value.evaluated_value in ("sum", "add")):
+        return None  # torch's Tensor.scatter writes, PyG's scatter(reduce="mean") averages
+    index, keyword = _SUMS[name]
+    method_of_tensor = isinstance(func, cst.Attribute) and not (ctx.call_name(expr) or "").startswith("torch.")
+    if name == "sum" and method_of_tensor:
+        return func.value  # ``(s * v).sum(-1)``
+    if method_of_tensor and name not in ("index_add", "index_add_", "scatter_add", "scatter_add_"):
+        return None
+    if method_of_tensor:
+        index -= 0  # ``zeros.index_add_(dim, index, source)``: the receiver is the accumulator
+    elif name in ("index_add", "scatter_add"):
+        index += 1  # ``torch.index_add(input, dim, index, source)``
+    arg = find_arg(expr, keyword, index)
+    return arg.value if arg is not None else None
+
+
+def _weighted_sum(ctx, numerator: cst.BaseExpression, base: cst.CSTNode) -> bool:
+    """Is ``numerator / (base + eps)`` a weighted mean, Σ s·v / Σ s: the numerator sums a product one
+    of whose factors the denominator sums (graphium's GatedGCN aggregate, PR #426: gates times
+    messages over the gates' sum, 1e-6 raised to 1e-3 for float16)? Bounded by max |v|, not by 1,
+    and the backward divides the gradient by ``den + eps`` (×1e6 where the gates' sum is 0)."""
+    while isinstance(base, cst.BinaryOperation) and isinstance(base.operator, cst.Add):
+        base = base.left if ctx.number(base.right) is not None else base.right if ctx.number(base.left) is not None \
+            else None  # ``den + 1e-6``: the sum guarded
+    top = _summed(ctx, numerator)
+    bottom = _summed(ctx, base) if isinstance(base, cst.BaseExpression) else None
+    if not (isinstance(top, cst.BinaryOperation) and isinstance(top.operator, cst.Multiply)) or bottom is None:
+        return False
+    factors = {" ".join(ctx.code(f).split()) for f in (top.left, top.right)}
+    return " ".join(ctx.code(bottom).split()) in factors
 
 
 def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
@@ -363,13 +416,22 @@ class Fp16UnsafeEpsilon(Rule):
                 continue  # e.g. 1 / (x + eps) under autocast: __rtruediv__ runs in float32
             stored = FLOAT16.round(value)
             c = 1.0 if use.numerator is None else ctx.number(use.numerator)
-            if c is not None:
+            weighted = use.numerator is not None and _weighted_sum(ctx, use.numerator, base)
+            if weighted and not pm.gradient_flows(use.node):
+                continue  # forward, it is bounded by the largest value averaged: the hazard is the backward's
+            if weighted:
+                overflow = ""
+            elif c is not None:
                 overflow = f"{_g(c)} / {_g(stored)} ≈ {_g(c / stored)} overflows to inf"
             else:
                 overflow = (f"`{_short(ctx, use.numerator, 30)}` / {_g(stored)} overflows to inf once the "
                             f"numerator exceeds {_g(FLOAT16.max * stored)}")
             message = (f"{describe_in_half(value)}: it keeps `{base_text}` off 0, but in the float16 division "
                        f"{overflow} (float16's largest value is {fmt(FLOAT16.max)})")
+            if weighted:
+                message = (f"{describe_in_half(value)}: `{_short(ctx, use.numerator, 30)}` / (`{base_text}` + eps) is a "
+                           f"weighted mean, and where the weights sum to 0 its backward multiplies the gradient by "
+                           f"1 / {_g(stored)} ≈ {_g(1 / stored)}, beyond float16's {fmt(FLOAT16.max)} (inf)")
             return Violation(const, message, Confidence.LIKELY, _fix(ctx, const, value),
                              help=f"use a guard >= {fmt(FLOAT16.smallest_normal)} (e.g. {_safe(ctx)}) or divide in float32",
                              evidence=because(div, ctx, const))
