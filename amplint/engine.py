@@ -168,9 +168,19 @@ def _set_aside_classes_built_nowhere(ctx: FileContext, found: List[Violation]) -
     if regime is None or getattr(regime, "override", None) or getattr(regime, "library", False) or not found:
         return found, set()
     from .context.instances import built_nowhere, built_only_when_off  # noqa: PLC0415 (asked of a few findings' classes)
+    from .context.import_fallbacks import fallback_definition, float16_runs_need  # noqa: PLC0415 (likewise)
     holders: Dict[cst.ClassDef, bool] = {}
+    fallbacks: Dict[cst.CSTNode, bool] = {}
     kept: List[Violation] = []
     for v in found:
+        fallback = None if v.code in PRECISION_FREE else fallback_definition(ctx, v.node)
+        if fallback is not None:
+            # the fallback of a library's class (``except ImportError: class BertLayerNorm``) in a project whose
+            # float16 runs all import that library: it runs only in float32 (T17-4)
+            if fallback[0] not in fallbacks:
+                fallbacks[fallback[0]] = float16_runs_need(ctx, fallback[1])
+            if fallbacks[fallback[0]] and not _evidence_inside(ctx, v, fallback[0]):
+                continue
         cls = None if v.code in PRECISION_FREE else _module_level_class(ctx, v.node)
         if cls is not None and cls not in holders:
             holders[cls] = built_nowhere(ctx, cls) or built_only_when_off(ctx, cls)
