@@ -836,7 +836,7 @@ class Project:
     RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",),
                 "callers": ("str",), "calls_named": ("str",), "subclasses": ("str",), "looked_into": ("path",),
                 "imported": ("str",), "named_in_configs": ("str",), "imported_by_name_only": ("str",),
-                "config_leaves_off": ("str", "str")}
+                "whole_imports": ("str",), "config_leaves_off": ("str", "str")}
 
     def start_recording(self) -> None:
         self._recording = []
@@ -3540,6 +3540,11 @@ class Project:
         """Do project files import names from ``module``, and none the module whole
         (``ProjectIndex.imported_by_name_only``)?"""
         return self.index.imported_by_name_only(module)
+
+    def whole_imports(self, module: str) -> List[List[str]]:
+        """[file, local name] of each project file's import binding ``module`` whole
+        (``ProjectIndex.whole_imports``)."""
+        return [[str(path), local] for path, local in self.index.whole_imports(module)]
 
     def named_in_configs(self, word: str, outside: Optional[Path] = None) -> bool:
         """Does a configuration file of the project name ``word`` (a Hydra ``_target_`` naming a

@@ -119,6 +119,7 @@ class ProjectIndex:
         self._imported: Optional[Set[str]] = None  # what the files' imports bind, resolved (``_imports``)
         self._named_from: Set[str] = set()
         self._whole: Set[str] = set()
+        self._whole_at: Dict[str, List[Tuple[Path, str]]] = {}  # module -> (file, local name) binding it whole
         for path, (module, graph, content) in files.items():
             if not module or graph is None:
                 continue
@@ -346,6 +347,12 @@ class ProjectIndex:
         self._imports()
         return module in self._named_from and module not in self._whole and f"{module}.*" not in self._imported
 
+    def whole_imports(self, module: str) -> List[Tuple[Path, str]]:
+        """(file, local name) of each import binding ``module`` whole (``import modeling``, ``import modeling as
+        m``, ``from pkg import modeling``)."""
+        self._imports()
+        return list(self._whole_at.get(module, ()))
+
     def _imports(self) -> None:
         """What the files' imports bind, resolved: definitions (``_imported``; ``<module>.*`` for a star
         import), the modules names are imported from (``_named_from``), and modules bound whole."""
@@ -369,6 +376,7 @@ class ProjectIndex:
                 for candidate in _candidates(target, package, self._sibling_first(target, package)):
                     if candidate in self._modules:
                         whole.add(candidate)
+                        self._whole_at.setdefault(candidate, []).append((path, local))
                         break
         self._imported, self._named_from, self._whole = names, named_from, whole
 

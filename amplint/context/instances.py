@@ -328,7 +328,8 @@ def built_nowhere(ctx, cls: cst.ClassDef) -> bool:
     if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
             or not hasattr(project, "imported"):
         return False
-    if not project.imported_by_name_only(module):
+    name = cls.name.value
+    if not project.imported_by_name_only(module) and not _whole_imports_name_others(ctx, module, name):
         # a file no other file imports names from may be loaded at run time (a registry's), and a module
         # imported whole may be looked into any way (``vars(mod)``): what it defines is judged by the
         # project's precision (docs/precision.md, "Code no entry point reaches")
@@ -337,7 +338,6 @@ def built_nowhere(ctx, cls: cst.ClassDef) -> bool:
         # a package's class is its users' API, built in their code (fairseq's KmeansAttention, which its
         # users train like fairseq's own models)
         return False
-    name = cls.name.value
     if any(not ctx.is_ancestor(cls, ref) and not _type_test(ctx, ref) for ref in ctx.semantic.references(name)):
         return False
     if b"globals()" in ctx.source or b"sys.modules[__name__]" in ctx.source:
@@ -350,6 +350,33 @@ def built_nowhere(ctx, cls: cst.ClassDef) -> bool:
     pattern = rf"getattr\(\s*[\w.]*\b{last}\s*,|\b{last}\.{re.escape(name)}\b"
     here = str(Path(ctx.path).resolve())
     return not any(path != here and re.search(pattern, strip_comment(text)) for path, _, text in grep(ctx, pattern))
+
+
+def _whole_imports_name_others(ctx, module: str, name: str) -> bool:
+    """Is ``module`` imported whole by some project files (``import modeling``: CAME's run_glue.py /
+    run_squad.py / run_pretraining.py, then ``modeling.BertForQuestionAnswering(...)``), each of which uses
+    the name it binds only to look up attributes written out (``<local>.<attr>``) other than ``name`` and
+    the module's dunders? Then its definitions are wired statically as by ``from modeling import ...``."""
+    project = ctx.project
+    if not hasattr(project, "whole_imports"):
+        return False
+    found = project.whole_imports(module)
+    if not found or len(found) > MAX_SITES:
+        return False
+    for path, local in found:
+        other = _context_for(ctx, Path(path).resolve())
+        if other is None:
+            return False
+        for ref in other.nodes(cst.Name):
+            if ref.value != local or any(isinstance(a, (cst.Import, cst.ImportFrom)) for a in other.ancestors(ref)):
+                continue
+            parent = other.parent(ref)
+            if isinstance(parent, cst.Attribute) and parent.attr is ref:
+                continue  # ``x.modeling``: another name
+            if not (isinstance(parent, cst.Attribute) and parent.value is ref) or parent.attr.value == name \
+                    or parent.attr.value.startswith("__"):
+                return False  # ``vars(modeling)``, ``getattr(modeling, n)``, ``modeling.__dict__``, the class itself
+    return True
 
 
 def _type_test(ctx, ref: cst.Name) -> bool:
