@@ -1237,17 +1237,47 @@ class Project:
 
     def _names_program(self, script: Path, tails: List[str], entry: Path) -> bool:
         """Is ``entry`` one of the programs a shell script names (``_named_programs``)? A path that
-        ends like a named tail is, unless a file of that tail lies beside the script or at the root,
-        where the script runs it from: PhysicsNeMo's examples/.../airfrans/run.sh runs the
-        ``train.py`` beside it with ``--amp``, not the other examples' ``train.py``."""
+        ends like a named tail is, unless a file of that tail lies beside the script or in a directory
+        above it (up to the root), where the script runs it from: PhysicsNeMo's examples/.../airfrans/run.sh
+        runs the ``train.py`` beside it with ``--amp``, not the other examples' ``train.py``; CAME's
+        scripts/run_glue.sh runs CAME/run_glue.py, not DynaBERT's (T17-6). With no such file, the files of
+        that tail nearest the script (sharing most of its directories) are the ones it runs."""
         rel = self._relative_or_none(entry) or ""
         for tail in tails:
-            if not (rel == tail or rel.endswith("/" + tail)):
-                continue
-            near = [c for c in (script.parent / tail, self.root / tail) if c.is_file()]
-            if not near or any(c.resolve() == entry.resolve() for c in near):
+            if (rel == tail or rel.endswith("/" + tail)) and entry.resolve() in self._programs_run_as(script, tail):
                 return True
         return False
+
+    def _programs_run_as(self, script: Path, tail: str) -> set:
+        """The project files a shell script runs by the path ``tail`` (``_names_program``)."""
+        memo = self.memo("shell_runs").setdefault("programs", {})
+        key = (str(script), tail)
+        if key not in memo:
+            script = script.resolve()
+            root = self.root.resolve()
+            dirs = [script.parent, *[d for d in script.parent.parents if d == root or root in d.parents]]
+            if root not in dirs:
+                dirs.append(root)
+            near = {(d / tail).resolve() for d in dirs if (d / tail).is_file()}
+            if not near:
+                rels = self.memo("shell_runs").get("rels")
+                if rels is None:
+                    rels = self.memo("shell_runs")["rels"] = {r for r in map(self._relative_or_none, self.files()) if r}
+                here = (self._relative_or_none(script) or "").split("/")[:-1]
+
+                def shared(r: str) -> int:
+                    n = 0
+                    for a, b in zip(r.split("/")[:-1], here):
+                        if a != b:
+                            break
+                        n += 1
+                    return n
+
+                named = [r for r in rels if r == tail or r.endswith("/" + tail)]
+                best = max(map(shared, named), default=0)
+                near = {(self.root / r).resolve() for r in named if shared(r) == best}
+            memo[key] = near
+        return memo[key]
 
     def entry_points(self) -> List[EntryPoint]:
         """The project's training entry points (test files hold none), each with the files it
