@@ -222,6 +222,8 @@ class _Parents(_Tree):
 
 
 _TRAINER_CLASS = re.compile(r"Trainer$")
+# a function named for the trainer it returns (``get_trainer``, ``build_pl_trainer``)
+_TRAINER_GETTER = re.compile(r"(?i)^(get|build|make|create|init|setup|load)_(\w+_)?trainer$")
 
 
 def _trainer_self_train(call: ast.Call, parents: "_Parents") -> Optional[str]:
@@ -256,7 +258,9 @@ def _is_training_call(call: ast.Call, trainers: frozenset = frozenset()) -> Opti
         receiver = _dotted(f.value) or ""
         if isinstance(f.value, ast.Call):  # ``Trainer(model=model, args=args).train()``
             built = (_dotted(f.value.func) or "").rsplit(".", 1)[-1]
-            receiver = built if _TRAINER_CLASS.search(built) or built == "Fabric" else receiver
+            # (or what a function named for returning one gives: ``get_pl_trainer(cfg).fit(model)``)
+            receiver = built if _TRAINER_CLASS.search(built) or built == "Fabric" or _TRAINER_GETTER.search(built) \
+                else receiver
         elif receiver in trainers:
             receiver = "trainer"
         if f.attr == "backward":
