@@ -1219,7 +1219,7 @@ class PrecisionModel:
                 func = call.func
                 built = None
                 if isinstance(func, cst.Name) and not self.ctx.imports.binds(func.value):
-                    b = self._binding(func)
+                    b = self._through_returned_arguments(func.value, self._binding(func))
                     if isinstance(b, tuple) and b[0] == "param":
                         sites.append((call, None, (b[1], func.value)))
                         continue
@@ -1233,6 +1233,29 @@ class PrecisionModel:
                     sites.append((call, built, None))
             self.ctx._cache["module_call_sites"] = sites
         return sites  # type: ignore[return-value]
+
+    def _through_returned_arguments(self, name: str, b: Optional[object], depth: int = 0) -> Optional[object]:
+        """``b`` (a binding of ``name``, as ``binding_at`` gives it), or, where it is the result of a project
+        function that returns one of its parameters as it was handed in (radtts' ``model = warmstart(path,
+        model)``, ``model, optimizer, iteration = load_checkpoint(path, model, optimizer)``, ``model =
+        apply_gradient_allreduce(model)``: each ``return model``), the binding of the name the call passes for
+        that parameter, where the call sees it (T18-4): the module built before them."""
+        while depth < 4:
+            index = None
+            if isinstance(b, tuple) and len(b) == 3 and b[0] == "part" and isinstance(b[1], cst.Call):
+                call, index = b[1], _unpacked_index(self.ctx, b[2])
+                if index is None:
+                    return b
+            elif isinstance(b, cst.Call):
+                call = b
+            else:
+                return b
+            passed = _returned_argument(self.ctx, call, index)
+            if not isinstance(passed, cst.Name):
+                return b
+            b = self.binding_at(passed.value, call)
+            depth += 1
+        return b
 
     def _modules_passed(self, fn: cst.FunctionDef, param: str) -> List[cst.Call]:
         """The building calls of the objects the calls of ``fn`` in this file pass for ``param``
@@ -2378,7 +2401,12 @@ class PrecisionModel:
         if fn is None:
             forward = self._called_forward(value)
             if forward is None:
-                return None
+                # a module-level function another project file defines (radtts' inference program unpacks
+                # ``parse_data_from_batch(batch)`` imported from train.py, T18-4)
+                imported = _imported_function(self.ctx, value)
+                if imported is None:
+                    return None
+                forward = (self.model_for(imported[0]), imported[1])
             model, fn = forward
             returns = model.return_values(fn)
         if not returns or not all(isinstance(r, cst.Tuple) and len(r.elements) == len(unpacked.elements)
@@ -2677,3 +2705,75 @@ def precision_model(ctx: FileContext) -> PrecisionModel:
     if model is None:
         model = ctx._cache["precision"] = PrecisionModel(ctx)
     return model  # type: ignore[return-value]
+
+
+def _unpacked_index(ctx, target: cst.CSTNode) -> Optional[int]:
+    """The position of ``target`` in the tuple it is unpacked into (``model, opt, it = f(...)``), or None."""
+    element = ctx.parent(target)
+    tup = ctx.parent(element) if isinstance(element, cst.Element) else None
+    if not isinstance(tup, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in tup.elements):
+        return None
+    return next((i for i, e in enumerate(tup.elements) if e is element), None)
+
+
+def _returned_argument(ctx, call: cst.Call, index: Optional[int]) -> Optional[cst.BaseExpression]:
+    """What ``call`` passes for the parameter its function returns as handed in (element ``index`` of the
+    tuple it returns), when the function is a module-level function of this file or one it imports from the
+    project, every ``return`` of it returns that parameter there and it never rebinds it; else None."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    if ctx.imports.binds(call.func.value):
+        found = _imported_function(ctx, call)
+        if found is None:
+            return None
+        fn_ctx, fn = found
+    else:
+        fn_ctx = ctx
+        fn = next((s for s in ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value), None)
+    if fn is None:
+        return None
+    returned, scope = None, None
+    for ret in fn_ctx.nodes(cst.Return):
+        if fn_ctx.enclosing_function(ret) is not fn:
+            continue
+        scope = fn_ctx.semantic.scope_of(ret)
+        value = ret.value
+        if index is not None:
+            if not isinstance(value, cst.Tuple) or index >= len(value.elements) \
+                    or isinstance(value.elements[index], cst.StarredElement):
+                return None
+            value = value.elements[index].value
+        if not isinstance(value, cst.Name) or returned not in (None, value.value):
+            return None
+        returned = value.value
+    params = [p.name.value for p in fn.params.params]
+    if returned is None or returned not in params:
+        return None
+    if scope is None or any(b.kind != "param" for b in fn_ctx.semantic.bindings(returned, scope)):
+        return None  # rebound inside: ``model = model.module``
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == returned:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None]
+    i = params.index(returned)
+    if any(a.star for a in positional[:i + 1]):
+        return None
+    return positional[i].value if i < len(positional) else None
+
+
+def _imported_function(ctx, call: cst.Call) -> Optional[Tuple[FileContext, cst.FunctionDef]]:
+    """(its file's context, the def) of the module-level function of another project file that ``call``
+    (``f(...)`` of a name the file imports) runs; None otherwise."""
+    if not isinstance(call.func, cst.Name) or not ctx.imports.binds(call.func.value):
+        return None
+    project = ctx.project
+    index = getattr(project, "index", None) if project is not None else None
+    target = ctx.imports.resolve(call.func.value)
+    sym = index.resolve(target, ctx.imports.module_name or "") if index is not None and target else None
+    if sym is None or sym.kind != "function" or "." in sym.qualname:
+        return None
+    other = ctx.other_file(sym.path)
+    if other is None:
+        return None
+    fn = next((s for s in other.module.body if isinstance(s, cst.FunctionDef) and s.name.value == sym.qualname), None)
+    return (other, fn) if fn is not None else None
