@@ -10,6 +10,7 @@ from ..edits import attribute_chain, find_arg, is_simple_reference, module_alias
 from ..findings import Confidence, Fix, Violation
 from ..fp16 import FLOAT16, Representation, finfo, fmt
 from ..context.conditions import never_run_by_callers
+from ..context.fill_helpers import project_fill_helper
 from ..context.sentinels import only_added_or_selected
 from ..context.precision import DTypeFact, precision_model
 from ..torch_api.fill_helpers import FILL_HELPERS
@@ -45,6 +46,19 @@ def _arguments(call: cst.Call, positions, keywords):
     for a in call.args:
         if a.keyword is not None and a.keyword.value in keywords:
             yield a.value
+
+
+def _big_literal(expr: cst.BaseExpression) -> bool:
+    """A number written out (``-1e20``, ``1e7``) beyond float16's range: the cheap test before a call is
+    looked up as a project fill helper."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        expr = expr.expression
+    if not isinstance(expr, (cst.Float, cst.Integer)):
+        return False
+    try:
+        return abs(float(expr.value.replace("_", ""))) > FLOAT16.max
+    except ValueError:
+        return False
 
 
 def overflowing(ctx, expr: cst.BaseExpression) -> Optional[float]:
@@ -84,7 +98,9 @@ class Fp16OverflowConstant(Rule):
     # masked_fill_(~mask, -1e10), GAU-alpha's -1e12: users training in fp16 hit the error).
     any_fp16_use = True
     # the call or method writing the value, or ``x[...] = value``; the value may be imported
-    needs = words([*FUNCTIONS, *FILL_HELPERS, *METHODS]) + r"|\](?:[\s\\)]|#[^\n]*(?=\n))*=(?!=)"
+    # (or a project's own fill helper, called with a number written out beyond float16's range: 1e5 and up)
+    needs = words([*FUNCTIONS, *FILL_HELPERS, *METHODS]) + r"|\](?:[\s\\)]|#[^\n]*(?=\n))*=(?!=)" \
+        + r"|\d[eE]\+?0*(?:[5-9]|[1-9]\d)\b|\b\d{5,}\b"
 
     def _targets(self, ctx):
         """(node, what, the tensor written to, the constant expression)."""
@@ -111,6 +127,13 @@ class Fp16OverflowConstant(Rule):
                     tensor = _argument(call, 99, "dtype") or tensor  # x.new_full(size, c, dtype=...)
                 for value in _arguments(call, (pos,), (kw,)):
                     yield call, func.attr.value, tensor, value
+            elif any(_big_literal(a.value) for a in call.args):
+                # the project's own helper of that kind (``replace_masked_values(scores, mask, -1e20)``, B14-2)
+                helper = project_fill_helper(ctx, call)
+                value = _argument(call, *helper.value) if helper is not None else None
+                if value is not None:
+                    what = ctx.code(call.func).rsplit(".", 1)[-1]
+                    yield call, f"`{what}(...)` (a masked_fill)", _argument(call, *helper.tensor), value
         for assign in ctx.nodes(cst.Assign):
             for t in assign.targets:
                 if isinstance(t.target, cst.Subscript):
