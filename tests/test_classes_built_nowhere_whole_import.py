@@ -94,6 +94,8 @@ KEPT = {
                                  "modeling.BertNonFusedLayerNorm(2))"),
     "looked up by string": ("import modeling", "getattr(modeling, name)()"),
     "module handed on": ("import modeling as m", "dict(vars(m))[name]()"),
+    # an import used for nothing is made for what importing it does (a registry filled as the module loads)
+    "imported for its side effects": ("import modeling\nfrom modeling import Model as Built", "Built()"),
 }
 
 

@@ -356,7 +356,8 @@ def _whole_imports_name_others(ctx, module: str, name: str) -> bool:
     """Is ``module`` imported whole by some project files (``import modeling``: CAME's run_glue.py /
     run_squad.py / run_pretraining.py, then ``modeling.BertForQuestionAnswering(...)``), each of which uses
     the name it binds only to look up attributes written out (``<local>.<attr>``) other than ``name`` and
-    the module's dunders? Then its definitions are wired statically as by ``from modeling import ...``."""
+    the module's dunders, at least once (an import used for nothing is made for its side effects)? Then its
+    definitions are wired statically as by ``from modeling import ...``."""
     project = ctx.project
     if not hasattr(project, "whole_imports"):
         return False
@@ -367,6 +368,7 @@ def _whole_imports_name_others(ctx, module: str, name: str) -> bool:
         other = _context_for(ctx, Path(path).resolve())
         if other is None:
             return False
+        used = False
         for ref in other.nodes(cst.Name):
             if ref.value != local or any(isinstance(a, (cst.Import, cst.ImportFrom)) for a in other.ancestors(ref)):
                 continue
@@ -376,6 +378,9 @@ def _whole_imports_name_others(ctx, module: str, name: str) -> bool:
             if not (isinstance(parent, cst.Attribute) and parent.value is ref) or parent.attr.value == name \
                     or parent.attr.value.startswith("__"):
                 return False  # ``vars(modeling)``, ``getattr(modeling, n)``, ``modeling.__dict__``, the class itself
+            used = True
+        if not used:
+            return False  # imported for what importing it does (a registry's side effects), or handed on unseen
     return True
 
 
