@@ -892,9 +892,18 @@ class Project:
         if self._declarations is None:
             from .cache import digest
             files = [self.root / n for n in ("pyproject.toml", "setup.cfg")]
-            from .context.requirements import install_files, requirement_files
+            from .context.requirements import install_files, requirement_files, sub_declaration_files
             files += requirement_files(self.root)
             files += [f for f in install_files(self.root) if f not in files]
+            # the sub-projects' own requirement lists / conda environments (a torch pin for the files below them)
+            dirs = set()
+            for f in self.files():
+                d = f.parent
+                while d != self.root and self.root in d.parents and d not in dirs:
+                    dirs.add(d)
+                    d = d.parent
+            for d in sorted(dirs):
+                files += sub_declaration_files(d)
             files += self.config_files()
             # README files: an external trainer's command line (``unicore-train --user-dir ./pkg --fp16``)
             files += sorted(self.root.glob("README*.md")) + sorted(self.root.glob("*/README*.md"))
@@ -914,7 +923,7 @@ class Project:
         "caller_contexts": "other files' FileContexts, least recently used dropped (engine.project_context)",
         "linted_trees": "the trees of the files linted last, for the next files' questions (engine)",
         "grep_lines": "pattern -> the project's lines that match it (context.project_text)",
-        "torch_floor": "the lowest torch version the project supports (context.requirements)",
+        "torch_floor": "the lowest torch version the project supports, and each sub-directory's own pin (context.requirements)",
         "runs_master": "frozenset(an entry point's files) -> whether they use a master-weights optimizer (Project._runs_master)",
         "heard_elsewhere": "what other files' calls pass to a helper's parameter (context.precision)",
         "project_passed": "the calls of a helper in other files and what they pass (context.callers.project_passed_once)",

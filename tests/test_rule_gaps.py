@@ -304,6 +304,21 @@ def test_deprecated_api_respects_the_supported_torch(where, text, expected):
     assert lines("AMP501", OLD_API, extra_files={where: text}) == expected
 
 
+@pytest.mark.parametrize("files, filename, expected", [
+    # a sub-project installed on its own (EasyOCR's trainer/craft/requirements.txt torch==1.13.1, LLaMA-Adapter's
+    # llama_adapter_v2_chat65b/environment.yml pytorch=2.0.0, T18-5): the pin of the nearest directory above the file
+    ({"craft/requirements.txt": "torch==1.13.1\nopencv-python\n"}, "craft/train.py", [4]),
+    ({"chat65b/environment.yml": "dependencies:\n  - pytorch=2.0.0\n"}, "chat65b/util/misc.py", [4]),
+    ({"requirements.txt": "torch>=2.4\n", "mm7b/requirements.txt": "torch==2.0.0+cu117\n"}, "mm7b/train.py", [4]),
+    # near misses: a sibling sub-project's pin; a sub-project's list without torch (the root's says); a root file
+    ({"craft/requirements.txt": "torch==1.13.1\n"}, "other/train.py", [3, 4]),
+    ({"requirements.txt": "torch>=2.4\n", "craft/requirements.txt": "opencv-python\n"}, "craft/train.py", [3, 4]),
+    ({"craft/requirements.txt": "torch==1.13.1\n"}, "train.py", [3, 4]),
+])
+def test_deprecated_api_respects_a_sub_projects_own_pin(files, filename, expected):
+    assert lines("AMP501", OLD_API, extra_files=files, filename=filename) == expected
+
+
 HF_SPLAT = """
     import torch, train
     from transformers import Trainer, TrainingArguments

@@ -11,6 +11,7 @@ No declaration: nothing is known (None), and rules assume a current torch.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -127,45 +128,77 @@ def _install_lines(text: str) -> List[str]:
     return out
 
 
-def torch_floor(project) -> Optional[Tuple[Version, str]]:
-    """(the lowest torch version the project declares support for, where it says so), or None."""
-    cache = project.memo("torch_floor")
-    if "floor" in cache:
-        return cache["floor"]
+def _floor_in(root: Path, files: List[Path]) -> Optional[Tuple[Version, str]]:
+    """The lowest torch version ``files`` admit (requirement lists and packaging line by line, conda environment
+    files, install commands of scripts), with where it is said (relative to ``root``)."""
     best: Optional[Tuple[Version, str]] = None
-    root = Path(project.root)
-    for f in _declaration_files(root):
+    for f in files:
         try:
             text = f.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        for line in text.splitlines():
-            code = line.split("#", 1)[0]
-            for m in _TORCH_REQUIREMENT.finditer(code):
-                floor = _floor_of(m.group(1))
-                if floor is not None and (best is None or floor < best[0]):
-                    where = f"`torch{' '.join(m.group(1).split()).rstrip(',')}` in {f.relative_to(root).as_posix()}"
-                    best = (floor, where)
-    for f in install_files(root):
-        try:
-            text = f.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        specs = _conda_environment(text) if f.suffix in (".yml", ".yaml") else _install_lines(text)
+        if f.suffix in (".yml", ".yaml"):
+            specs = _conda_environment(text)
+        elif f.suffix == ".sh" or "dockerfile" in f.name.lower():
+            specs = _install_lines(text)
+        else:
+            specs = [m.group(1) for line in text.splitlines() for m in _TORCH_REQUIREMENT.finditer(line.split("#", 1)[0])]
         for spec in specs:
             floor = _floor_of(spec)
             if floor is not None and (best is None or floor < best[0]):
                 best = (floor, f"`torch{' '.join(spec.split()).rstrip(',')}` in {f.relative_to(root).as_posix()}")
-    cache["floor"] = best
     return best
 
 
-def supports_torch_before(project, version: Version) -> Optional[str]:
-    """Where the project declares support for a torch older than ``version`` (None if it does not,
-    or declares nothing)."""
+# a sub-project's own requirement lists and conda environment files (EasyOCR's trainer/craft/requirements.txt,
+# LLaMA-Adapter's llama_adapter_v2_chat65b/environment.yml)
+_SUB_DECLARATION = re.compile(r"(?:requirements|constraints)[\w.-]*\.txt|(?:environment|conda)[\w.-]*\.ya?ml")
+
+
+def sub_declaration_files(directory: Path) -> List[Path]:
+    """The requirement lists (``requirements*.txt``, ``constraints*.txt``, ``requirements/*.txt``) and conda
+    environment files of a directory below the project root."""
+    found = []
+    try:
+        with os.scandir(directory) as entries:
+            for e in entries:
+                if _SUB_DECLARATION.fullmatch(e.name) and e.is_file():
+                    found.append(Path(e.path))
+                elif e.name == "requirements" and e.is_dir():
+                    found.extend(f for f in Path(e.path).glob("*.txt") if f.is_file())
+    except OSError:
+        return []
+    return sorted(found)
+
+
+def torch_floor(project, path: Optional[Path] = None) -> Optional[Tuple[Version, str]]:
+    """(the lowest torch version the project declares support for, where it says so), or None. For a file
+    ``path``, also the pin of the nearest directory above it, below the root, that pins torch in its own
+    requirement list or conda environment (a sub-project installed on its own: EasyOCR's trainer/craft/,
+    T18-5); the lower of the two."""
+    cache = project.memo("torch_floor")
+    root = Path(project.root)
+    if "floor" not in cache:
+        cache["floor"] = _floor_in(root, [*_declaration_files(root), *install_files(root)])
+    best = cache["floor"]
+    if path is None:
+        return best
+    d = Path(path).parent
+    while d != root and root in d.parents:
+        if d not in cache:
+            cache[d] = _floor_in(root, sub_declaration_files(d))
+        if cache[d] is not None:
+            return cache[d] if best is None or cache[d][0] < best[0] else best
+        d = d.parent
+    return best
+
+
+def supports_torch_before(project, version: Version, path: Optional[Path] = None) -> Optional[str]:
+    """Where the project (or, for the file ``path``, its sub-project) declares support for a torch older than
+    ``version`` (None if it does not, or declares nothing)."""
     if project is None or getattr(project, "root", None) is None:
         return None
-    found = torch_floor(project)
+    found = torch_floor(project, path)
     if found is None or found[0] >= version:
         return None
     return found[1]

@@ -98,7 +98,7 @@ class DeprecatedAmpApi(Rule):
                 continue  # a keyword, a definition's name or an assignment target is not a use
             name = ctx.qualname(node)
             if name in DEPRECATED and not _compatibility_fallback(ctx, node) \
-                    and supports_torch_before(ctx.project, REPLACEMENT_SINCE[DEPRECATED[name][0]]) is None:
+                    and supports_torch_before(ctx.project, REPLACEMENT_SINCE[DEPRECATED[name][0]], ctx.path) is None:
                 uses.append((node, name))
         if not uses:
             return
