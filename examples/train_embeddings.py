@@ -18,10 +18,13 @@ from optim import build_optimizer
 class SentenceEncoder(nn.Module):
     """TinyGPT's blocks, mean-pooled and projected to a unit-norm sentence embedding."""
 
-    def __init__(self, backbone: TinyGPT, dim: int = 256):
+    def __init__(self, backbone: TinyGPT, dim: int = 256, cooccurrence=None):
         super().__init__()
         self.backbone = backbone
         self.proj = nn.Linear(backbone.cfg.dim, dim)
+        # A row-normalised sparse token co-occurrence graph (vocab x vocab): rare tokens borrow their
+        # neighbours' embeddings, one propagation step as in LightGCN.
+        self.cooccurrence = cooccurrence
         # SimCSE fixes the temperature at 0.05; here it is learnt along with the encoder.
         self.temperature = nn.Parameter(torch.tensor(0.05))
 
@@ -29,7 +32,10 @@ class SentenceEncoder(nn.Module):
         """The backbone's hidden states, mean-pooled over the tokens."""
         b = self.backbone
         pos = torch.arange(idx.shape[1], device=idx.device)
-        x = b.drop(b.tok_emb(idx) + b.pos_emb(pos))
+        tok = b.tok_emb.weight
+        if self.cooccurrence is not None:
+            tok = 0.5 * (tok + torch.sparse.mm(self.cooccurrence, tok))
+        x = b.drop(F.embedding(idx, tok) + b.pos_emb(pos))
         for block in b.blocks:
             x = block(x)
         return b.ln_f(x).mean(dim=1)
@@ -53,7 +59,9 @@ def main(cfg: TrainConfig = TrainConfig(), model_cfg: ModelConfig = ModelConfig(
     torch.manual_seed(0)
     backbone = TinyGPT(model_cfg)
     backbone.load_state_dict(torch.load(os.path.join(cfg.out_dir, "last.pt"), map_location="cpu")["model"])
-    encoder = SentenceEncoder(backbone).to(cfg.device)
+    graph = os.path.join(cfg.data_dir, "cooccurrence.pt")
+    cooccurrence = torch.load(graph).to(cfg.device) if os.path.exists(graph) else None
+    encoder = SentenceEncoder(backbone, cooccurrence=cooccurrence).to(cfg.device)
     optimizer = build_optimizer(encoder, cfg.lr / 10, cfg.weight_decay)
     grad_scaler = torch.amp.GradScaler("cuda")
     batches = loader(cfg.data_dir, "train", cfg.batch_size, 128, cfg.device)

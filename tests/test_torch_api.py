@@ -102,3 +102,22 @@ def test_distribution_methods_float32_under_autocast_go_through_their_float32_op
             source = inspect.getsource(getattr(getattr(torch.distributions, cls), method))
             assert re.search(rf"\b{op}\(", source), (cls, method, op)
             assert policy.policy(op) == "fp32", op
+
+
+def test_sparse_matmul_names_exist_and_reach_an_autocast_lowered_product():
+    from amplint.torch_api import autocast as policy
+    from amplint.torch_api import sparse
+
+    def resolve(name):
+        obj = torch
+        for part in name.split(".")[1:]:
+            obj = getattr(obj, part)
+        return obj
+
+    for name in (*sparse.SPARSE_MATMULS, *sparse.DENSE_MATMULS, *sparse.SPARSE_BUILDERS):
+        assert callable(resolve(name)), name
+    for method in sparse.SPARSE_METHODS:
+        assert hasattr(torch.Tensor, method), method
+    # _sparse_mm is composite (it reaches addmm), and autocast lowers addmm and mm
+    assert torch._C._dispatch_has_kernel_for_dispatch_key("aten::_sparse_mm", "CompositeImplicitAutograd")
+    assert policy.policy("addmm") == "lower" and policy.policy("mm") == "lower"
