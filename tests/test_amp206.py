@@ -1,12 +1,14 @@
 """AMP206 sparse-matmul-under-autocast: a sparse COO matrix times a dense one under CUDA autocast
 raises ``"addmm_sparse_cuda" not implemented for 'Half'`` (RecBole's graph recommenders under its
 ``enable_amp`` option). Near misses stay silent: CPU autocast, ``autocast(enabled=False)``, a dense
-``torch.mm``, a sparse matrix of unknown layout passed to ``torch.mm``."""
+``torch.mm``, a sparse matrix of unknown layout passed to ``torch.mm``; and the rule is off unless named."""
 import textwrap
 
 import pytest
 
 from amplint.api import lint_source
+
+SELECT = ("ALL", "AMP206")  # off by default
 
 SCRIPT = """
 import torch
@@ -41,7 +43,7 @@ def main(adj, loader):
 
 def amp206(product="torch.sparse.mm(self.adj, x)", adj="adj", autocast='"cuda"'):
     source = SCRIPT.replace("{product}", product).replace("{adj}", adj).replace("{autocast}", autocast)
-    return [f.line for f in lint_source(textwrap.dedent(source), filename="train.py") if f.code == "AMP206"]
+    return [f.line for f in lint_source(textwrap.dedent(source), filename="train.py", select=SELECT) if f.code == "AMP206"]
 
 
 @pytest.mark.parametrize("product,adj", [
@@ -71,7 +73,7 @@ def test_near_miss_cpu_autocast():
         with torch.autocast("cpu"):
             return torch.sparse.mm(adj, x)
     """
-    assert [f for f in lint_source(textwrap.dedent(source), filename="graph.py") if f.code == "AMP206"] == []
+    assert [f for f in lint_source(textwrap.dedent(source), filename="graph.py", select=SELECT) if f.code == "AMP206"] == []
 
 
 @pytest.mark.parametrize("product,adj", [
@@ -80,3 +82,9 @@ def test_near_miss_cpu_autocast():
 ])
 def test_near_miss_a_product_not_known_sparse(product, adj):
     assert amp206(product, adj) == []
+
+
+def test_off_unless_named():
+    source = SCRIPT.replace("{product}", "torch.sparse.mm(self.adj, x)").replace("{adj}", "adj").replace(
+        "{autocast}", '"cuda"')
+    assert [f for f in lint_source(textwrap.dedent(source), filename="train.py") if f.code == "AMP206"] == []

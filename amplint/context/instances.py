@@ -313,6 +313,14 @@ def _freeze_in(ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
     return None
 
 
+def _plain_project_class(ctx, cls: cst.ClassDef, *asks: str) -> bool:
+    """Is ``cls`` a module-level class with no decorator (a registry's) in a module of the project,
+    whose project answers the questions ``asks`` names (``callers``, ``index``, ...)?"""
+    project = ctx.project
+    return project is not None and bool(ctx.imports.module_name) and not cls.decorators \
+        and ctx.parent(cls) is ctx.module and all(hasattr(project, a) for a in asks)
+
+
 def built_nowhere(ctx, cls: cst.ClassDef) -> bool:
     """Is the module-level class ``cls`` one nothing in the project builds or names? No decorator (a
     registry's), no reference in its file outside its own body, no call of it and no import of it
@@ -325,8 +333,7 @@ def built_nowhere(ctx, cls: cst.ClassDef) -> bool:
     train in. Asked only of a class holding a finding."""
     project = ctx.project
     module = ctx.imports.module_name
-    if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
-            or not hasattr(project, "imported"):
+    if not _plain_project_class(ctx, cls, "imported"):
         return False
     name = cls.name.value
     if not project.imported_by_name_only(module) and not _whole_imports_name_others(ctx, module, name):
@@ -408,8 +415,7 @@ def built_only_when_off(ctx, cls: cst.ClassDef) -> bool:
     (``_off_at_every_call``); no call of ``cls`` lies elsewhere and no configuration file names it."""
     project = ctx.project
     module = ctx.imports.module_name
-    if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
-            or not hasattr(project, "callers") or not hasattr(project, "index"):
+    if not _plain_project_class(ctx, cls, "callers", "index"):
         return False
     name = cls.name.value
     places = [(ctx, r) for r in ctx.semantic.references(name) if not ctx.is_ancestor(cls, r) and not _type_test(ctx, r)]
@@ -624,8 +630,7 @@ def constructions(ctx, cls: cst.ClassDef) -> Optional[list]:
     from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
     project = ctx.project
     module = ctx.imports.module_name
-    if project is None or not module or cls.decorators or ctx.parent(cls) is not ctx.module \
-            or not hasattr(project, "index") or not hasattr(project, "named_in_configs"):
+    if not _plain_project_class(ctx, cls, "index", "named_in_configs"):
         return None
     name = cls.name.value
     qualified = f"{module}.{name}"

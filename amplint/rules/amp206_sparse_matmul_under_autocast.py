@@ -18,9 +18,12 @@ _CUDA = {None, "cuda"}
 class SparseMatmulUnderAutocast(Rule):
     code = "AMP206"
     name = "sparse-matmul-under-autocast"
-    summary = "torch.sparse.mm (sparse COO times dense) under CUDA autocast: no float16 / bfloat16 kernel"
+    summary = "torch.sparse.mm (sparse COO times dense) under CUDA autocast: no float16 / bfloat16 kernel (off by default)"
     fix_safety = "none"
     applies_under = "fp16 or bf16 autocast (CUDA)"
+    # A crash at the first step is loud, not silent, and projects whose mixed precision is an option
+    # every configuration leaves off (RecBole's enable_amp) have many such sites: named to be run.
+    default_enabled = False
     needs = r"sparse|spmm"
 
     def check(self, ctx) -> Iterable[Violation]:
