@@ -572,6 +572,26 @@ def _switch_defaults(nodes: List[ast.AST]) -> Dict[str, List[bool]]:
     return {name: list(next(iter(v))) for name, v in found.items() if len(v) == 1 and None not in v}
 
 
+# a Python configuration module (insightface's configs/base.py: ``config = edict()``, ``config.fp16 = 0``)
+_PY_CONFIG_FILE = re.compile(r"(?:^|/)(?:configs?|conf|cfgs?)/[^/]+\.py$")
+
+
+def _py_config_leaves(tree: ast.Module) -> Dict[str, Any]:
+    """The settings a Python configuration module assigns at its top level, ``config.fp16 = 0`` /
+    ``cfg.train.amp = False``: dotted key after the object's name -> literal value (bool, number, string). A key
+    assigned twice with different values is left out."""
+    found: Dict[str, set] = {}
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, (bool, int, float, str))):
+            continue
+        name = _dotted(stmt.targets[0])
+        if name and "." in name:
+            found.setdefault(name.split(".", 1)[1], set()).add(stmt.value.value)
+    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
+
+
 class _Fields:
     """The dtype an attribute of a config object holds: ``config.amp_dtype`` where the function's ``config``
     is a parameter annotated with a class (``config: TrainingConfig``) or a local assigned an instance
@@ -1268,6 +1288,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
         switches = _switch_defaults(parents.of(ast.ClassDef, ast.Call))
         if switches:
             facts["switch_defaults"] = switches
+    if _PY_CONFIG_FILE.search(path):
+        leaves = _py_config_leaves(tree)
+        if leaves:
+            facts["py_config"] = leaves
     facts["config_runs"], facts["config_defaults"] = _config_runs(parents.of(ast.ClassDef, ast.Call), imports)
     if any(w.endswith("runner.train") for e in facts["entry_points"] for w in e["why"]):
         # mmengine's tools/train.py: `--amp` switches the config's optim_wrapper to AmpOptimWrapper, and the

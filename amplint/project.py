@@ -566,6 +566,14 @@ def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
                     and all(isinstance(e, ast.Constant) for e in right.elts):
                 # ``ShardedGradScaler(enabled=args.precision in ["fp16"])`` (LLaMA2-Accessory, T11-9)
                 choices = [e.value for e in right.elts]
+            elif isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) and isinstance(right, ast.Constant) \
+                    and type(right.value) in (int, float):
+                # ``autocast(enabled=cfg.fp16 > 0)`` (insightface, a numeric fp16 mode, T16-5)
+                v = _setting(n.left, leaves)
+                if type(v) not in (int, float):
+                    return None
+                return {ast.Gt: v > right.value, ast.GtE: v >= right.value, ast.Lt: v < right.value,
+                        ast.LtE: v <= right.value}[type(op)]
             else:
                 return None
             v = _setting(n.left, leaves)
@@ -1455,6 +1463,7 @@ class Project:
                         signals = [x for x in signals if x not in off]
                 if facts[path].get("hydra_config_names"):
                     signals, roles = self._hydra_settings(path, facts[path]["hydra_config_names"], signals, roles)
+                signals, roles = self._python_config_settings(path, signals, roles)
                 signals, roles = self._dict_settings(path, reach, importers, signals, roles)
                 signals, roles = self._option_conditions(path, reach, signals, roles)
                 signals, roles = self._overridden_defaults(path, signals, roles)
@@ -1517,6 +1526,33 @@ class Project:
         if not leaves:
             return signals, roles
         return _settings_applied(leaves, signals, roles, "the program's Hydra config")
+
+    def _python_config_settings(self, path: Path, signals, roles):
+        """``signals`` and ``roles`` less an autocast or GradScaler switched by a setting that every Python
+        configuration module of the program (a ``configs/*.py`` beside or above it, ``config.fp16 = 0``) turns off
+        (insightface's reconstruction/jmlr: ``GradScaler(...)`` under ``if cfg.fp16 == 1:`` with ``cfg =
+        get_config(args.config)`` and base.py, s1.py, s2.py all ``config.fp16 = 0``, T16-5). A config that does
+        not set the key, or sets it on, keeps it."""
+        facts = self.facts()
+        if not any(f.get("py_config") for f in facts.values()):
+            return signals, roles
+        # (every configuration module applying counts: one holding no settings, or none of the key, settles nothing)
+        configs = [(p, facts.get(p, {}).get("py_config", {})) for p in self.files()
+                   if p.parent != path.parent and _PY_CONFIG_DIR.fullmatch(p.parent.name) and p.name != "__init__.py"
+                   and not self.is_test(p) and _config_applies(p, path, self.root)]
+        if not any(leaves for _, leaves in configs):
+            return signals, roles
+        where, kept = {}, []
+        for sig, ev in signals:
+            if sig.kind in ("autocast", "grad_scaler") and sig.conditional and sig.condition \
+                    and all(_config_truth(sig.condition, leaves) is False for _, leaves in configs):
+                where[str(ev)] = (f"switched off by every Python config of this program ({sig.condition}: "
+                                  f"{', '.join(self.display(p) for p, _ in configs)})")
+                continue
+            kept.append((sig, ev))
+        if where:
+            roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
+        return kept, roles
 
     def _dict_settings(self, path: Path, reach: set, importers: Dict[Path, set], signals, roles):
         """``signals`` and ``roles`` as the precision settings written in dict literals set them (autogluon's Mitra:
@@ -3988,7 +4024,8 @@ def _beside_training_program(d: Path) -> bool:
 # or Hydra's ``_target_:`` (``hydra.utils.instantiate``)
 _TARGET_KEY = re.compile(r"""^[ \t-]*(?:target|_target_):[ \t]*["']?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)["']?[ \t]*(?:#.*)?$""",
                          re.M)
-_CONFIG_DIR = re.compile(r"(?i)configs?|conf|cfgs?|recipes?")  # recipes/: alignment-handbook's run configs
+_CONFIG_DIR = re.compile(r"(?i)configs?|conf|cfgs?|recipes?")
+_PY_CONFIG_DIR = re.compile(r"configs?|conf|cfgs?")  # (precision_facts._PY_CONFIG_FILE's)  # recipes/: alignment-handbook's run configs
 
 
 def _record_reads(cls):
