@@ -537,9 +537,9 @@ def _read_by_setting(sig: Signal) -> bool:
         _KEYED_READ.search(sig.condition + sig.note) or sig.kind == "autocast" and sig.note.startswith(DTYPE_LOOKUP))
 
 
-def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
-    """Whether ``condition`` (a signal's ``if self.amp`` / ``if dtype == "float16"``) holds under a Hydra program's
-    config ``leaves``: None when it reads anything the config does not settle."""
+def _truth(condition: str, leaf) -> Optional[bool]:
+    """Whether ``condition`` (``if `` optional) holds, three-valued: ``not`` / ``and`` / ``or`` combine what ``leaf``
+    says of each other part (True, False, or None: not settled); None also when it does not parse."""
     text = condition[3:] if condition.startswith("if ") else condition
     try:
         node = ast.parse(text.strip(), mode="eval").body
@@ -555,6 +555,16 @@ def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
             if isinstance(n.op, ast.And):
                 return False if False in values else (True if all(v is True for v in values) else None)
             return True if True in values else (False if all(v is False for v in values) else None)
+        return leaf(n)
+
+    return truth(node)
+
+
+def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
+    """Whether ``condition`` (a signal's ``if self.amp`` / ``if dtype == "float16"``) holds under a Hydra program's
+    config ``leaves``: None when it reads anything the config does not settle."""
+
+    def leaf(n: ast.AST) -> Optional[bool]:
         if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)):
             v = _setting(n, leaves)
             return bool(v) if isinstance(v, (bool, int)) or v is None else None
@@ -583,7 +593,7 @@ def _config_truth(condition: str, leaves: Dict[str, object]) -> Optional[bool]:
             return same if isinstance(op, (ast.Eq, ast.In)) else not same
         return None
 
-    return truth(node)
+    return _truth(condition, leaf)
 
 
 def _settings_applied(leaves: Dict[str, object], signals, roles, source: str):
@@ -3954,25 +3964,7 @@ def _switch_options(test: str) -> Optional[List[str]]:
 
 def _switch_truth(test: str, values: Dict[str, bool]) -> Optional[bool]:
     """``test`` (``_switch_options``') under the switches' ``values``; None when one is missing."""
-    try:
-        node = ast.parse(test, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-
-    def truth(n: ast.AST) -> Optional[bool]:
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
-            t = truth(n.operand)
-            return None if t is None else not t
-        if isinstance(n, ast.BoolOp):
-            ts = [truth(v) for v in n.values]
-            if isinstance(n.op, ast.And):
-                return False if False in ts else (True if all(t is True for t in ts) else None)
-            return True if True in ts else (False if all(t is False for t in ts) else None)
-        if isinstance(n, ast.Attribute):
-            return values.get(n.attr)
-        return None
-
-    return truth(node)
+    return _truth(test, lambda n: values.get(n.attr) if isinstance(n, ast.Attribute) else None)
 
 
 # a launcher stating a precision (``--bf16 True``, ``--precision bf16``, ``--torch_dtype bfloat16``): the switches it
