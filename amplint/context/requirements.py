@@ -5,7 +5,9 @@ where that name does not exist. The versions come from the project's own declara
 ``dependencies`` / ``optional-dependencies`` of pyproject.toml, ``requirements*.txt`` and pip
 constraints files at its root, the requirement strings of setup.py / setup.cfg, the dependencies of a conda
 environment file (``- pytorch=1.13.1``, and its ``pip:`` list) and the ``pip install torch==X`` / ``conda install
-pytorch=X`` lines of the project's shell scripts and Dockerfiles. The lowest version any of them admits is the
+pytorch=X`` lines of the project's shell scripts and Dockerfiles; for a file below the root, also the nearest
+sub-directory above it that pins torch in its own requirement list or conda environment (a sub-project installed on
+its own). The lowest version any of them admits is the
 project's floor; a requirement with only an upper bound (``torch<2.4``) admits every older version.
 No declaration: nothing is known (None), and rules assume a current torch.
 """
