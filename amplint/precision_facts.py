@@ -1220,6 +1220,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             # ``if self.fp16: model.half()`` with ``self.fp16 = fp16`` from ``__init__(..., fp16=False)``: taken in the
             # runs whose construction of the class passes a true value (the project reads the constructions, T12-3)
             cond_of = _self_condition(node, parents, self_options)
+            if cond_of is None and sig.kind == "autocast" and isinstance(node, ast.Call):
+                # ``with autocast(self.fp16 > 0):`` (insightface's IResNet, T16-5): the same, read on the switch
+                cond_of = _self_enabled(node, fn, parents, self_options, imports)
             if cond_of is not None:
                 record["self_option"] = cond_of
         if half_test is not None and sig.kind == "half_params" and fn is not None:
@@ -2026,6 +2029,44 @@ def _self_condition(node: ast.AST, parents: "_Parents", options: Dict[str, Dict[
                     "taken": in_body != negated}
         child = p
     return None
+
+
+_COMPARE_OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def _self_enabled(node: ast.Call, fn, parents: "_Parents", options: Dict[str, Dict[str, Tuple[str, Any]]],
+                  imports: ImportTable) -> Optional[dict]:
+    """The constructor option an autocast's ``enabled`` switch reads (``torch.cuda.amp.autocast(self.fp16 > 0)``, or
+    through a local of the method assigned once: ``is_fp16 = self.fp16 > 0``), as ``_self_condition`` gives it, with
+    the comparison (``compare``: [operator, number]) the attribute's value is put to; None otherwise."""
+    name = imports.resolve(_dotted(node.func) or "")
+    keyword = next((k.value for k in node.keywords if k.arg == "enabled"), None)
+    if keyword is None:
+        position = 0 if name.startswith(("torch.cuda.", "torch.cpu.")) else 2
+        keyword = node.args[position] if len(node.args) > position else None
+    expr = keyword
+    if isinstance(expr, ast.Name):
+        assigned = [a for a in ast.walk(fn) if isinstance(a, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == expr.id for t in a.targets)]
+        if len(assigned) != 1 or len(assigned[0].targets) != 1:
+            return None
+        expr = assigned[0].value
+    compare = None
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and type(expr.ops[0]) in _COMPARE_OPS \
+            and isinstance(expr.comparators[0], ast.Constant) and isinstance(expr.comparators[0].value, (int, float)) \
+            and not isinstance(expr.comparators[0].value, bool):
+        compare = [_COMPARE_OPS[type(expr.ops[0])], expr.comparators[0].value]
+        expr = expr.left
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"):
+        return None
+    cls = next((c for c in parents.chain(node) if isinstance(c, ast.ClassDef)), None)
+    opt = options.get(cls.name, {}).get(expr.attr) if cls is not None else None
+    if opt is None:
+        return None
+    out = {"class": cls.name, "attr": expr.attr, "param": opt[0], "default": opt[1], "taken": True}
+    if compare is not None:
+        out["compare"] = compare
+    return out
 
 
 def _conditional_builds(calls: List[ast.AST], parents: "_Parents", options) -> List[dict]:

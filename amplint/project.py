@@ -537,6 +537,20 @@ def _read_by_setting(sig: Signal) -> bool:
         _KEYED_READ.search(sig.condition + sig.note) or sig.kind == "autocast" and sig.note.startswith(DTYPE_LOOKUP))
 
 
+def _option_truth(value, compare) -> Optional[bool]:
+    """The truth of a constructor option's value, or of ``value <op> number`` (``compare``: [op, number]); None when
+    the comparison cannot be made (``None > 0``)."""
+    if not compare:
+        return bool(value)
+    import operator
+    op = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq,
+          "!=": operator.ne}.get(compare[0])
+    try:
+        return bool(op(value, compare[1])) if op is not None else None
+    except TypeError:
+        return None
+
+
 def _truth(condition: str, leaf) -> Optional[bool]:
     """Whether ``condition`` (``if `` optional) holds, three-valued: ``not`` / ``and`` / ``or`` combine what ``leaf``
     says of each other part (True, False, or None: not settled); None also when it does not parse."""
@@ -1818,11 +1832,13 @@ class Project:
 
         def off(cls_path: Path, cond: dict) -> Optional[str]:
             vals = values(cls_path, cond)
-            if not vals or any(bool(v) == cond["taken"] for v in vals):
+            truths = [_option_truth(v, cond.get("compare")) for v in vals or ()]
+            if not truths or any(t is None or t == cond["taken"] for t in truths):
                 return None
             shown = ", ".join(sorted(repr(v) for v in vals))
+            test = f"self.{cond['attr']}" + (f" {cond['compare'][0]} {cond['compare'][1]}" if cond.get("compare") else "")
             return (f"`{cond['class']}` is built with {cond['param']}={shown} in this program's runs: "
-                    f"`if {'' if cond['taken'] else 'not '}self.{cond['attr']}` is not taken")
+                    f"`{'' if cond['taken'] else 'not '}{test}` is not true")
 
         kept, dropped = [], []
         for s in facts["signals"]:
@@ -2000,7 +2016,11 @@ class Project:
         for site in sites:
             known, arg = site.argument_for(inits[0], param)
             if not known:
-                return None
+                handed = self._forwarded_values(index, site, param, default, reach, 0)
+                if handed is None:
+                    return None
+                out |= handed
+                continue
             if arg is None:
                 out.add(default)
                 continue
@@ -2010,6 +2030,44 @@ class Project:
                 out.add(ast.literal_eval(arg.text))
             except (ValueError, SyntaxError):
                 return None
+        return out
+
+    def _forwarded_values(self, index: ProjectIndex, site, param: str, default, reach: set, depth: int) -> Optional[set]:
+        """What reaches ``param`` through a call ``site`` that hands on the ``**kwargs`` of the function it sits in
+        (insightface's ``_iresnet(arch, block, layers, pretrained, progress, **kwargs)`` building ``IResNet(block,
+        layers, **kwargs)``, called by ``iresnet50(pretrained=False, progress=True, **kwargs)``, called by
+        ``get_model(name, **kwargs)``, called as ``get_model(cfg.arcface_model, input_size=...)``): the literal each
+        call of that function in ``reach`` passes as ``param=``, the ``default`` where none does, followed up
+        through calls that hand on their own ``**kwargs`` in turn (three functions up); None when it cannot be told
+        (a ``*args`` / a non-literal, ``param`` a named parameter of a function on the way)."""
+        if depth >= 3 or any(a.how == "*" for a in site.args):
+            return None
+        spread = [a for a in site.args if a.how == "**"]
+        fn = index.symbol(site.caller)
+        if len(spread) != 1 or spread[0].kind != "name" or fn is None or fn.kind != "function" or not fn.varkw \
+                or param in fn.params or param in fn.kwonly:
+            return None
+        calls = [c for c in index.callers(fn.name) if c.path in reach and not self.is_test(c.path)]
+        if len(calls) > 16:
+            return None
+        # (a function no call in this program's files makes hands nothing on: ``iresnet120`` beside ``get_model``)
+        out = set()
+        for call in calls:
+            given = [a for a in call.args if a.how == param]
+            if given:
+                if given[0].kind not in ("constant", "number", "string"):
+                    return None
+                try:
+                    out.add(ast.literal_eval(given[0].text))
+                except (ValueError, SyntaxError):
+                    return None
+            elif any(a.how == "**" for a in call.args):
+                handed = self._forwarded_values(index, call, param, default, reach, depth + 1)
+                if handed is None:
+                    return None
+                out |= handed
+            else:
+                out.add(default)
         return out
 
     def _wrapper_built_off(self, index: ProjectIndex, path: Path, cls: str, reach: set, off) -> Optional[str]:
