@@ -224,12 +224,31 @@ def _weighted_sum(ctx, numerator: cst.BaseExpression, base: cst.CSTNode) -> bool
     while isinstance(base, cst.BinaryOperation) and isinstance(base.operator, cst.Add):
         base = base.left if ctx.number(base.right) is not None else base.right if ctx.number(base.left) is not None \
             else None  # ``den + 1e-6``: the sum guarded
-    top = _summed(ctx, numerator)
+    top = _through_names(ctx, _summed(ctx, numerator), values=True)
     bottom = _summed(ctx, base) if isinstance(base, cst.BaseExpression) else None
     if not (isinstance(top, cst.BinaryOperation) and isinstance(top.operator, cst.Multiply)) or bottom is None:
         return False
-    factors = {" ".join(ctx.code(f).split()) for f in (top.left, top.right)}
-    return " ".join(ctx.code(bottom).split()) in factors
+    factors = {_code(ctx, _through_names(ctx, f)) for f in (top.left, top.right)}
+    return _code(ctx, _through_names(ctx, bottom)) in factors
+
+
+def _code(ctx, node: cst.CSTNode) -> str:
+    return " ".join(ctx.code(node).split())
+
+
+def _through_names(ctx, expr: Optional[cst.BaseExpression], values: bool = False) -> Optional[cst.BaseExpression]:
+    """``expr`` through local names bound once to another name (``sum_sigma = sigma_ij``), and with
+    ``values`` to any expression (``sum_sigma_x = sigma_ij * Bx_j``): graphium writes its weighted sum
+    that way."""
+    pm = precision_model(ctx)
+    for _ in range(4):
+        if not isinstance(expr, cst.Name):
+            break
+        value = pm.value_of(expr)
+        if value is None or not (values or isinstance(value, cst.Name)):
+            break
+        expr = value
+    return expr
 
 
 def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
