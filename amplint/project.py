@@ -1930,18 +1930,24 @@ class Project:
             return None
         out = []
         for script, _, (_, text) in runs:
-            values: Dict[str, bool] = {}
-            for o in options:
-                passed = _passed_switch(text, o)
-                if o in defaults and defaults[o][1]:
-                    values[o] = defaults[o][0]
-                elif len(passed) == 1:
-                    values[o] = passed.pop()
-                elif not passed and o in defaults and _STATES_PRECISION.search(text):
-                    values[o] = defaults[o][0]
-                else:
-                    return None
-            out.append((values, f"{self.display(script)}: " + ", ".join(f"{o}={v}" for o, v in values.items())))
+            # each command of the script that runs the program is a run (``python train.py --bf16`` and ``python
+            # train.py`` are two), its shell variables expanded (mPLUG-Owl: ``train.py $@ ${options}`` with
+            # ``options="... --bf16"``); a script whose commands name it only through what is not expanded is one run
+            commands = [c for c in _script_commands(text)
+                        if self._names_program(script, self._shell_named_programs(c), entry)] or [text]
+            for command in commands:
+                values: Dict[str, bool] = {}
+                for o in options:
+                    passed = _passed_switch(command, o)
+                    if o in defaults and defaults[o][1]:
+                        values[o] = defaults[o][0]
+                    elif len(passed) == 1:
+                        values[o] = passed.pop()
+                    elif not passed and o in defaults and _STATES_PRECISION.search(command):
+                        values[o] = defaults[o][0]
+                    else:
+                        return None
+                out.append((values, f"{self.display(script)}: " + ", ".join(f"{o}={v}" for o, v in values.items())))
         return out
 
     def _passed_values(self, index: ProjectIndex, entry: Path, path: Path, branch: dict,
@@ -4030,6 +4036,22 @@ def _switch_truth(test: str, values: Dict[str, bool]) -> Optional[bool]:
 _STATES_PRECISION = re.compile(r"(?<![\w-])--(?:fp16|bf16|half|amp|use[_-]amp|precision|mixed[_-]precision|[\w-]*dtype)"
                                r"(?![\w-])")
 _SWITCH_VALUE = {"true": True, "1": True, "false": False, "0": False}
+_SHELL_ASSIGN = re.compile(r"""(?ms)^[ \t]*(?:export[ \t]+)?(\w+)=(?:(["'])(.*?)\2|([^\s"'#]*))""")
+
+
+def _script_commands(text: str) -> List[str]:
+    """A shell script's commands (lines joined at a trailing backslash, comments dropped), each with the variables it
+    expands (``$options`` / ``${options}``) replaced by the value the script assigns them, when it assigns one once."""
+    assigned: Dict[str, set] = {}
+    for m in _SHELL_ASSIGN.finditer(text):
+        assigned.setdefault(m.group(1), set()).add(m.group(3) if m.group(2) else m.group(4))
+    values = {k: next(iter(v)) for k, v in assigned.items() if len(v) == 1}
+    out = []
+    for line in re.sub(r"\\[ \t]*\n", " ", text).splitlines():
+        code = line.split("#", 1)[0].strip()
+        if code:
+            out.append(re.sub(r"\$\{?(\w+)\}?", lambda m: " " + values.get(m.group(1), m.group(0)) + " ", code))
+    return out
 
 
 def _passed_switch(text: str, option: str) -> set:

@@ -91,6 +91,20 @@ def test_store_true_switch_defaulting_true(tmp_path, default, scripts, mode, cod
         assert "`not (args.bf16)` is false in this program's runs" in r.out, r.out
 
 
+@pytest.mark.parametrize("script, mode, codes", [
+    ("python train.py --lr 2e-5 --bf16\n", "bf16", []),
+    # the switch held in a variable the command expands (mPLUG-Owl's train_it.sh)
+    ('options=" \\\n    --lr 2e-5 \\\n    --bf16"\npython -m torch.distributed.launch ./train.py $@ ${options}\n', "bf16", []),
+    # near miss: a script running the program twice, once without --bf16 (a float16 run)
+    ("python train.py --lr 2e-5 --bf16\npython train.py --lr 1e-5\n", "fp16-mixed", ["AMP101"]),
+])
+def test_each_command_of_a_launcher_is_a_run(tmp_path, script, mode, codes):
+    root = write_project(tmp_path / "p", {"train.py": textwrap.dedent(ALWAYS_BF16.format(default="")),
+                                          "train.sh": script})
+    assert _modes(root) == {"train.py": mode}
+    assert _codes(root) == codes
+
+
 @pytest.mark.parametrize("flags, mode, codes", [
     ("--bf16 True", "bf16", []),
     ("--bf16", "bf16", []),
