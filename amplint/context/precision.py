@@ -2646,8 +2646,15 @@ class PrecisionModel:
             found = self._class_def(ctx.code(base.value)) if isinstance(base.value, (cst.Name, cst.Attribute)) else None
             if found is None or not found[0]._plain_class(found[1], depth + 1):
                 return False
+        called = {call.func.attr.value for call in ctx.nodes(cst.Call)
+                  if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+                  and call.func.value.value == "self" and ctx.is_ancestor(cls, call)}
         for b in ctx.semantic.attributes_of(cls):
             if b.value is None or not _plain_value(b.value):
+                return False
+            if b.name in called and not _plain_literal(b.value):
+                # ``self._module = module`` then ``self._module(reshaped)``: a module handed in and run (allennlp's
+                # TimeDistributed, B14-4), whatever its value looks like
                 return False
         for call in ctx.nodes(cst.Call):
             if isinstance(call.func, cst.Attribute) and call.func.attr.value in _REGISTERS \
@@ -2660,6 +2667,12 @@ class PrecisionModel:
 _REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_module"}
 _PLAIN_CALLS = {"int", "float", "bool", "str", "list", "tuple", "dict", "set", "len", "max", "min", "abs", "round",
                 "sorted", "range"}
+
+
+def _plain_literal(expr: cst.CSTNode) -> bool:
+    """A number, string or ``None`` / ``True`` / ``False`` written out: nothing that can be called."""
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)) or \
+        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
 
 
 def _plain_value(expr: cst.CSTNode) -> bool:
