@@ -867,7 +867,7 @@ class Project:
     # result is reused only while they are the same (amplint.results): name -> kinds of the arguments.
     RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",),
                 "callers": ("str",), "calls_named": ("str",), "subclasses": ("str",), "looked_into": ("path",),
-                "imported": ("str",), "named_in_configs": ("str",), "imported_by_name_only": ("str",),
+                "imported": ("str",), "named_in_configs": ("str", "path"), "imported_by_name_only": ("str",),
                 "whole_imports": ("str",), "config_leaves_off": ("str", "str")}
 
     def start_recording(self) -> None:
@@ -3140,8 +3140,9 @@ class Project:
         below = [(p, f) for p, f in self.facts().items() if top in p.parents]
         if any(f.get("registered") for _, f in below):
             return True
-        return any(self.named_in_configs(f"{p.parent.name}.{p.stem}", top if by_others else None)
-                   for p, _ in below if p.stem != "__init__")
+        # (``outside`` is passed only when set: a recorded read replays its arguments as written)
+        return any(self.named_in_configs(f"{p.parent.name}.{p.stem}", top) if by_others
+                   else self.named_in_configs(f"{p.parent.name}.{p.stem}") for p, _ in below if p.stem != "__init__")
 
     def _loaded_by_no_run(self, key: Path) -> bool:
         """Is ``key`` a file that no run loads: one that only modules nothing imports lead to (by static imports),
