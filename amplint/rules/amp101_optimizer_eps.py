@@ -170,7 +170,7 @@ class OptimizerEpsUnderflow(Rule):
         command line, where ``adam_epsilon`` is 1e-8 unless given; the launcher scripts that run the program are
         read for ``--adam_epsilon`` / ``--optim`` (ChatGLM-Efficient-Tuning's LoRA adapters made half by
         ``model.half()``, B51)."""
-        if not call.args:
+        if not call.args or _arguments_only_read(ctx, call):
             return None
         given = call.args[0].value
         elements = [e.value for e in given.elements] if isinstance(given, (cst.Tuple, cst.List)) else [given]
@@ -252,6 +252,43 @@ def _string_or_default(value: cst.BaseExpression) -> Optional[str]:
     if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
         return value.evaluated_value
     return None
+
+
+def _arguments_only_read(ctx, parser: cst.Call) -> bool:
+    """The program parses Hugging Face training arguments only to read their fields (``training_args.fp16``
+    to pick a load dtype, ``.output_dir``, ``.per_device_eval_batch_size``) and builds no trainer: each name
+    ``parser.parse_*(...)`` binds to the arguments class is used only as ``name.<field>``, and no ``*Trainer``
+    class is called in the file (tevatron's encode / rerank drivers, unseen set 19, T19-2: inference under
+    no_grad, no optimizer, so no ``adam_epsilon``). Training arguments handed on whole (``Trainer(args=
+    training_args)``, ``train(training_args)``) or taken from the parsed tuple by index keep the finding."""
+    statement = ctx.parent(parser)
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 \
+            or not isinstance(statement.targets[0].target, cst.Name) or not parser.args:
+        return False
+    given = parser.args[0].value
+    classes = [e.value for e in given.elements] if isinstance(given, (cst.Tuple, cst.List)) else [given]
+    at = next((i for i, e in enumerate(classes) if _hf_arguments_class(ctx, ctx.qualname(e) or "")), None)
+    if at is None or any("Trainer" in (ctx.call_name(c) or "").rsplit(".", 1)[-1] for c in ctx.nodes(cst.Call)):
+        return False
+    name = statement.targets[0].target.value
+    parses = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value.startswith("parse")
+              and isinstance(c.func.value, cst.Name) and c.func.value.value == name]
+    targets = []
+    for c in parses:
+        assign = ctx.parent(c)
+        target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+        if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(classes) \
+                or not isinstance(target.elements[at].value, cst.Name):
+            return False
+        targets.append(target.elements[at].value)
+    for target in targets:
+        for ref in ctx.semantic.references(target.value):
+            up = ctx.parent(ref)
+            if ref is target or ref in targets or isinstance(up, cst.AnnAssign) and up.value is None:
+                continue  # the binding itself, or ``training_args: TrainingArguments``
+            if not (isinstance(up, cst.Attribute) and up.value is ref):
+                return False
+    return bool(targets)
 
 
 def _hf_arguments_class(ctx, name: str) -> Optional[str]:
