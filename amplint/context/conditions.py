@@ -128,17 +128,33 @@ def _conjuncts(ctx, test: cst.BaseExpression) -> Iterator[str]:
         yield _key(ctx, test)
 
 
-def holds_at(ctx, node: cst.CSTNode, test: cst.BaseExpression) -> bool:
-    """Does ``test`` hold wherever ``node`` runs: is each part of it the test of an ``if`` (``elif``,
-    ``while``) whose body holds ``node``, in the same function? ``if a: if b: x`` and ``if a and b: y``
-    run ``x`` and ``y`` on the same iterations."""
+def _known_at(ctx, node: cst.CSTNode) -> set:
+    """The parts of the tests of the ``if`` / ``while`` statements whose bodies hold ``node``, in its function."""
     known = set()
     for parent in ctx.ancestors(node):
         if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
         if isinstance(parent, (cst.If, cst.While)) and ctx.is_ancestor(parent.body, node):
             known.update(_conjuncts(ctx, parent.test))
+    return known
+
+
+def holds_at(ctx, node: cst.CSTNode, test: cst.BaseExpression) -> bool:
+    """Does ``test`` hold wherever ``node`` runs: is each part of it the test of an ``if`` (``elif``,
+    ``while``) whose body holds ``node``, in the same function? ``if a: if b: x`` and ``if a and b: y``
+    run ``x`` and ``y`` on the same iterations."""
+    known = _known_at(ctx, node)
     return all(part in known for part in _conjuncts(ctx, test))
+
+
+def fails_at(ctx, node: cst.CSTNode, test: cst.BaseExpression) -> bool:
+    """Is ``test`` false wherever ``node`` runs: is its negation (``not x`` for ``x``, ``x`` for ``not x``) a
+    part of the test of an ``if`` whose body holds ``node``? ``if norm > 0 and not self.deepspeed: unscale_``
+    never runs where a later ``if self.deepspeed:`` holds."""
+    known = _known_at(ctx, node)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _key(ctx, test.expression) in known
+    return f"not {_key(ctx, test)}" in known
 
 
 def never_run_by_callers(ctx, node: cst.CSTNode) -> bool:

@@ -6,7 +6,7 @@ from typing import Iterable, Optional, Set, Tuple
 
 import libcst as cst
 
-from ..context.conditions import holds_at
+from ..context.conditions import fails_at, holds_at
 from ..context.nonfinite_stops import skipped_updates
 from ..context.project_text import grep, strip_comment
 from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, bf16_only, innermost_loop, insertion_anchor, is_grad_scaler,
@@ -354,14 +354,18 @@ def _conditional_update(ctx, step: Step, unscale) -> Optional[Tuple[object, str,
 
 def _alternative_step(ctx, branch: cst.If, update: cst.Call, unscale: cst.Call) -> bool:
     """Is ``update`` in an ``elif`` of ``branch`` whose own test holds wherever the unscale_ runs, with
-    ``branch``'s body stepping the optimizer another way? ``if on_tpu(): xm.optimizer_step(opt)`` /
-    ``elif use_amp: scaler.step(opt); scaler.update()`` (HF Trainer 4.x): the earlier branch is another
-    backend's step, not a condition on the update."""
+    ``branch``'s body stepping the optimizer another way, or ``branch``'s test false wherever the unscale_
+    runs? ``if on_tpu(): xm.optimizer_step(opt)`` / ``elif use_amp: scaler.step(opt); scaler.update()`` (HF
+    Trainer 4.x): the earlier branch is another backend's step, not a condition on the update; ``if
+    self.deepspeed: pass`` after an unscale_ under ``not self.deepspeed`` is never taken where it ran (HF
+    Trainer copies, ProphetNet's JGR; unseen set 19, T19-1)."""
     inner = branch.orelse
     while isinstance(inner, cst.If) and not ctx.is_ancestor(inner.body, update):
         inner = inner.orelse
     if not isinstance(inner, cst.If) or not holds_at(ctx, unscale, inner.test):
         return False
+    if fails_at(ctx, unscale, branch.test):
+        return True
     def name(c: cst.Call) -> str:
         return c.func.attr.value if isinstance(c.func, cst.Attribute) else getattr(c.func, "value", "")
     return any(ctx.is_ancestor(branch.body, c) and str(name(c)).endswith("step") for c in ctx.nodes(cst.Call))
