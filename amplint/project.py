@@ -551,6 +551,12 @@ def _option_truth(value, compare) -> Optional[bool]:
         return None
 
 
+def _not_read(roles: list, where: Dict[str, str]) -> list:
+    """``roles`` (``--show-settings``' (role, evidence, why) rows) with the evidence in ``where`` marked
+    "not read", for the reason ``where`` gives."""
+    return [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
+
+
 def _truth(condition: str, leaf) -> Optional[bool]:
     """Whether ``condition`` (``if `` optional) holds, three-valued: ``not`` / ``and`` / ``or`` combine what ``leaf``
     says of each other part (True, False, or None: not settled); None also when it does not parse."""
@@ -641,7 +647,7 @@ def _settings_applied(leaves: Dict[str, object], signals, roles, source: str):
                 where[str(ev)] = f"a GradScaler beside the autocast that {source} switches off"
         kept = [(sig, ev) for sig, ev in kept if str(ev) not in where]
     if where:
-        roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
+        roles = _not_read(roles, where)
     return kept, roles
 
 
@@ -1575,7 +1581,7 @@ class Project:
                 continue
             kept.append((sig, ev))
         if where:
-            roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
+            roles = _not_read(roles, where)
         return kept, roles
 
     def _dict_settings(self, path: Path, reach: set, importers: Dict[Path, set], signals, roles):
@@ -1653,7 +1659,7 @@ class Project:
                     continue
             out.append((sig, ev))
         if where:
-            roles = [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
+            roles = _not_read(roles, where)
         return out, roles
 
 
@@ -1730,7 +1736,7 @@ class Project:
         if not where:
             return signals, roles
         return ([(sig, ev) for sig, ev in signals if str(ev) not in where],
-                [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles])
+                _not_read(roles, where))
 
     def _bound_parameters(self, path: Path, facts: dict) -> dict:
         """``facts`` with the evidence whose precision is a parameter of its function (a ColossalAI
