@@ -121,3 +121,29 @@ def test_sparse_matmul_names_exist_and_reach_an_autocast_lowered_product():
     # _sparse_mm is composite (it reaches addmm), and autocast lowers addmm and mm
     assert torch._C._dispatch_has_kernel_for_dispatch_key("aten::_sparse_mm", "CompositeImplicitAutograd")
     assert policy.policy("addmm") == "lower" and policy.policy("mm") == "lower"
+
+
+def test_same_dtype_writes_raise_on_a_dtype_mismatch():
+    """grad_mode.SAME_DTYPE_WRITES: each op raises when the source's dtype is not the destination's
+    (float16 into float32 and the reverse), at the position / keyword the table names, and runs when
+    they agree; the function form takes the destination first."""
+    from amplint.torch_api.grad_mode import SAME_DTYPE_WRITES
+
+    index = torch.tensor([[0, 1], [1, 0]])
+    args = {"scatter": (1, index), "scatter_add": (1, index), "scatter_reduce": (1, index),
+            "index_add": (0, torch.tensor([0, 1])), "index_copy": (0, torch.tensor([0, 1])),
+            "index_put": ((torch.tensor([0, 1]),),), "masked_scatter": (torch.ones(2, 2, dtype=torch.bool),)}
+    for op, (position, keyword) in SAME_DTYPE_WRITES.items():
+        base = op.rstrip("_")
+        extra = {"reduce": "sum"} if base == "scatter_reduce" else {}
+        assert len(args[base]) == position, op
+        for dest_dtype, source_dtype in ((torch.float16, torch.float32), (torch.float32, torch.float16)):
+            dest, source = torch.zeros(2, 2, dtype=dest_dtype), torch.ones(2, 2, dtype=source_dtype)
+            with pytest.raises(RuntimeError):
+                getattr(dest, op)(*args[base], source, **extra)
+            with pytest.raises(RuntimeError):
+                getattr(dest.clone(), op)(*args[base], **{keyword: source}, **extra)
+        assert getattr(torch.zeros(2, 2), op)(*args[base], torch.ones(2, 2), **extra).dtype == torch.float32
+        if hasattr(torch, op):
+            with pytest.raises(RuntimeError):
+                getattr(torch, op)(torch.zeros(2, 2, dtype=torch.float16), *args[base], torch.ones(2, 2), **extra)

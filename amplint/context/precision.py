@@ -668,10 +668,12 @@ class PrecisionModel:
         return cache[key]  # type: ignore[return-value]
 
     def _calls_ops_without_half(self) -> bool:
-        """Does this file call an op with no float16 kernel at all (by name: the cheap test first)?"""
+        """Does this file call an op with no float16 kernel at all, or one that writes a tensor into another
+        of the same dtype only (by name: the cheap test first)?"""
         cache = self.ctx._cache
         if "no_half_candidates" not in cache:
-            cache["no_half_candidates"] = any(self._no_half_operand(c) is not None for c in self.ctx.nodes(cst.Call))
+            cache["no_half_candidates"] = any(self._no_half_operand(c) is not None or self._same_dtype_write(c)
+                                              is not None for c in self.ctx.nodes(cst.Call))
         return cache["no_half_candidates"]  # type: ignore[return-value]
 
     def _raises_in_half(self, call: cst.Call) -> bool:
@@ -684,10 +686,54 @@ class PrecisionModel:
             operand = self._no_half_operand(call)
             if operand is not None:
                 return self.dtype_of(operand).is_half
+            if self._mismatched_write(call):
+                return True
             callee = self._callee(call)
             return callee is not None and callee is not self.ctx.enclosing_function(call) \
                 and self.half_unsupported_call(callee) is not None
         return _guarded(cache, key, False, compute)  # (recursion through mutual calls: False)
+
+    def _same_dtype_write(self, call: cst.Call) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
+        """``(op, destination, source)`` if ``call`` writes a source tensor into a destination of the same
+        dtype only (``grad_mode.SAME_DTYPE_WRITES``: ``dest.scatter_reduce_(dim, index, src, ...)``,
+        ``torch.index_add(dest, dim, index, source)``)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in grad_mode.SAME_DTYPE_WRITES:
+            return None
+        op = func.attr.value
+        position, keyword = grad_mode.SAME_DTYPE_WRITES[op]
+        if any(a.star for a in call.args):
+            return None
+        positional = [a.value for a in call.args if a.keyword is None]
+        name = self.ctx.call_name(call)
+        if name is not None and name.startswith("torch.") and name == f"torch.{op}":
+            dest: Optional[cst.BaseExpression] = positional.pop(0) if positional else None
+        elif isinstance(func.value, cst.Name) and self.ctx.imports.binds(func.value.value):
+            return None  # another module's function of that name (torch_scatter.scatter)
+        else:
+            dest = func.value
+        source = positional[position] if len(positional) > position else next(
+            (a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
+        if dest is None or source is None:
+            return None
+        return op, dest, source
+
+    def _mismatched_write(self, call: cst.Call) -> bool:
+        """Does ``call`` write a float16 tensor into one of another floating dtype, or the reverse
+        (``torch.zeros_like(<float16 conv output>).scatter_reduce_(1, index, src=<autocast's float32
+        exp>)``)? Such a write raises ("scatter(): Expected self.dtype to be equal to src.dtype"), so
+        the function raises whenever it runs in float16 (glue-factory's GlueStick under ``--mp
+        float16``). Not where autocast promotes the op (the out-of-place ``scatter_add`` /
+        ``index_put``)."""
+        write = self._same_dtype_write(call)
+        if write is None:
+            return False
+        op, dest, source = write
+        if autocast_ops.policy(op) == "promote" and self.autocast_at(call).active:
+            return False
+        a, b = self.dtype_of(dest), self.dtype_of(source)
+        return a.dtype is not None and b.dtype is not None and a.dtype != b.dtype and F16 in (a.dtype, b.dtype) \
+            and COMPLEX not in (a.dtype, b.dtype)
 
     def _no_half_operand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The input of ``call`` if it is an op with no float16 kernel (``grad_mode.NO_HALF``)."""

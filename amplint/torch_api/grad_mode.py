@@ -28,3 +28,22 @@ NO_HALF = frozenset({
     "torch.linalg.lu_factor", "torch.linalg.matrix_rank",
 })
 NO_HALF_METHODS = frozenset({"inverse", "det", "logdet", "slogdet", "svd", "cholesky", "pinverse"})
+
+# Ops that write one tensor's values into another and raise when the two dtypes differ ("scatter():
+# Expected self.dtype to be equal to src.dtype", "index_add_(): self (Half) and source (Float) must have
+# the same scalar type", "Index put requires the source and destination dtypes match", "masked_scatter:
+# expected self and source to have same dtypes"): no implicit promotion, on CPU and CUDA alike. Method name
+# -> (position of the source among the method's positional arguments, its keyword). The function form
+# (``torch.scatter(input, dim, index, src)``) takes the destination first. CUDA autocast promotes the
+# out-of-place ``scatter_add`` and ``index_put`` (``autocast.PROMOTE``), so those do not raise inside an
+# autocast region; the in-place forms are on no autocast list. Source: aten/src/ATen/native/
+# TensorAdvancedIndexing.cpp (scatter_gather_dtype_check, index_add / index_copy / index_put checks) and
+# aten/src/ATen/native/cuda/IndexKernel.cu's masked_scatter check; tests/test_torch_api.py checks each
+# against the installed torch.
+SAME_DTYPE_WRITES = {
+    "scatter": (2, "src"), "scatter_": (2, "src"), "scatter_add": (2, "src"), "scatter_add_": (2, "src"),
+    "scatter_reduce": (2, "src"), "scatter_reduce_": (2, "src"), "index_add": (2, "source"),
+    "index_add_": (2, "source"), "index_copy": (2, "source"), "index_copy_": (2, "source"),
+    "index_put": (1, "values"), "index_put_": (1, "values"), "masked_scatter": (1, "source"),
+    "masked_scatter_": (1, "source"),
+}
