@@ -873,8 +873,8 @@ class Project:
     # result is reused only while they are the same (amplint.results): name -> kinds of the arguments.
     RECORDED = {"regime": (), "evidence_anywhere": (), "regime_for": ("path",), "constant": ("str",),
                 "callers": ("str",), "calls_named": ("str",), "subclasses": ("str",), "looked_into": ("path",),
-                "imported": ("str",), "named_in_configs": ("str", "path"), "imported_by_name_only": ("str",),
-                "whole_imports": ("str",), "config_leaves_off": ("str", "str")}
+                "imported": ("str",), "named_in_configs": ("str", "path"), "imported_by_name_only": ("str",), "imported_by_name_or_star": ("str",),
+                "whole_imports": ("str",), "config_leaves_off": ("str", "str"), "ships": ("path",)}
 
     def start_recording(self) -> None:
         self._recording = []
@@ -3490,6 +3490,21 @@ class Project:
         """Does ``path`` lie in a package of the project, its users' API (``_published_package_file``)?"""
         return self._published_package_file(path)
 
+    def ships(self, path: Path) -> bool:
+        """Does the project's packaging ship the package ``path`` lies in (``context.packaging``)? True
+        where it names nothing it ships; only asked of a file ``in_package``."""
+        if not hasattr(self, "_declared_packages"):
+            from .context.packaging import declared_packages
+            self._declared_packages = declared_packages(self.root)
+        rel = self._relative_or_none(path)
+        if self._declared_packages is None or not rel:
+            return True
+        from .context.packaging import ships
+        parts = rel.split("/")[:-1]
+        if parts and parts[0] == "src":
+            parts = parts[1:]
+        return not parts or ships(self._declared_packages, ".".join(parts))
+
     def _published_package_file(self, path: Path) -> bool:
         """``path`` lies in a package of the project: a directory with an ``__init__.py`` at the
         root (or under ``src/``). No setup.py is asked for: a package that only example scripts use
@@ -3696,6 +3711,11 @@ class Project:
         """Do project files import names from ``module``, and none the module whole
         (``ProjectIndex.imported_by_name_only``)?"""
         return self.index.imported_by_name_only(module)
+
+    def imported_by_name_or_star(self, module: str) -> bool:
+        """Do project files import names from ``module``, none it whole, and some ``*``
+        (``ProjectIndex.imported_by_name_or_star``)?"""
+        return self.index.imported_by_name_or_star(module)
 
     def whole_imports(self, module: str) -> List[List[str]]:
         """[file, local name] of each project file's import binding ``module`` whole

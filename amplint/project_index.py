@@ -347,6 +347,13 @@ class ProjectIndex:
         self._imports()
         return module in self._named_from and module not in self._whole and f"{module}.*" not in self._imported
 
+    def imported_by_name_or_star(self, module: str) -> bool:
+        """Do project files import names from ``module``, none the module itself, and some ``*`` from it
+        (RITM's ``exp_imports/default.py``: ``from ...model.losses import *``)? What a star import binds is
+        used by its names, as written."""
+        self._imports()
+        return module in self._named_from and module not in self._whole and f"{module}.*" in self._imported
+
     def whole_imports(self, module: str) -> List[Tuple[Path, str]]:
         """(file, local name) of each import binding ``module`` whole (``import modeling``, ``import modeling as
         m``, ``from pkg import modeling``)."""

@@ -321,42 +321,84 @@ def _plain_project_class(ctx, cls: cst.ClassDef, *asks: str) -> bool:
         and ctx.parent(cls) is ctx.module and all(hasattr(project, a) for a in asks)
 
 
-def built_nowhere(ctx, cls: cst.ClassDef) -> bool:
+def built_nowhere(ctx, cls: cst.ClassDef, depth: int = 0) -> bool:
     """Is the module-level class ``cls`` one nothing in the project builds or names? No decorator (a
     registry's), no reference in its file outside its own body, no call of it and no import of it
     in another file (``Project.callers`` / ``imported``), no ``<its module>.<Name>`` and no
     ``getattr(<its module>, ...)`` lookup in the project's code, its name in no configuration file (a
     Hydra ``_target_``), its module one other files import names from and none imports whole (it is
     wired statically: what it defines that nothing names is dead there), and its file in no package of
-    the project (whose users build its classes). EVA's ``eva_model.Attention``, whose only construction is commented
-    out: its code runs in no training of the project, whatever precision the file's entry points
-    train in. Asked only of a class holding a finding."""
+    the project (whose users build its classes) that the project's packaging ships. EVA's
+    ``eva_model.Attention``, whose only construction is commented out: its code runs in no training of
+    the project, whatever precision the file's entry points train in. Nor does a class whose every
+    reference and build lies inside such classes (``_built_only_in_unbuilt``: Cutie's vendored RITM
+    ``SigmoidBinaryCrossEntropyLoss(from_sigmoid=True)``, built only by ``OracleMaskLoss``, which nothing
+    builds). Asked only of a class holding a finding."""
     project = ctx.project
     module = ctx.imports.module_name
     if not _plain_project_class(ctx, cls, "imported"):
         return False
     name = cls.name.value
-    if not project.imported_by_name_only(module) and not _whole_imports_name_others(ctx, module, name):
+    # a star import binds the class by its name: every file naming it must then import it from here
+    stars = not project.imported_by_name_only(module) and getattr(project, "imported_by_name_or_star", bool)(module)
+    if not project.imported_by_name_only(module) and not stars and not _whole_imports_name_others(ctx, module, name):
         # a file no other file imports names from may be loaded at run time (a registry's), and a module
         # imported whole may be looked into any way (``vars(mod)``): what it defines is judged by the
         # project's precision (docs/precision.md, "Code no entry point reaches")
         return False
-    if ctx.file is None or project.in_package(Path(ctx.file)):
+    if ctx.file is None or project.in_package(Path(ctx.file)) and (not hasattr(project, "ships")
+                                                                    or project.ships(Path(ctx.file))):
         # a package's class is its users' API, built in their code (fairseq's KmeansAttention, which its
-        # users train like fairseq's own models)
-        return False
-    if any(not ctx.is_ancestor(cls, ref) and not _type_test(ctx, ref) for ref in ctx.semantic.references(name)):
+        # users train like fairseq's own models); a package the project's packaging leaves out is not
+        # published (Cutie ships ``cutie``, not its GUI's ``gui/``)
         return False
     if b"globals()" in ctx.source or b"sys.modules[__name__]" in ctx.source:
         return False  # a lookup of the file's own names by string
     qualified = f"{module}.{name}"
-    if project.callers(qualified) or project.imported(qualified) or project.named_in_configs(name):
+    if project.named_in_configs(name):
         return False
     from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
     last = re.escape(module.rsplit(".", 1)[-1])
     pattern = rf"getattr\(\s*[\w.]*\b{last}\s*,|\b{last}\.{re.escape(name)}\b"
     here = str(Path(ctx.path).resolve())
-    return not any(path != here and re.search(pattern, strip_comment(text)) for path, _, text in grep(ctx, pattern))
+    if any(path != here and re.search(pattern, strip_comment(text)) for path, _, text in grep(ctx, pattern)):
+        return False
+    places = [r for r in ctx.semantic.references(name) if not ctx.is_ancestor(cls, r) and not _type_test(ctx, r)]
+    if not places and not stars and not project.callers(qualified) and not project.imported(qualified):
+        return True
+    return _built_only_in_unbuilt(ctx, cls, qualified, [(ctx, r) for r in places], depth)
+
+
+# How many classes up a chain of builds only never-built classes make is followed.
+_UNBUILT_DEPTH = 2
+
+
+def _built_only_in_unbuilt(ctx, cls: cst.ClassDef, qualified: str, places: list, depth: int) -> bool:
+    """Does every reference to the class ``qualified`` (``places`` in its file, and those of the files
+    importing it from here: ``_references_elsewhere``; tests aside), and so every build of it, lie inside
+    another module-level class that nothing builds (``built_nowhere``)?"""
+    name = cls.name.value
+    elsewhere = _references_elsewhere(ctx, name, qualified)
+    if elsewhere is None:
+        return False
+    places = places + elsewhere
+    if places and depth >= _UNBUILT_DEPTH:
+        return False
+    at = {(Path(c.path).resolve(), c.line_of(r)) for c, r in places}
+    if any((site.path, site.line) not in at for site in ctx.project.callers(qualified)):
+        return False  # a call through ``module.Name(...)``, or in a test
+    holders: dict = {}
+    for other, ref in places:
+        holder = next((a for a in other.ancestors(ref) if isinstance(a, cst.ClassDef)
+                       and other.parent(a) is other.module), None)
+        if holder is None or holder is cls:
+            return False
+        key = (other.path, holder.name.value)
+        if key not in holders:
+            holders[key] = built_nowhere(other, holder, depth + 1)
+        if not holders[key]:
+            return False
+    return True
 
 
 def _whole_imports_name_others(ctx, module: str, name: str) -> bool:
