@@ -384,6 +384,39 @@ def _registered_names(nodes: List[ast.AST]) -> List[str]:
     return sorted(set(out))
 
 
+_WIDE_FLOATS = {"torch.float32": "float32", "torch.float": "float32", "torch.float64": "float64",
+                 "torch.double": "float64"}
+
+
+def _refuses_half(tree: ast.Module, imports: ImportTable) -> List[List[Any]]:
+    """``[line, name]`` of each module-level function whose whole body refuses every dtype but float32 and
+    float64: ``if dtype not in [torch.float32, torch.float64]: raise ...`` or ``assert dtype in (torch.float,
+    torch.double)`` (a docstring aside). Such a validator says the project takes no float16 tensors
+    (theseus's ``_CHECK_DTYPE_SUPPORTED``: "Theseus only supports 32- and 64-bit tensors")."""
+    out: List[List[Any]] = []
+    for fn in tree.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and \
+            isinstance(fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str) else fn.body
+        if len(body) != 1:
+            continue
+        stmt = body[0]
+        if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise):
+            test, wanted = stmt.test, ast.NotIn
+        elif isinstance(stmt, ast.Assert):
+            test, wanted = stmt.test, ast.In
+        else:
+            continue
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], wanted)
+                and isinstance(test.comparators[0], (ast.List, ast.Tuple, ast.Set))):
+            continue
+        kinds = [_WIDE_FLOATS.get(imports.resolve(_dotted(e) or "")) for e in test.comparators[0].elts]
+        if kinds and None not in kinds and set(kinds) == {"float32", "float64"}:
+            out.append([fn.lineno, fn.name])
+    return out
+
+
 def _dtype_defaults(nodes: List[ast.AST], imports: ImportTable) -> Dict[str, Dict[str, str]]:
     """The half dtypes a class gives its attributes by default (a dataclass field ``amp_dtype: torch.dtype =
     torch.float16``, fairseq2's example configs): class -> attribute -> dtype."""
@@ -959,6 +992,11 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # structured-config dataclasses' precision fields (Hydra's ConfigStore configs, M16-2)
     facts["setting_fields"] = _setting_fields(parents.of(ast.ClassDef)) \
         if b"precision" in source and b"dataclass" in source else []
+    # a validator refusing every dtype but float32 / float64 (theseus's _CHECK_DTYPE_SUPPORTED, T19-6)
+    if (b"raise" in source or b"assert" in source) and (b"float64" in source or b"double" in source):
+        refusing = _refuses_half(tree, _imports(import_nodes, module))
+        if refusing:
+            facts["refuses_half"] = refusing
 
     if not _precision_words(source):
         return facts

@@ -20,6 +20,10 @@ MODE_WORDS = {
 }
 
 
+# the label of library code in a project that refuses float16 tensors itself (Project.refuses_half)
+REFUSED = "float16 refused"
+
+
 def file_label(project, path: Path) -> Tuple[str, str]:
     """(precision label, whose) for one file: ``("fp16-mixed", "entry point train.py:40 (main)")``,
     ``("library", ...)`` for code no entry point reaches, ``("test", ...)`` for test files."""
@@ -28,7 +32,9 @@ def file_label(project, path: Path) -> Tuple[str, str]:
         return regime.mode, "configured"
     if regime.scope.startswith("test"):
         return "test", regime.scope
-    from .project import NOT_RUN
+    from .project import NOT_RUN, REFUSES_FLOAT16
+    if regime.scope.startswith(REFUSES_FLOAT16):
+        return REFUSED, regime.scope
     if regime.scope.startswith(NOT_RUN):
         return "not run", regime.scope
     if regime.scope.startswith("library") or (not regime.signals and "no training entry point" in regime.scope):
@@ -64,6 +70,8 @@ def precision_parts(files_by_project: List[Tuple[object, Path]]) -> str:
             parts.append(f"{label[len('library:'):]} {files} (library policy)")
         elif label == "not run":
             parts.append(f"no training run of the project reaches {files} (not judged in float16)")
+        elif label == REFUSED:
+            parts.append(f"{files} not judged in float16 (the project refuses float16 tensors)")
         elif label == "test":
             parts.append(f"{files} {'are tests' if n != 1 else 'is a test'} (no precision assumed)")
         else:
@@ -74,6 +82,7 @@ def precision_parts(files_by_project: List[Tuple[object, Path]]) -> str:
 def settings_report(projects) -> str:
     """``--show-settings``: per project, each training entry point, its precision and the evidence
     (file:line and role), and the precision of the files no entry point reaches."""
+    from .project import REFUSES_FLOAT16
     out: List[str] = []
     for project in projects:
         out.append(f"Project {project.display(project.root) or '.'}")
@@ -84,7 +93,9 @@ def settings_report(projects) -> str:
             out.append("  no training entry point (nothing runs backward, steps an optimizer or hands a model to a trainer)")
             files = [f for f in project.files() if not project.is_test(f)] if hasattr(project, "is_test") else []
             scopes = {project.regime_for(f).scope for f in files}
-            if files and all(project.regime_for(f).library for f in files) and len(scopes) == 1:
+            if files and all(project.regime_for(f).scope.startswith(REFUSES_FLOAT16) for f in files) and len(scopes) == 1:
+                out.append(f"  precision for its files: none assumed, not judged in float16 ({scopes.pop()})")
+            elif files and all(project.regime_for(f).library for f in files) and len(scopes) == 1:
                 out.append(f"  precision for its files: none assumed, library policy ({scopes.pop()})")
             else:
                 out.append(f"  precision for its files: {project.regime.mode} ({project.regime.scope})")
@@ -113,6 +124,10 @@ def settings_report(projects) -> str:
                 counted = "" if role == "training" else " (not counted)"
                 out.append(f"    evidence: {where} [{role}]{note}{counted}")
         from .project import who_reaches
+        refused = [f for f in project.files() if project.regime_for(f).scope.startswith(REFUSES_FLOAT16)]
+        if refused and eps:
+            out.append(f"  library code not judged in float16: {len(refused)} (the project refuses float16 tensors: "
+                       f"{project.refuses_half()})")
         reached_library = Counter(who_reaches(project.regime_for(f).scope) for f in project.files()
                                   if project.regime_for(f).library and any(f.resolve() == ep.path or f.resolve() in ep.reach
                                                                            for ep in eps))

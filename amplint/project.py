@@ -73,6 +73,10 @@ ANY_FP16_USE = "any float16 use of library code"
 # unbuilt ForwardAttentionV2, physicsnemo's metrics beside its example trainings): run by none of them, so
 # not judged in float16 and not looked at by the library policy (``Project._unreached_library``)
 NOT_RUN = "not run by the project's trainings"
+# library code of a project that refuses float16 tensors itself (theseus's `_CHECK_DTYPE_SUPPORTED`: "only supports
+# 32- and 64-bit tensors"): its users cannot run it in float16, so it is neither judged in float16 nor given the library
+# policy's look (``Project.refuses_half``)
+REFUSES_FLOAT16 = "not run in float16: the project refuses float16 tensors"
 LAUNCHED = "launched in fp16:"  # in an ANY_FP16_USE scope: the launcher decides the precision
 
 
@@ -122,7 +126,7 @@ class Regime:
     def not_run(self) -> bool:
         """Code no training run of the project reaches, in a project whose own training runs say their
         precision (``Project._unreached_library``): not judged in float16, no library look."""
-        return not self.signals and self.override is None and self.scope.startswith(NOT_RUN)
+        return not self.signals and self.override is None and self.scope.startswith((NOT_RUN, REFUSES_FLOAT16))
 
     @property
     def any_fp16_use(self) -> bool:
@@ -979,6 +983,7 @@ class Project:
         "config_dotted_pairs": "consecutive parts of the dotted names in configuration files (_loaded_by_no_run)",
         "package_loops_f16": "the package loops holding all the project's float16 evidence, or none (regime_for)",
         "own_runs": "the project's own training runs that say their precision (Project.own_runs_saying_precision)",
+        "refuses_half": "where the project refuses every dtype but float32 / float64, or None (Project.refuses_half)",
         "library_loops": "entry point file -> whether it is a package file no script runs (Project._library_loop)",
         "directories_above": "path -> set(path.parents) (Project._nearest_entry_points)",
     }
@@ -3560,14 +3565,30 @@ class Project:
         """Is code no training run of the project reaches its users' to run in the precision they pick
         (no own training run says a precision: ``own_runs_saying_precision``)? Then the library policy
         looks at it as under any float16 use; otherwise it is not judged in float16."""
-        return not self.own_runs_saying_precision()
+        return not self.own_runs_saying_precision() and self.refuses_half() is None
+
+    def refuses_half(self) -> Optional[str]:
+        """Where the project refuses every dtype but float32 and float64 (``path:line (name)``), or None: a
+        module-level validator outside the tests whose whole body is ``if dtype not in [torch.float32,
+        torch.float64]: raise ...`` (or the ``assert``), theseus's ``_CHECK_DTYPE_SUPPORTED`` ("Theseus only
+        supports 32- and 64-bit tensors"). Its users cannot run it in float16, so its library code is not
+        looked at as under any float16 use (T19-6); an inline check inside one helper (botorch's task-value
+        remapping) is no such validator. Computed once."""
+        memo = self.memo("refuses_half")
+        if "where" not in memo:
+            memo["where"] = next((f"{self.relative(path)}:{line} ({name})" for path, facts in sorted(self.facts().items())
+                                  if not self.is_test(path) for line, name in facts.get("refuses_half", ())), None)
+        return memo["where"]
+
+    def _refusing(self, why: str) -> Regime:
+        return Regime([], None, f"{REFUSES_FLOAT16} ({self.refuses_half()}): {why}")
 
     def _unreached_library(self, why: str) -> Regime:
         """A file no entry point reaches, in a project with entry points, that the rules above leave to
         the library policy (``why``): library code when the project's users pick its precision, or an
         ``assume-precision`` judges it; in a project whose own training runs say their precision, code
         run by none of them, not judged in float16 (``NOT_RUN``)."""
-        if self.assume or self.users_pick_precision():
+        if self.assume or self.users_pick_precision() or self.refuses_half() is not None:
             return self._library(why)
         runs = self.own_runs_saying_precision()
         shown = ", ".join(runs[:3]) + (f", {len(runs) - 3} more" if len(runs) > 3 else "")
@@ -3576,6 +3597,8 @@ class Project:
     def _library(self, why: str) -> Regime:
         if self.assume:
             return Regime([], self.assume, f"{LIBRARY_SCOPE} ({why}): assume-precision = \"{self.assume}\"")
+        if self.refuses_half() is not None:
+            return self._refusing(why)
         return Regime([], None, f"{LIBRARY_SCOPE}: {why}")
 
     def precision_summary(self, paths) -> Dict[str, int]:
@@ -3586,7 +3609,7 @@ class Project:
             r = self.regime_for(p)
             label = r.mode if r.signals or r.override else ("test" if r.scope.startswith("test") else
                                                             "library" if r.scope.startswith("library") else
-                                                            "not run" if r.scope.startswith(NOT_RUN) else r.mode)
+                                                            "not run" if r.not_run else r.mode)
             counts[label] = counts.get(label, 0) + 1
         return counts
 

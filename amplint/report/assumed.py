@@ -42,17 +42,23 @@ def assumed_precision(project, files=None) -> AssumedPrecision:
     files no entry point reaches (amplint.precision_report)."""
     regime = project.regime
     if files and hasattr(project, "regime_for") and not regime.override:
-        from ..precision_report import file_label, precision_parts
+        from ..precision_report import REFUSED, file_label, precision_parts
         labels = [file_label(project, f)[0] for f in files]
-        if len(set(labels)) > 1:
+        if len(set(labels)) > 1 and set(labels) - {"not run", REFUSED}:
             # (the headline is a precision some files run in: files no training run reaches are counted, not named)
-            mode = max(set(labels) - {"not run"}, key=labels.count)
+            mode = max(set(labels) - {"not run", REFUSED}, key=labels.count)
             root = project.display(project.root) or "."
             why = "per training entry point (--show-settings): " + precision_parts([(project, f) for f in files])
             main = files[labels.index(mode)]
             r = project.regime_for(main)
             ev = r.half_params or r.fp16_autocast or r.fp16 or r.bf16
             return AssumedPrecision(root, mode, why, Location.of(ev) if ev is not None else None)
+        if set(labels) <= {"not run", REFUSED} and REFUSED in labels:
+            root = project.display(project.root) or "."
+            n = len(files)
+            return AssumedPrecision(root, "fp32", f"the project refuses float16 tensors ({project.refuses_half()}): "
+                                    f"{'these' if n != 1 else 'this'} {n} file{'s' if n != 1 else ''} not judged in "
+                                    f"float16 (docs/precision.md); `assume-precision` sets one")
         if labels[0] == "not run":
             root = project.display(project.root) or "."
             n = len(files)
