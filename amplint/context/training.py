@@ -803,9 +803,25 @@ def _facts(ctx, test: cst.BaseExpression, truth: bool) -> List[Tuple[str, bool]]
             if isinstance(comp.operator, (cst.Is, cst.Equal)):
                 return _facts(ctx, test.left, not truth)
     text = " ".join(ctx.code(test).split())
-    if _AMP_SWITCH.search(text) and not isinstance(test, cst.Comparison):
+    if _AMP_SWITCH.search(text) and not isinstance(test, cst.Comparison) and not _amp_namespace_option(test):
         text = "<amp>"
     return [(text, truth)]
+
+
+# The last name of ``<amp namespace>.<name>`` when that name is the switch itself (``cfg.amp.enabled``)
+_SWITCH_LEAF = re.compile(r"^(enabled?|on|active|use)$", re.I)
+
+
+def _amp_namespace_option(test: cst.BaseExpression) -> bool:
+    """``config.amp.clip_grad``: another option of an AMP configuration namespace, not the AMP switch
+    (``config.amp.enabled``, ``args.fp16``, ``self.use_amp``): the name after the last dot neither
+    names AMP nor says "enabled". Taking it for the switch would make ``if config.amp.clip_grad:``
+    inside ``if config.amp.enabled:`` the same test again, and prune its False branch."""
+    name = dotted_name(test)
+    if not name or "." not in name:
+        return False
+    leaf = name.rsplit(".", 1)[1]
+    return not (_AMP_SWITCH.search(leaf) or _SWITCH_LEAF.match(leaf))
 
 
 def _assume(states: Iterable[_State], facts: List[Tuple[str, bool]]) -> Set[_State]:
