@@ -697,6 +697,32 @@ def _half_conditions(nodes: List[ast.AST], parents: "_Parents", lines: List[str]
     return {name: next(iter(tests)) for name, tests in found.items() if len(tests) == 1}
 
 
+# a test for a quantized checkpoint (``quantization_config``, ``load_in_4bit``, GPTQ / AWQ / bitsandbytes)
+_QUANTIZED_TEST = re.compile(r"(?i)quantiz|load_in_(?:4|8)bit|gptq|\bawq\b|\bbnb\b")
+
+
+def _quantized_halves(nodes: List[ast.AST], parents: "_Parents", half_when: Dict[str, str], imports: ImportTable) -> List[str]:
+    """Names assigned float16 only on the branch of a test for a quantized checkpoint (``_half_conditions``' one test
+    matching ``_QUANTIZED_TEST``; no float16 assignment of the name outside it): bert4torch's
+    ``set_default_torch_dtype(torch_dtype, ...)``, which takes the caller's dtype and, for a pre-quantized model,
+    float16. Quantized weights (int4 / int8) are not what an optimizer trains: the float16 there is the quantized
+    model's compute dtype, no precision of a training run (T20-3)."""
+    out = []
+    for name, test in half_when.items():
+        if not _QUANTIZED_TEST.search(test):
+            continue
+        plain = False
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and _dotted(node.targets[0]) == name \
+                    and imports.resolve(_dotted(node.value) or "") in ("torch.float16", "torch.half"):
+                up = parents.parent.get(id(node))
+                if not (isinstance(up, ast.If) and node in up.body and _QUANTIZED_TEST.search(ast.unparse(up.test))):
+                    plain = True
+        if not plain:
+            out.append(name)
+    return out
+
+
 # an object holding a program's options: ``args``, ``model_args``, ``model_args_dict``, ``cfg``, ``opts``, ``hparams``
 _OPTIONS_OBJECT = re.compile(r"(?i)\w*args(_dict)?|\w*(?:cfg|conf|config)\w*|opts?|h?params|hp")
 
@@ -1023,6 +1049,12 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     trained = _parameter_owners(parents.of(ast.Call))
     lines = source.decode("utf-8", "replace").splitlines()
     half_when = _half_conditions(parents.of(ast.Assign), parents, lines, imports)
+    for name in _quantized_halves(parents.of(ast.Assign), parents, half_when, imports):
+        # bert4torch's ``if hasattr(model_config, "quantization_config"): torch_dtype = torch.float16`` before
+        # ``torch.set_default_dtype(torch_dtype)``: a pre-quantized checkpoint's compute dtype, no trained weights
+        dtype_vars[name] = [d for d in dtype_vars.get(name, []) if d not in ("torch.float16", "torch.half")]
+        if not dtype_vars[name]:
+            del dtype_vars[name]
     saved = _saved_names(parents.of(ast.Call, ast.Assign), parents.parent)
     targets: Dict[int, Optional[str]] = {}
     standalone = set()
