@@ -1,4 +1,5 @@
-"""Precision settings in a project's configuration files: JSON, YAML, TOML, INI and shell launchers.
+"""Precision settings in a project's configuration files: JSON, YAML, TOML, INI, shell launchers and the shell
+commands documented in Markdown files.
 
 Training precision often lives outside the Python code: a DeepSpeed config
 (``"fp16": {"enabled": true}``), an accelerate config (``mixed_precision: fp16``), a Lightning /
@@ -17,7 +18,17 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .context.evidence import Signal
 
-CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".ini", ".sh")
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".ini", ".sh", ".md")
+# the Markdown files whose fenced shell commands document a project's runs (``markdown_commands``): a README anywhere,
+# any Markdown page under a documentation or examples directory (tevatron's docs/training.md, examples/example_*.md)
+_LAUNCHER_DOC_DIRS = {"doc", "docs", "example", "examples"}
+
+
+def launcher_doc(rel: str) -> bool:
+    """Is the Markdown file at ``rel`` (relative to the project root) one whose commands the project's runs are
+    read from?"""
+    parts = rel.lower().split("/")
+    return parts[-1].endswith(".md") and (parts[-1].startswith("readme") or bool(_LAUNCHER_DOC_DIRS & set(parts[:-1])))
 MAX_CONFIG_BYTES = 256 * 1024  # bigger files are data (vocabularies, annotations), not settings
 _SKIP_NAMES = {"package.json", "package-lock.json", "tsconfig.json", ".pre-commit-config.yaml",
                "tokenizer.json", "vocab.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -41,7 +52,9 @@ def config_signals(text: bytes, name: str) -> List[Found]:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError:
         return []
-    if name.endswith(".sh"):
+    if name.endswith(".md"):
+        decoded = markdown_commands(decoded)
+    if name.endswith((".sh", ".md")):
         return list(_shell_signals(decoded))
     data = _load(decoded, name)
     if data is None:
@@ -280,6 +293,35 @@ def _shell_signals(text: str) -> Iterator[Found]:
                 sig = Signal("flag", "bfloat16" if v == "bf16" else "float16", note=m.group(0).strip())
             yield sig, i, f"`{m.group(0).strip()}`"
             break
+
+
+# the opening fence of a Markdown code block (```bash, ~~~, ```console ...) and its language
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*\{?\.?([\w+-]*)")
+_SHELL_LANGUAGES = {"", "bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession"}
+_PROMPT = re.compile(r"^([ \t]*)\$[ \t]+")
+
+
+def markdown_commands(text: str) -> str:
+    """The shell commands of a Markdown file's fenced code blocks (```bash, ```sh, ```shell, ```console, or a block
+    naming no language; a ``$ `` prompt dropped), every other line blank so that lines keep their numbers: the
+    documented runs of a project whose only launchers are its README's (tevatron: ``deepspeed ... train.py
+    --deepspeed ds_zero3_config.json --bf16``), read like a shell script's."""
+    out: List[str] = []
+    fence: Optional[Tuple[str, bool]] = None  # (the block's fence, whether it holds shell commands)
+    for line in text.splitlines():
+        if fence is None:
+            m = _FENCE.match(line)
+            if m:
+                fence = (m.group(1), m.group(2).lower() in _SHELL_LANGUAGES)
+            out.append("")
+            continue
+        stripped = line.strip()
+        if stripped and set(stripped) == {fence[0][0]} and len(stripped) >= len(fence[0]):
+            fence = None
+            out.append("")
+        else:
+            out.append(_PROMPT.sub(r"\1", line) if fence[1] else "")
+    return "\n".join(out)
 
 
 _SHELL_OPTION = re.compile(r"(?<![\w-])--((?:[A-Za-z][\w-]*)?(?:dtype|precision)[\w-]*|adam[_-]epsilon|optim)(?:=| +)[\"']?([\w.-]+)")

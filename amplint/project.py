@@ -718,6 +718,10 @@ def _called_from(facts: dict, path: Path, reached: "_Reached", reach: set = froz
 _FSDP_POLICY = "FSDP MixedPrecision"
 
 
+# the DeepSpeed config a command line hands the Hugging Face trainer (``--deepspeed ds_zero3_config.json``)
+_DEEPSPEED_CONFIG_OPTION = re.compile(r"(?<![\w-])--deepspeed(?:[_-]config)?(?:=|[ \t]+)[\"']?([^\s\"']+\.json)\b")
+
+
 def _auto_blocks_follow_flags(signals: List[Tuple[Signal, Evidence]]) -> List[Tuple[Signal, Evidence]]:
     """A DeepSpeed block ``"fp16": {"enabled": "auto"}`` takes its value from the trainer's flags
     (Hugging Face's integration): where the run states a trainer flag (``--bf16 True`` in the script
@@ -1019,10 +1023,15 @@ class Project:
     def _walk_once(self) -> None:
         """The Python files and the configuration files, from one walk of the tree (every run
         needs both: the configuration files are among the declarations)."""
-        from .config_evidence import CONFIG_SUFFIXES
+        from .config_evidence import CONFIG_SUFFIXES, launcher_doc
         python, configs = [], []
+        top = self._root_prefix
         for f in self.discovery.walk(self.root, self.root, stop_at_projects=True, suffixes=(".py", *CONFIG_SUFFIXES)):
-            (python if f.name.endswith(".py") else configs).append(f)
+            if f.name.endswith(".py"):
+                python.append(f)
+            elif f.suffix != ".md" or launcher_doc(str(f)[len(top):].replace(os.sep, "/") if str(f).startswith(top)
+                                                   else f.name):
+                configs.append(f)
         if self._files is None:
             self._files = python
         if self._configs is None:
@@ -1236,6 +1245,7 @@ class Project:
         from .config_evidence import config_signals
         out = []
         self._shell_programs: Dict[Path, List[str]] = {}
+        self._command_programs: Dict[Tuple[Path, int], List[str]] = {}
         for f in self.config_files():
             try:
                 text = self.read(f)
@@ -1246,6 +1256,13 @@ class Project:
                 out.append((f.resolve(), sig, Evidence(what, self.display(f), line)))
             if found and f.suffix == ".sh":
                 self._shell_programs[f.resolve()] = self._shell_named_programs(text.decode("utf-8", "replace"))
+            elif found and f.suffix == ".md":
+                # a Markdown file's flags are those of the command they are passed in (one page documents many
+                # programs' runs: tevatron's docs/training.md)
+                spans = _command_spans(self._launcher_text(f))
+                for _, line, _ in found:
+                    command = next((c for start, end, c in spans if start <= line <= end), "")
+                    self._command_programs[(f.resolve(), line)] = self._shell_named_programs(command)
         # mmcv 1.x Python configs under a configuration directory: ``fp16 = dict(loss_scale=512.)`` (T11-10)
         for path, facts in self.facts().items():
             if not facts.get("mm_config_fp16") or self.is_test(path):
@@ -1259,11 +1276,15 @@ class Project:
                 out.append((path, sig, Evidence(f"`{text}`", self.display(path), line)))
         return out
 
-    def _run_by_shell(self, config: Path, entry: Path) -> Optional[bool]:
+    def _run_by_shell(self, config: Path, entry: Path, line: int = 0) -> Optional[bool]:
         """Does the shell script ``config`` run the program ``entry``? None when it names no Python
         program (its flags then belong to the entry points around it); else whether one of the programs
         it names is ``entry`` (Megatron's examples/mamba/train.sh runs pretrain_hybrid.py with --bf16,
-        examples/gpt3/train_gpt3_175b_distributed.sh runs pretrain_gpt.py with --fp16: each its own)."""
+        examples/gpt3/train_gpt3_175b_distributed.sh runs pretrain_gpt.py with --fp16: each its own).
+        A Markdown file's flag at ``line`` belongs to the programs its command names, else to none."""
+        if config.suffix == ".md":
+            named = getattr(self, "_command_programs", {}).get((config, line))
+            return bool(named) and self._names_program(config, named, entry)
         named = getattr(self, "_shell_programs", {}).get(config)
         if not named:
             return None
@@ -1410,13 +1431,13 @@ class Project:
                 runners = None
                 from_files: List[Tuple[Signal, Evidence]] = []  # the configuration files' settings (not launchers')
                 for cpath, sig, ev in configs:
-                    by_shell = self._run_by_shell(cpath, path)
+                    by_shell = self._run_by_shell(cpath, path, ev.line)
                     if by_shell is not None:
                         # a launcher script's flags are those of the program it runs (or of a program that
                         # runs this entry point's code)
                         if runners is None:
                             runners = [r for r in _closure(path, importers) if r != path and not self.is_test(r)]
-                        if by_shell or any(self._run_by_shell(cpath, r) for r in runners):
+                        if by_shell or any(self._run_by_shell(cpath, r, ev.line) for r in runners):
                             sig = _as_the_program_reads(sig, facts[path]["signals"])
                             signals.append((sig, ev))
                             roles.append(("training", str(ev), "configuration"))
@@ -1514,7 +1535,7 @@ class Project:
                 for sig, ev in self._launcher_trainer_signals(path, f["entry_points"]):
                     signals.append((sig, ev))
                     roles.append((TRAINING, str(ev), "a trainer whose precision the launcher sets"))
-                signals = _auto_blocks_follow_flags(signals)
+                signals, roles = self._auto_blocks(path, signals, roles)
                 signals = _deepspeed_masters(signals)
                 eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles,
                                       bool(facts[path].get("script"))))
@@ -1719,6 +1740,35 @@ class Project:
         return ([(changed.get(str(ev), sig), ev) for sig, ev in signals],
                 [(r[0], r[1], "; ".join(x for x in (r[2], changed[r[1]].note) if x)) if r[1] in changed else r
                  for r in roles])
+
+    def _auto_blocks(self, path: Path, signals, roles):
+        """``signals`` and ``roles`` with the DeepSpeed ``"enabled": "auto"`` blocks read as Hugging Face reads them: the
+        trainer's ``--fp16`` / ``--bf16`` of the run given that config. Where launcher commands of the program ``path``
+        pass the config (``--deepspeed ds_zero3_config.json``), a block is on when one of them passes its dtype's flag
+        and off otherwise (tevatron's DSE README: ``--bf16``; neither flag: float32); for a config no command is known
+        to pass, the run's stated trainer flags decide (``_auto_blocks_follow_flags``). An "auto" block is never
+        float16 evidence by itself where the run is known."""
+        auto = [(sig, ev) for sig, ev in signals if sig.kind == "flag" and '"enabled": "auto"' in sig.note]
+        if not auto:
+            return signals, roles
+        commands = [(script, c) for script, _, (_, text) in self._shell_runs_of(path) for c in _script_commands(text)
+                    if self._names_program(script, self._shell_named_programs(c), path)]
+        where = {}
+        for sig, ev in auto:
+            name = ev.path.rsplit("/", 1)[-1]
+            passing = [(script, c) for script, c in commands
+                       if any(m.rsplit("/", 1)[-1] == name for m in _DEEPSPEED_CONFIG_OPTION.findall(c))]
+            flag = "fp16" if sig.dtype == "float16" else "bf16"
+            if passing and not any(True in _passed_switch(c, flag) for _, c in passing):
+                shown = ", ".join(sorted({self.display(script) for script, _ in passing}))
+                where[str(ev)] = (f'"auto" takes the trainer\'s --{flag}, which the commands passing {name} leave off '
+                                  f"({shown})")
+        kept = [(sig, ev) for sig, ev in signals if str(ev) not in where]
+        followed = _auto_blocks_follow_flags(kept)
+        for sig, ev in kept:
+            if (sig, ev) not in followed:
+                where[str(ev)] = '"auto" takes the trainer\'s flags, which this run states for another precision'
+        return followed, _not_read(roles, where) if where else roles
 
     def _overridden_defaults(self, path: Path, signals, roles):
         """``signals`` and ``roles`` less a command-line option's default (``add_argument("--precision",
@@ -2216,7 +2266,7 @@ class Project:
         if "named_configs" not in memo:
             texts = []
             for f in self.config_files():
-                if f.suffix != ".sh":
+                if f.suffix not in (".sh", ".md"):
                     try:
                         if os.path.getsize(f) <= 256 * 1024:  # (bigger ones are data, config_evidence.MAX_CONFIG_BYTES)
                             texts.append((f, self.read(f)))
@@ -2228,23 +2278,43 @@ class Project:
 
     def _shell_runs_of(self, entry: Path) -> List[Tuple[Path, List[Tuple[int, str, str]], Tuple[bool, str]]]:
         """The shell scripts that name the program ``entry``: (script, the dtype / precision options it passes as
-        (line, option, value), (whether it names DeepSpeed, its text))."""
+        (line, option, value), (whether it names DeepSpeed, its text)). A Markdown file's documented commands
+        (``config_evidence.markdown_commands``) are its runs: only those that name ``entry`` are its text (a
+        page documents many programs' runs)."""
+        from .config_evidence import shell_options
         memo = self.memo("shell_runs")
         if "scripts" not in memo:
-            from .config_evidence import shell_options
             scripts = []
             for f in self.config_files():
-                if f.suffix != ".sh":
+                if f.suffix not in (".sh", ".md"):
                     continue
                 try:
-                    text = self.read(f).decode("utf-8", "replace")
+                    text = self._launcher_text(f)
                 except OSError:
                     continue
                 programs = self._shell_named_programs(text)
-                if programs:
+                if not programs:
+                    continue
+                if f.suffix == ".md":
+                    spans = [(start, end, self._shell_named_programs(c)) for start, end, c in _command_spans(text)]
+                    scripts.append((f, programs, [(start, end, named) for start, end, named in spans if named], text))
+                else:
                     scripts.append((f, programs, shell_options(text), (bool(_DEEPSPEED_WORD.search(text)), text)))
             memo["scripts"] = scripts
-        return [(f, options, ds) for f, programs, options, ds in memo["scripts"] if self._names_program(f, programs, entry)]
+        out = []
+        for f, programs, options, ds in memo["scripts"]:
+            if not self._names_program(f, programs, entry):
+                continue
+            if f.suffix == ".md":
+                lines = ds.splitlines()
+                kept = [""] * len(lines)
+                for start, end, named in options:
+                    if self._names_program(f, named, entry):
+                        kept[start - 1:end] = lines[start - 1:end]
+                text = "\n".join(kept)
+                options, ds = shell_options(text), (bool(_DEEPSPEED_WORD.search(text)), text)
+            out.append((f, options, ds))
+        return out
 
     def _launchers(self, trainers: List[Tuple[Path, List[dict]]]) -> List[Tuple[Path, List[dict]]]:
         """The files that run a training loop defined in another file and train nothing themselves,
@@ -2968,7 +3038,7 @@ class Project:
             registered = {n for f in self.facts().values() for n in f.get("registered", ())}
             found: Dict[str, set] = {}
             for f in self.config_files() if registered else ():
-                if f.suffix == ".sh":
+                if f.suffix in (".sh", ".md"):
                     continue
                 try:
                     text = self.read(f)
@@ -3261,6 +3331,8 @@ class Project:
         if "pairs" not in memo:
             pairs = set()
             for f in self.config_files():
+                if f.suffix == ".md":  # (read for its documented commands' precision only)
+                    continue
                 try:
                     text = f.read_text(encoding="utf-8", errors="replace")
                 except OSError:
@@ -3644,6 +3716,15 @@ class Project:
                 return fixed
         return path.read_bytes()
 
+    def _launcher_text(self, path: Path) -> str:
+        """The commands of a launcher: a shell script's text, or a Markdown file's fenced shell commands
+        (``config_evidence.markdown_commands``, lines kept in place)."""
+        text = self.read(path).decode("utf-8", "replace")
+        if path.suffix == ".md":
+            from .config_evidence import markdown_commands  # noqa: PLC0415 (a leaf module)
+            return markdown_commands(text)
+        return text
+
     def _module_paths(self) -> Dict[str, Path]:
         if self._modules is None:
             self._modules = {}
@@ -3759,7 +3840,9 @@ class Project:
                 try:
                     # (a file past MAX_CONFIG_BYTES is data: VideoX's 4 MB annotation JSONs, searched once per
                     # module name, made a 25-file tree take minutes)
-                    texts[f] = "" if f.stat().st_size > MAX_CONFIG_BYTES else f.read_text(encoding="utf-8", errors="replace")
+                    # (a Markdown file is read for its documented commands' precision only, not for what its prose names)
+                    texts[f] = "" if f.suffix == ".md" or f.stat().st_size > MAX_CONFIG_BYTES \
+                        else f.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     texts[f] = ""
         rx = re.compile(rf"\b{re.escape(word)}\b")
@@ -4092,15 +4175,29 @@ _SHELL_ASSIGN = re.compile(r"""(?ms)^[ \t]*(?:export[ \t]+)?(\w+)=(?:(["'])(.*?)
 def _script_commands(text: str) -> List[str]:
     """A shell script's commands (lines joined at a trailing backslash, comments dropped), each with the variables it
     expands (``$options`` / ``${options}``) replaced by the value the script assigns them, when it assigns one once."""
+    return [command for _, _, command in _command_spans(text)]
+
+
+def _command_spans(text: str) -> List[Tuple[int, int, str]]:
+    """``_script_commands`` with the first and last line of each command (1-based)."""
     assigned: Dict[str, set] = {}
     for m in _SHELL_ASSIGN.finditer(text):
         assigned.setdefault(m.group(1), set()).add(m.group(3) if m.group(2) else m.group(4))
     values = {k: next(iter(v)) for k, v in assigned.items() if len(v) == 1}
     out = []
-    for line in re.sub(r"\\[ \t]*\n", " ", text).splitlines():
-        code = line.split("#", 1)[0].strip()
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        start, parts = i, [lines[i]]
+        while re.search(r"\\[ \t]*$", parts[-1]) and i + 1 < len(lines):
+            parts[-1] = re.sub(r"\\[ \t]*$", " ", parts[-1])
+            i += 1
+            parts.append(lines[i])
+        i += 1
+        code = "".join(parts).split("#", 1)[0].strip()
         if code:
-            out.append(re.sub(r"\$\{?(\w+)\}?", lambda m: " " + values.get(m.group(1), m.group(0)) + " ", code))
+            out.append((start + 1, i, re.sub(r"\$\{?(\w+)\}?",
+                                             lambda m: " " + values.get(m.group(1), m.group(0)) + " ", code)))
     return out
 
 

@@ -1,6 +1,6 @@
 """DeepSpeed ``"fp16": {"enabled": "auto"}`` / ``"bf16": {"enabled": "auto"}`` blocks follow the Hugging
 Face trainer's flags: a launcher passing ``--bf16 True`` trains in bf16 (InternVL: triage T7-2, 2 FPs on
-bf16 code judged under fp16 master weights)."""
+bf16 code judged under fp16 master weights); one passing the config with neither flag trains in float32 (T19-3)."""
 import textwrap
 
 import pytest
@@ -32,7 +32,8 @@ SH = "torchrun finetune.py --output_dir out {flag} --deepspeed ds_config.json\n"
 @pytest.mark.parametrize("flag, mode", [
     ("--bf16 True", "bf16"),
     ("--fp16 True", "fp16-master"),
-    ("", "fp16-master"),  # nothing stated: the float16 option first
+    # the command passing the config passes neither flag: both "auto" blocks off, as Hugging Face runs them
+    ("", "fp32"),
 ])
 def test_auto_blocks_follow_the_launchers_flag(tmp_path, flag, mode):
     root = write_project(tmp_path / "p", {"ds_config.json": DS, "finetune.py": textwrap.dedent(TRAIN),
