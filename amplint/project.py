@@ -655,6 +655,36 @@ def _settings_applied(leaves: Dict[str, object], signals, roles, source: str):
     return kept, roles
 
 
+# a program's own command-line precision option (``precision_facts._cli_signal``): ``command line --fp16 (one of)``
+_CLI_SWITCH = re.compile(r"command line (--[\w-]+)")
+
+
+def _unread_cli_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[Tuple[str, str, str]],
+                         functions: List[dict]):
+    """``signals`` and ``roles`` less a program's own command-line precision switch (``add_argument("--fp16",
+    action="store_true")``) and the launcher flags passing it, where nothing the program runs has float16 code for the
+    switch to turn on: a loop of its own (no trainer it hands the model to) whose run holds no other evidence of a
+    half precision, no autocast, GradScaler, half cast, apex or framework setting (vilbert-multi-task's
+    train_tasks.py: its ``--fp16`` only shortens the LR warm-up, the model trains in float32 either way; T19-4).
+    A switch is float16 evidence where what it switches is."""
+    if _hands_off(functions):
+        return signals, roles
+    cli = {(sig, ev): m.group(1) for sig, ev in signals
+           if sig.kind == "flag" and (m := _CLI_SWITCH.match(sig.note)) is not None}
+    if not cli:
+        return signals, roles
+    names = set(cli.values())
+    passing = {(sig, ev) for sig, ev in signals if sig.kind == "flag" and ev.path.endswith((".sh", ".md"))
+               and sig.note.split()[0] in names}
+    if any(sig.dtype in ("float16", "bfloat16") or sig.kind in ("autocast", "grad_scaler", "launcher")
+           for sig, ev in signals if (sig, ev) not in cli and (sig, ev) not in passing):
+        return signals, roles
+    where = {str(ev): f"the command-line switch {cli.get((sig, ev), sig.note.split()[0])} turns on no float16 code: "
+                      f"this program's own loop has no autocast, GradScaler, half cast or trainer it could switch"
+             for sig, ev in signals if (sig, ev) in cli or (sig, ev) in passing}
+    return [(sig, ev) for sig, ev in signals if str(ev) not in where], _not_read(roles, where)
+
+
 def _unread_amp_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[Tuple[str, str, str]],
                          from_files: List[Tuple[Signal, "Evidence"]], functions: List[dict]):
     """``signals`` and ``roles`` less a configuration file's autocast switch (``SOLVER.AMP.ENABLED: True``,
@@ -1504,6 +1534,7 @@ class Project:
                 if facts[path].get("script") and not runs:
                     # a program running a loop of its own (not a launcher of another file's loop, which may hand
                     # the model to a trainer; not a framework's callback, a Lightning strategy's optimizer_step)
+                    signals, roles = _unread_cli_switches(signals, roles, f["entry_points"])
                     signals, roles = _unread_amp_switches(signals, roles, from_files, f["entry_points"])
                 stated = {sig.dtype for sig, _ in signals if sig.note.endswith(RUN_PRECISION)}
                 if stated:
