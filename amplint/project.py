@@ -1566,7 +1566,7 @@ class Project:
                 for sig, ev in self._launcher_trainer_signals(path, f["entry_points"]):
                     signals.append((sig, ev))
                     roles.append((TRAINING, str(ev), "a trainer whose precision the launcher sets"))
-                signals, roles = self._auto_blocks(path, signals, roles)
+                signals, roles = self._auto_blocks(path, reach, signals, roles)
                 signals = _deepspeed_masters(signals)
                 eps.append(EntryPoint(path, self.display(path), f["entry_points"], reach, signals, roles,
                                       bool(facts[path].get("script"))))
@@ -1772,11 +1772,12 @@ class Project:
                 [(r[0], r[1], "; ".join(x for x in (r[2], changed[r[1]].note) if x)) if r[1] in changed else r
                  for r in roles])
 
-    def _auto_blocks(self, path: Path, signals, roles):
+    def _auto_blocks(self, path: Path, reach: set, signals, roles):
         """``signals`` and ``roles`` with the DeepSpeed ``"enabled": "auto"`` blocks read as Hugging Face reads them: the
         trainer's ``--fp16`` / ``--bf16`` of the run given that config. Where launcher commands of the program ``path``
         pass the config (``--deepspeed ds_zero3_config.json``), a block is on when one of them passes its dtype's flag
-        and off otherwise (tevatron's DSE README: ``--bf16``; neither flag: float32); for a config no command is known
+        and off otherwise, a flag not passed being at its default (tevatron's DSE README: ``--bf16``; neither flag:
+        float32 with Hugging Face's defaults); for a config no command is known
         to pass, the run's stated trainer flags decide (``_auto_blocks_follow_flags``). An "auto" block is never
         float16 evidence by itself where the run is known."""
         auto = [(sig, ev) for sig, ev in signals if sig.kind == "flag" and '"enabled": "auto"' in sig.note]
@@ -1784,13 +1785,18 @@ class Project:
             return signals, roles
         commands = [(script, c) for script, _, (_, text) in self._shell_runs_of(path) for c in _script_commands(text)
                     if self._names_program(script, self._shell_named_programs(c), path)]
+        defaults = self._switch_defaults(["fp16", "bf16"], reach) if commands else {}
         where = {}
         for sig, ev in auto:
             name = ev.path.rsplit("/", 1)[-1]
             passing = [(script, c) for script, c in commands
                        if any(m.rsplit("/", 1)[-1] == name for m in _DEEPSPEED_CONFIG_OPTION.findall(c))]
             flag = "fp16" if sig.dtype == "float16" else "bf16"
-            if passing and not any(True in _passed_switch(c, flag) for _, c in passing):
+            # (a command that does not pass the flag runs it at its default: FlagEmbedding's training arguments
+            # default fp16 to True, T14-3)
+            on = [_passed_switch(c, flag) or ({defaults[flag][0]} if flag in defaults else {True, False})
+                  for _, c in passing]
+            if passing and not any(True in values for values in on):
                 shown = ", ".join(sorted({self.display(script) for script, _ in passing}))
                 where[str(ev)] = (f'"auto" takes the trainer\'s --{flag}, which the commands passing {name} leave off '
                                   f"({shown})")
@@ -1994,14 +2000,10 @@ class Project:
                 kept.append(s)
         return ({**facts, "signals": kept} if dropped else facts), dropped
 
-    def _switch_runs(self, entry: Path, options: List[str], reach: set,
-                     runners=()) -> Optional[List[Tuple[Dict[str, bool], str]]]:
-        """The values the runs of the program ``entry`` give the boolean switches ``options``, each run's with where it
-        is said: a switch no command line changes (``store_true`` with ``default=True``) has its default in every run;
-        otherwise each launcher script that runs the program gives it, by passing it (``--bf16``, ``--bf16 True``) or,
-        when it states a precision otherwise (``--bf16 True`` beside an unpassed ``--fp16``), by leaving it at its
-        default (the project's ``add_argument`` / dataclass field, else Hugging Face ``TrainingArguments``'). None when
-        a run's value is unknown or no launcher script runs the program."""
+    def _switch_defaults(self, options: List[str], reach: set) -> Dict[str, Tuple[bool, bool]]:
+        """The defaults of the boolean switches ``options`` in the files ``reach`` (the project's ``add_argument`` /
+        dataclass field, else Hugging Face ``TrainingArguments``'), each as (default, whether no command line can
+        change it); a switch whose default is not known (none, or several) is left out."""
         from .torch_api.trainers import HF_TRAINING_ARGUMENTS_SWITCHES  # noqa: PLC0415 (data; only such tests ask)
         facts = self.facts()
         defaults: Dict[str, Tuple[bool, bool]] = {}
@@ -2014,6 +2016,17 @@ class Project:
                     m == "transformers" or m.startswith("transformers.") for q in reach
                     for m in facts.get(q, {}).get("imports", ())):
                 defaults[o] = (HF_TRAINING_ARGUMENTS_SWITCHES[o], False)
+        return defaults
+
+    def _switch_runs(self, entry: Path, options: List[str], reach: set,
+                     runners=()) -> Optional[List[Tuple[Dict[str, bool], str]]]:
+        """The values the runs of the program ``entry`` give the boolean switches ``options``, each run's with where it
+        is said: a switch no command line changes (``store_true`` with ``default=True``) has its default in every run;
+        otherwise each launcher script that runs the program gives it, by passing it (``--bf16``, ``--bf16 True``) or,
+        when it states a precision otherwise (``--bf16 True`` beside an unpassed ``--fp16``), by leaving it at its
+        default (the project's ``add_argument`` / dataclass field, else Hugging Face ``TrainingArguments``'). None when
+        a run's value is unknown or no launcher script runs the program."""
+        defaults = self._switch_defaults(options, reach)
         if all(o in defaults and defaults[o][1] for o in options):
             return [({o: defaults[o][0] for o in options},
                      "; ".join(f"`--{o}` is a store_true switch defaulting to {defaults[o][0]}" for o in options))]
