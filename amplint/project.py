@@ -525,6 +525,8 @@ def _setting_parts(expr: ast.AST) -> List[str]:
 
 
 _MISSING = object()
+# an attribute read in a condition (``args.fp16``, ``self.amp``): not a module constant's test
+_ATTRIBUTE_READ = re.compile(r"[\w)\]]\.[A-Za-z_]")
 # a setting read by a string key (``cfg["precision"]``, ``self.cfg.hyperparams['grad_scaler_enabled']``)
 _KEYED_READ = re.compile(r"""\w\s*\[\s*["'][\w.-]+["']\s*\]""")
 # the roots a setting is read through: the config object (``cfg.train.amp``, ``config.amp.enabled``, ``hparams``)
@@ -1551,6 +1553,7 @@ class Project:
                 if facts[path].get("hydra_config_names"):
                     signals, roles = self._hydra_settings(path, facts[path]["hydra_config_names"], signals, roles)
                 signals, roles = self._python_config_settings(path, signals, roles)
+                signals, roles = self._module_constant_settings(reach, signals, roles)
                 signals, roles = self._dict_settings(path, reach, importers, signals, roles)
                 signals, roles = self._option_conditions(path, reach, signals, roles)
                 signals, roles = self._overridden_defaults(path, signals, roles)
@@ -1613,6 +1616,54 @@ class Project:
         if not leaves:
             return signals, roles
         return _settings_applied(leaves, signals, roles, "the program's Hydra config")
+
+    def _module_constant_settings(self, reach: set, signals, roles):
+        """``signals`` and ``roles`` less an autocast or GradScaler switched off by a module constant of its own file:
+        ``GradScaler(...) if FP16 == 1 else None`` under ``FP16 = 0`` (insightface's jmlr settings copied into the
+        program, triage16/repro_4). A constant is a literal bound once at the module's top and nowhere else in the
+        file (no other assignment, no ``global``)."""
+        switched = [(sig, ev) for sig, ev in signals if sig.kind in ("autocast", "grad_scaler") and sig.conditional
+                    and sig.condition and not _ATTRIBUTE_READ.search(sig.condition)]
+        if not switched:
+            return signals, roles
+        files = {self.display(q): q for q in reach}
+        where = {}
+        for sig, ev in switched:
+            q = files.get(ev.path)
+            consts = self._literal_module_constants(q) if q is not None else {}
+            if consts and _config_truth(sig.condition, consts) is False:
+                where[str(ev)] = f"switched off by a constant of its module ({sig.condition})"
+        if not where:
+            return signals, roles
+        return [(sig, ev) for sig, ev in signals if str(ev) not in where], _not_read(roles, where)
+
+    def _literal_module_constants(self, path: Path) -> Dict[str, object]:
+        """The names a module binds once, at its top, to a literal (``FP16 = 0``, ``USE_AMP = False``) and nowhere else
+        in the file, with their values (integral numbers as ints)."""
+        try:
+            tree = ast.parse(self.read(path))
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            return {}
+        top: Dict[str, object] = {}
+        for stmt in tree.body:
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
+                stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None
+            if isinstance(target, ast.Name) and isinstance(stmt.value, ast.Constant) \
+                    and isinstance(stmt.value.value, (bool, int, float, str)):
+                v = stmt.value.value
+                top[target.id] = int(v) if isinstance(v, float) and v.is_integer() else v
+        if not top:
+            return {}
+        bound: Dict[str, int] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                bound[node.id] = bound.get(node.id, 0) + 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    bound[name] = bound.get(name, 0) + 2
+            elif isinstance(node, ast.arg):
+                bound[node.arg] = bound.get(node.arg, 0) + 2
+        return {k: v for k, v in top.items() if bound.get(k) == 1}
 
     def _python_config_settings(self, path: Path, signals, roles):
         """``signals`` and ``roles`` less an autocast or GradScaler switched by a setting that every Python
