@@ -657,6 +657,10 @@ def _settings_applied(leaves: Dict[str, object], signals, roles, source: str):
     return kept, roles
 
 
+# a Hydra / OmegaConf command-line override: ``use_AMP=True``, ``+trainer.amp=true``, ``++optim.lr='1e-4'``
+_HYDRA_OVERRIDE = re.compile(r"""(?<![\w.=/-])(\+{0,2})([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)=("[^"]*"|'[^']*'|[^\s"';|&]+)""")
+
+
 # a program's own command-line precision option (``precision_facts._cli_signal``): ``command line --fp16 (one of)``
 _CLI_SWITCH = re.compile(r"command line (--[\w-]+)")
 
@@ -1615,7 +1619,47 @@ class Project:
                     break
         if not leaves:
             return signals, roles
-        return _settings_applied(leaves, signals, roles, "the program's Hydra config")
+        runs = self._hydra_override_runs(path, leaves)
+        if not runs:
+            return _settings_applied(leaves, signals, roles, "the program's Hydra config")
+        # each launcher command is a run with the config as its overrides set it (ProphetNet's AR-diffusion:
+        # `use_AMP: False` in config.yaml, `trainer_main.py ... use_AMP=True` in scripts/train.sh, M19-1): evidence
+        # stays when one run keeps it
+        results = [_settings_applied({**leaves, **overrides}, signals, roles,
+                                     f"the program's Hydra config{' as ' + where + ' overrides it' if overrides else ''}")
+                   for overrides, where in runs]
+        kept_in = [{str(ev): (sig, ev) for sig, ev in kept} for kept, _ in results]
+        kept = [next(k[str(ev)] for k in kept_in if str(ev) in k) for sig, ev in signals if any(str(ev) in k for k in kept_in)]
+        dropped = {r[1] for r in results[0][1] if r[0] == "not read"} - {str(ev) for _, ev in kept}
+        out_roles = [next(r for r in results[0][1] if r[1] == role[1]) if role[1] in dropped else role for role in roles]
+        return kept, out_roles
+
+    def _hydra_override_runs(self, path: Path, leaves: Dict[str, object]) -> List[Tuple[Dict[str, object], str]]:
+        """The runs the launcher commands of the Hydra program ``path`` make: for each command naming it, the settings
+        its command-line overrides give (``use_AMP=True``, ``+trainer.amp=true``, ``optim.lr=1e-4``: a key of the
+        config's ``leaves`` or one added with ``+``; a config group's choice, ``trainer=gpu``, is no setting), with
+        where it is. Empty when no launcher command runs the program."""
+        import yaml  # noqa: PLC0415 (override values are YAML scalars, as Hydra's grammar reads the common ones)
+        out = []
+        for script, _, (_, text) in self._shell_runs_of(path):
+            for start, _, command in _command_spans(text):
+                named = self._shell_named_programs(command)
+                if not self._names_program(script, named, path):
+                    continue
+                at = max((command.find(t) + len(t) for t in named if t in command), default=0)
+                overrides: Dict[str, object] = {}
+                for m in _HYDRA_OVERRIDE.finditer(command[at:]):
+                    plus, key, raw = m.groups()
+                    if not plus and key not in leaves:
+                        continue
+                    try:
+                        value = yaml.safe_load(raw)
+                    except yaml.YAMLError:
+                        continue
+                    if isinstance(value, (str, bool, int, float)) or value is None:
+                        overrides[key] = value
+                out.append((overrides, f"{self.display(script)}:{start}"))
+        return out
 
     def _module_constant_settings(self, reach: set, signals, roles):
         """``signals`` and ``roles`` less an autocast or GradScaler switched off by a module constant of its own file:
