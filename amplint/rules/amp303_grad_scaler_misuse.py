@@ -7,6 +7,7 @@ from typing import Iterable, Optional, Set, Tuple
 import libcst as cst
 
 from ..context.conditions import fails_at, holds_at
+from ..context.loss_scaling_optimizers import bypassed_backwards
 from ..context.nonfinite_stops import skipped_updates
 from ..context.project_text import grep, strip_comment
 from ..context.training import (GRAD_SCALER_INIT_SCALE, Step, bf16_only, innermost_loop, insertion_anchor, is_grad_scaler,
@@ -65,6 +66,7 @@ class GradScalerMisuse(Rule):
             yield from self._missing_update(ctx, step)
             yield from self._unscaled_backward(ctx, step)
             yield from self._wrapper_step_on_plain_backward(ctx, step)
+            yield from self._backward_around_loss_scaling_optimizer(ctx, step)
             yield from self._double_unscale(ctx, step)
             yield from self._unscale_without_step(ctx, step)
             yield from self._update_twice(ctx, step)
@@ -168,6 +170,23 @@ class GradScalerMisuse(Rule):
             yield Violation(bw, message, Confidence.CERTAIN if w.bound_here else Confidence.LIKELY, fix,
                             help=f"use `{w.wrapper}.backward(loss)` (or `{w.wrapper}.update_params(loss)`)",
                             related=[Location(ctx.path, ctx.line_of(w.step), f"`{w.wrapper}.step()` unscales")])
+
+    # loss.backward() in an agent whose backward(loss) scales through the project's fp16 optimizer -------
+    def _backward_around_loss_scaling_optimizer(self, ctx, step: Step) -> Iterable[Violation]:
+        for b in bypassed_backwards(ctx, step):
+            bw = b.backward.call
+            loss = ctx.code(bw.func.value)
+            message = (f"`{ctx.code(bw)}` goes around `self.backward({loss})` (`{b.route}`), which hands the loss to "
+                       f"`{b.optimizer}.backward`; when `{b.optimizer}` is the loss-scaling `{b.scaler_class}`, whose "
+                       f"`backward` multiplies the loss by the loss scale and whose step divides the gradients by it, "
+                       f"these gradients were never scaled: small float16 gradients underflow to zero and the update "
+                       f"is divided by the loss scale")
+            new = cst.parse_expression(f"self.backward({loss})")
+            fix = Fix(f"Use `self.backward({loss})`", Applicability.SAFE, replacements=[(bw, new)])
+            yield Violation(bw, message, Confidence.LIKELY, fix, help=f"call `self.backward({loss})`",
+                            related=[Location(b.route_at[0], b.route_at[1], f"`{b.route}` scales through `{b.optimizer}`"),
+                                     Location(b.scaler_at[0], b.scaler_at[1], f"`{b.scaler_class}.backward` scales the loss"),
+                                     Location(ctx.path, ctx.line_of(b.step), "the step")])
 
     # scaler.unscale_(opt) twice before the step -----------------------------------------------------
     def _double_unscale(self, ctx, step: Step) -> Iterable[Violation]:
