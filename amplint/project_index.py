@@ -115,6 +115,7 @@ class ProjectIndex:
         self._by_path: Optional[Dict[Path, List[Symbol]]] = None
         self._raw_by_caller: Dict[Path, Dict[str, list]] = {}
         self._methods: Optional[Dict[str, List[Symbol]]] = None
+        self._by_method_name: Optional[Dict[str, List[Symbol]]] = None
         self._stars: Dict[Path, List[str]] = {}
         self._imported: Optional[Set[str]] = None  # what the files' imports bind, resolved (``_imports``)
         self._named_from: Set[str] = set()
@@ -399,6 +400,15 @@ class ProjectIndex:
                 if sym.kind == "function":
                     self._methods.setdefault(sym.name.rpartition(".")[0], []).append(sym)
         return list(self._methods.get(cls, ()))
+
+    def methods_named(self, last: str) -> List[Symbol]:
+        """Every method of a project class (a class directly in a module) named ``last``."""
+        if self._by_method_name is None:
+            self._by_method_name = {}
+            for sym in self._symbols.values():
+                if sym.kind == "function" and sym.qualname.count(".") == 1:
+                    self._by_method_name.setdefault(sym.qualname.rpartition(".")[2], []).append(sym)
+        return list(self._by_method_name.get(last, ()))
 
     def reachable(self, names: Iterable[str], exclude: Iterable[str] = ()) -> Set[str]:
         """Every project definition reached from ``names`` through calls: a called function, a

@@ -498,6 +498,8 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
         return "clip", None, None, ""
     if same_file_function(ctx, call) is not None:
         return ("clip", None, None, "helper") if _clipping_helper(ctx, call) else None
+    if _clipping_method_of_another_object(ctx, call):
+        return "clip", None, None, "helper"
     if isinstance(func, cst.Attribute) and func.attr.value == "clip_grad_norm_" and isinstance(func.value, (cst.Name, cst.Attribute)):
         receiver = dotted_name(func.value)
         # FSDP's ``model.clip_grad_norm_(max_norm)`` clips what it holds; accelerate's and Fabric's
@@ -693,6 +695,45 @@ def _clipping_helper(ctx, call: cst.Call) -> bool:
     fn = same_file_function(ctx, call)
     if fn is None or fn is scope_of(ctx, call):
         return False
+    return _clips_only(ctx, fn)
+
+
+# The names of hook methods worth opening another file for (each costs a parse).
+_CLIP_HOOK_NAME = re.compile(r"(?i)clip|optimi[sz]")
+
+
+def _clipping_method_of_another_object(ctx, call: cst.Call) -> bool:
+    """``task.on_before_optimization(i)``: a method of another object (the task a trainer was handed)
+    whose every definition in the project's classes clips gradients and does nothing else of a
+    training step (``_clips_only``). NATSpeech's trainer calls it between ``scaler.scale(loss)
+    .backward()`` and ``scaler.step``, and both of its definitions clip (unseen set 20, M20-1).
+    Only methods named for clipping or the optimizer step are opened; at most four definitions."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or not _CLIP_HOOK_NAME.search(func.attr.value):
+        return False
+    receiver = dotted_name(func.value)
+    index = ctx.project_index
+    if receiver is None or receiver.split(".", 1)[0] in ("self", "cls") or index is None:
+        return False
+    methods = index.methods_named(func.attr.value)
+    if not methods or len(methods) > 4:
+        return False
+    here = Path(ctx.path).resolve()
+    for sym in methods:
+        other = ctx if Path(sym.path) == here else ctx.other_file(sym.path)
+        owner_name, name = sym.qualname.split(".")
+        owner = next((s for s in other.module.body if isinstance(s, cst.ClassDef) and s.name.value == owner_name),
+                     None) if other is not None else None
+        fn = next((s for s in owner.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None) \
+            if owner is not None and isinstance(owner.body, cst.IndentedBlock) else None
+        if fn is None or not _clips_only(other, fn):
+            return False
+    return True
+
+
+def _clips_only(ctx, fn: cst.FunctionDef) -> bool:
+    """``fn`` (a function of ``ctx``'s file) clips gradients, not only under an AMP switch, and makes
+    no backward, unscale_, step or update."""
     cache = ctx._cache.setdefault("training_clipping_helpers", {})
     if fn not in cache:
         clips = False

@@ -61,7 +61,9 @@ class ClipBeforeUnscale(Rule):
     summary = "Gradient clipping after a scaled backward with no scaler.unscale_(optimizer) first"
     fix_safety = "safe"
     applies_under = "any precision with a GradScaler"
-    needs = r"clip|register_hook"  # the clip reported (``clip_grad_norm_``, a helper that clips, a clamping hook)
+    # the clip reported (``clip_grad_norm_``, a helper that clips, a clamping hook, another object's
+    # hook method that clips: ``task.on_before_optimization(i)``)
+    needs = r"clip|register_hook|\.\w*optimi[sz]\w*\("
 
     def check(self, ctx) -> Iterable[Violation]:
         for hook in clamping_hooks_elsewhere(ctx):
