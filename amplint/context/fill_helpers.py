@@ -7,12 +7,12 @@ mask, -1e20)`` inside allennlp itself). A value passed to it is written into the
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import libcst as cst
 
 from ..torch_api.fill_helpers import FillHelper
+from .definitions import definition_of
 
 _FILLS = ("masked_fill", "masked_fill_")
 
@@ -47,11 +47,7 @@ def _definition(ctx, call: cst.Call):
     sym = index.resolve(name, ctx.imports.module_name or "")
     if sym is None or sym.kind != "function" or "." in sym.qualname:
         return None
-    other = ctx if Path(sym.path) == Path(ctx.path).resolve() else ctx.other_file(sym.path)
-    if other is None:
-        return None
-    fn = next((s for s in other.module.body if isinstance(s, cst.FunctionDef) and s.name.value == sym.qualname), None)
-    return (other, fn) if fn is not None else None
+    return definition_of(ctx, sym)
 
 
 def _helper_of(ctx, fn: cst.FunctionDef) -> Optional[FillHelper]:

@@ -13,11 +13,11 @@ to zero, and the step divides the rest by the loss scale (2^k times too small an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
+from .definitions import definition_of
 from .training import Event, Step, exclusive_branches
 
 
@@ -152,7 +152,7 @@ def _loss_scaling_class(ctx, attr: str) -> Optional[Tuple[str, Tuple[str, int]]]
             found = _method(ctx, local, "backward")
         else:
             sym = index.resolve(f"{name}.backward", ctx.imports.module_name or "") if index is not None else None
-            found = _open(ctx, sym) if sym is not None else None
+            found = _opened_method(ctx, sym)
         if found is not None and _scales_its_loss(found[0], found[1]):
             other, method, _ = found
             return name.rsplit(".", 1)[-1], (other.path, other.line_of(method))
@@ -186,20 +186,10 @@ def _method(ctx, cls: cst.ClassDef, name: str):
     if index is None or not module or ctx.enclosing_class(cls) is not None:
         return None
     sym = index.resolve(f"{module}.{cls.name.value}.{name}", module)
-    return _open(ctx, sym) if sym is not None else None
+    return _opened_method(ctx, sym)
 
 
-def _open(ctx, sym):
-    """The method a project symbol names, opened in its file."""
-    if sym.kind != "function" or sym.qualname.count(".") != 1:
-        return None
-    here = Path(ctx.path).resolve()
-    other = ctx if Path(sym.path) == here else ctx.other_file(sym.path)
-    if other is None:
-        return None
-    owner_name, method = sym.qualname.split(".")
-    owner = next((s for s in other.module.body if isinstance(s, cst.ClassDef) and s.name.value == owner_name), None)
-    if owner is None or not isinstance(owner.body, cst.IndentedBlock):
-        return None
-    fn = next((s for s in owner.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
-    return (other, fn, sym.qualname) if fn is not None else None
+def _opened_method(ctx, sym):
+    """(file context, FunctionDef, "Class.method") of a project method symbol."""
+    opened = definition_of(ctx, sym) if sym is not None and sym.kind == "function" and sym.is_method else None
+    return (*opened, sym.qualname) if opened is not None else None

@@ -29,6 +29,7 @@ from ..torch_api import grad_mode
 from ..torch_api import distributions as torch_distributions
 from ..torch_api import hf_models
 from .autocast_helpers import without_autocast_branch
+from .definitions import definition_of
 from .devices import on_cpu_branch
 from .callers import mapped_callback
 from .literal_paths import call_skips_path, path_needs
@@ -2510,12 +2511,10 @@ class PrecisionModel:
         if found is None and index is not None and ctx.imports.module_name:
             dotted = f"{ctx.imports.module_name}.{cls}" if local is not None else cls
             sym = index.resolve(f"{dotted}.forward", ctx.imports.module_name)
-            if sym is not None and sym.kind == "function" and sym.qualname.count(".") == 1:
-                here = Path(ctx.path).resolve()
-                other = ctx if Path(sym.path) == here else ctx.other_file(sym.path)
-                fn = self._forward_in(other, sym.qualname.split(".")[0]) if other is not None else None
-                if fn is not None:
-                    found = (self.model_for(other), fn)
+            opened = definition_of(ctx, sym) if sym is not None and sym.kind == "function" \
+                and sym.qualname.count(".") == 1 else None
+            if opened is not None:
+                found = (self.model_for(opened[0]), opened[1])
         cache[key] = found
         return found
 
@@ -2675,11 +2674,8 @@ class PrecisionModel:
         sym = index.resolve(cls, ctx.imports.module_name)
         if sym is None or sym.kind != "class" or "." in sym.qualname:
             return None
-        other = ctx if Path(sym.path) == Path(ctx.path).resolve() else ctx.other_file(sym.path)
-        if other is None:
-            return None
-        node = next((s for s in other.module.body if isinstance(s, cst.ClassDef) and s.name.value == sym.qualname), None)
-        return (self.model_for(other), node) if node is not None else None
+        opened = definition_of(ctx, sym)
+        return (self.model_for(opened[0]), opened[1]) if opened is not None else None
 
     def _plain_class(self, cls: Optional[cst.ClassDef], depth: int) -> bool:
         ctx = self.ctx
@@ -2831,8 +2827,4 @@ def _imported_function(ctx, call: cst.Call) -> Optional[Tuple[FileContext, cst.F
     sym = index.resolve(target, ctx.imports.module_name or "") if index is not None and target else None
     if sym is None or sym.kind != "function" or "." in sym.qualname:
         return None
-    other = ctx.other_file(sym.path)
-    if other is None:
-        return None
-    fn = next((s for s in other.module.body if isinstance(s, cst.FunctionDef) and s.name.value == sym.qualname), None)
-    return (other, fn) if fn is not None else None
+    return definition_of(ctx, sym)

@@ -24,6 +24,7 @@ import libcst as cst
 
 from ..discovery import TEST_PATH
 from .evidence import DEEPSPEED_FP16, GRAD_SCALER_NAMES, autocast_signal
+from .definitions import definition_of
 from .imports import dotted_name
 
 CLIP_NAMES = {
@@ -718,15 +719,9 @@ def _clipping_method_of_another_object(ctx, call: cst.Call) -> bool:
     methods = index.methods_named(func.attr.value)
     if not methods or len(methods) > 4:
         return False
-    here = Path(ctx.path).resolve()
     for sym in methods:
-        other = ctx if Path(sym.path) == here else ctx.other_file(sym.path)
-        owner_name, name = sym.qualname.split(".")
-        owner = next((s for s in other.module.body if isinstance(s, cst.ClassDef) and s.name.value == owner_name),
-                     None) if other is not None else None
-        fn = next((s for s in owner.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None) \
-            if owner is not None and isinstance(owner.body, cst.IndentedBlock) else None
-        if fn is None or not _clips_only(other, fn):
+        opened = definition_of(ctx, sym)
+        if opened is None or not _clips_only(*opened):
             return False
     return True
 
@@ -784,12 +779,10 @@ def _other_file_clamping_hook(ctx, call: cst.Call) -> Optional[cst.Call]:
     sym = index.resolve(name, ctx.imports.module_name or "")
     if sym is None or sym.kind != "function" or sym.is_method:
         return None
-    other = ctx.other_file(sym.path)
-    if other is None:
+    opened = definition_of(ctx, sym)
+    if opened is None:
         return None
-    fn = next((f for f in other.module.body if isinstance(f, cst.FunctionDef) and f.name.value == sym.qualname), None)
-    if fn is None:
-        return None
+    other, fn = opened
     hook = next((c for c in other.nodes(cst.Call) if other.is_ancestor(fn, c) and _clamping_hook(other, c)), None)
     return call if hook is not None else None
 
