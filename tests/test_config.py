@@ -102,7 +102,7 @@ def test_defaults_without_config(tmp_path):
     s = load(None)
     assert (s.select, s.ignore, s.extend_select, s.per_file_ignores, s.exclude, s.extend_exclude, s.precision) == \
         (["ALL"], [], [], {}, [], [], "auto")
-    assert RuleSelection(s, rule_codes()).enabled == set(rule_codes()) - {"AMP100", "AMP205", "AMP206", "AMP305"}  # off by default
+    assert RuleSelection(s, rule_codes()).enabled == set(rule_codes()) - {"AMP100", "AMP205", "AMP206", "AMP207", "AMP305"}  # off by default
 
 
 @pytest.mark.parametrize("select, extend, ignore, on", [

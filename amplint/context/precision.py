@@ -719,22 +719,28 @@ class PrecisionModel:
             return None
         return op, dest, source
 
-    def _mismatched_write(self, call: cst.Call) -> bool:
-        """Does ``call`` write a float16 tensor into one of another floating dtype, or the reverse
-        (``torch.zeros_like(<float16 conv output>).scatter_reduce_(1, index, src=<autocast's float32
-        exp>)``)? Such a write raises ("scatter(): Expected self.dtype to be equal to src.dtype"), so
-        the function raises whenever it runs in float16 (glue-factory's GlueStick under ``--mp
-        float16``). Not where autocast promotes the op (the out-of-place ``scatter_add`` /
-        ``index_put``)."""
+    def mismatched_write(self, call: cst.Call) -> Optional[Tuple[str, cst.BaseExpression, DTypeFact,
+                                                                 cst.BaseExpression, DTypeFact]]:
+        """``(op, destination, its dtype, source, its dtype)`` when ``call`` writes a float16 tensor into one of
+        another floating dtype, or the reverse (``torch.zeros_like(<float16 conv output>).scatter_reduce_(1,
+        index, src=<autocast's float32 exp>)``). Such a write raises ("scatter(): Expected self.dtype to be
+        equal to src.dtype"), so the function raises whenever it runs in float16 (glue-factory's GlueStick
+        under ``--mp float16``). None where autocast promotes the op (the out-of-place ``scatter_add`` /
+        ``index_put``), where either dtype is not known, and for complex tensors."""
         write = self._same_dtype_write(call)
         if write is None:
-            return False
+            return None
         op, dest, source = write
         if autocast_ops.policy(op) == "promote" and self.autocast_at(call).active:
-            return False
+            return None
         a, b = self.dtype_of(dest), self.dtype_of(source)
-        return a.dtype is not None and b.dtype is not None and a.dtype != b.dtype and F16 in (a.dtype, b.dtype) \
-            and COMPLEX not in (a.dtype, b.dtype)
+        if a.dtype is None or b.dtype is None or a.dtype == b.dtype or F16 not in (a.dtype, b.dtype) \
+                or COMPLEX in (a.dtype, b.dtype):
+            return None
+        return op, dest, a, source, b
+
+    def _mismatched_write(self, call: cst.Call) -> bool:
+        return self.mismatched_write(call) is not None
 
     def _no_half_operand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The input of ``call`` if it is an op with no float16 kernel (``grad_mode.NO_HALF``)."""
