@@ -18,10 +18,14 @@ from optim import build_optimizer
 class SentenceEncoder(nn.Module):
     """TinyGPT's blocks, mean-pooled and projected to a unit-norm sentence embedding."""
 
-    def __init__(self, backbone: TinyGPT, dim: int = 256, cooccurrence=None):
+    def __init__(self, backbone: TinyGPT, dim: int = 256, cooccurrence=None, bank_size: int = 4096):
         super().__init__()
         self.backbone = backbone
         self.proj = nn.Linear(backbone.cfg.dim, dim)
+        # A memory bank of past projected features (a ring buffer), for monitoring how far the
+        # embedding space drifts between steps.
+        self.register_buffer("bank", torch.zeros(bank_size, dim))
+        self.bank_ptr = 0
         # A row-normalised sparse token co-occurrence graph (vocab x vocab): rare tokens borrow their
         # neighbours' embeddings, one propagation step as in LightGCN.
         self.cooccurrence = cooccurrence
@@ -51,6 +55,9 @@ class SentenceEncoder(nn.Module):
     def forward(self, idx):
         """In-batch similarity logits, and the covariance penalty of the first view."""
         h1, h2 = self.proj(self.features(idx)), self.proj(self.features(idx))
+        rows = (torch.arange(h1.shape[0], device=h1.device) + self.bank_ptr) % self.bank.shape[0]
+        self.bank.index_copy_(0, rows, h1.detach())
+        self.bank_ptr = (self.bank_ptr + h1.shape[0]) % self.bank.shape[0]
         z1, z2 = F.normalize(h1, dim=-1), F.normalize(h2, dim=-1)
         return z1 @ z2.t() / self.temperature, self.covariance_penalty(h1)
 
