@@ -39,7 +39,7 @@ MODULE = "module"  # a module casting its own parameters: what its instances hol
 
 PRECISION_WORDS = re.compile(
     rb"autocast|GradScaler|\.half\b|float16|bfloat16|\bfp16\b|\bbf16\b|mixed_precision|precision\s*=|precision[\"']\s*(?:\]\s*=|:)|opt_level|"
-    rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision|"
+    rb"set_default_dtype|convert_to_fp16|MixedPrecision|--amp|--use[_-]amp|--precision|--mixed-precision|\buse_amp\s*=|"
     rb"AmpOptimWrapper|amp_dtype|Fp16OptimizerHook|Accelerator\(|pytorch_accelerated|(?:LowLevelZero|Gemini|HybridParallel)Plugin\(|(?:Trainer|Fabric)\([^()]*\*\*"
 )
 # A file that trains: calls backward, builds a torch optimizer or steps one. (Not "optimizer" in

@@ -12,7 +12,8 @@ from typing import Any, Dict, Optional, Tuple
 
 from .._lazy import cst
 
-from ..torch_api.trainers import COLOSSALAI_DEFAULT_PRECISION, COLOSSALAI_MASTER_WEIGHT_PLUGINS
+from ..torch_api.trainers import COLOSSALAI_DEFAULT_PRECISION, COLOSSALAI_MASTER_WEIGHT_PLUGINS, LIGHTNING_APEX_DEFAULT_LEVEL
+from ..torch_api.trainers import LIGHTNING_APEX_LEVEL, LIGHTNING_APEX_SWITCH, LIGHTNING_TRAINERS
 from .imports import ImportTable, dotted_name
 
 
@@ -241,6 +242,17 @@ def classify(facts: CallFacts) -> Optional[Signal]:
         # O2 casts the model to half and keeps float32 master weights in the optimizer; O3 is pure half
         return Signal("flag", "float16", pure=level in ("O2", "O3"), note=f"apex opt_level={level}", master=level == "O2")
     last = q.rsplit(".", 1)[-1] if q else (method or "")
+    # Lightning 0.x: Trainer(use_amp=not args.fp32, amp_level="O2") trains with apex at that level (longformer)
+    if q in LIGHTNING_TRAINERS and LIGHTNING_APEX_SWITCH in kw and kw[LIGHTNING_APEX_SWITCH] is not False \
+            and kw[LIGHTNING_APEX_SWITCH] is not None:
+        level = kw.get(LIGHTNING_APEX_LEVEL, LIGHTNING_APEX_DEFAULT_LEVEL)
+        level = level.upper() if isinstance(level, str) and level.upper() in ("O0", "O1", "O2", "O3") else "O1"
+        if level == "O0":
+            return None
+        switched = kw[LIGHTNING_APEX_SWITCH] is not True
+        return Signal("flag", "float16", pure=level in ("O2", "O3"), master=level == "O2",
+                      note=f"apex opt_level={level} (Lightning {LIGHTNING_APEX_SWITCH})" + (" (one of)" if switched else ""),
+                      conditional=switched, condition=f"if {LIGHTNING_APEX_SWITCH}" if switched else "")
     # Hugging Face TrainingArguments(fp16=True) / (bf16=True), and similar argument classes.
     if "Argument" in last or "Config" in last or "Trainer" in last:
         if kw.get("fp16") is True:

@@ -16,6 +16,13 @@ LIGHTNING_TRAINERS: FrozenSet[str] = frozenset({
     "lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
     "lightning.pytorch.trainer.trainer.Trainer",
 })
+# Lightning 0.7 / 0.8's apex switch: ``Trainer(use_amp=True, amp_level="O1")`` trains with NVIDIA apex at that opt_level
+# (O1: autocast-like patching, O2: a half model with float32 master weights, O3: pure half). Source: pytorch_lightning
+# 0.8.x trainer/trainer.py (``use_amp=None`` deprecated for ``precision=16``; ``amp_level: str = 'O1'``) and
+# trainer/distrib_parts.py (``amp.initialize(model, optimizers, opt_level=self.amp_level)``).
+LIGHTNING_APEX_SWITCH = "use_amp"
+LIGHTNING_APEX_LEVEL = "amp_level"
+LIGHTNING_APEX_DEFAULT_LEVEL = "O1"
 # ``precision=`` values that train with float16 autocast and a GradScaler (the int 16 is written as "16").
 LIGHTNING_FP16_SCALED: FrozenSet[str] = frozenset({"16", "16-mixed"})
 # The keyword that raises at the first non-finite loss or parameter.
