@@ -2135,20 +2135,73 @@ class Project:
             # ``options="... --bf16"``); a script whose commands name it only through what is not expanded is one run
             commands = [c for c in _script_commands(text)
                         if self._names_program(script, self._shell_named_programs(c), entry)] or [text]
-            for command in commands:
+            assigned = _assigned_values(text)
+            for command, via in self._forwarded_runs(script, commands):
                 values: Dict[str, bool] = {}
                 for o in options:
                     passed = _passed_switch(command, o)
+                    for name in _standalone_variables(command):
+                        # (a variable the script sets to one of several values: ``TASK_EXTRA="--max_seq_len 256"``)
+                        for value in assigned.get(name, ()):
+                            passed |= _passed_switch(value, o)
                     if o in defaults and defaults[o][1]:
                         values[o] = defaults[o][0]
                     elif len(passed) == 1:
                         values[o] = passed.pop()
-                    elif not passed and o in defaults and _STATES_PRECISION.search(command):
+                    elif not passed and o in defaults and (_STATES_PRECISION.search(command)
+                                                           or _closed_command(command, assigned)):
                         values[o] = defaults[o][0]
                     else:
                         return None
-                out.append((values, f"{self.display(script)}: " + ", ".join(f"{o}={v}" for o, v in values.items())))
+                out.append((values, f"{self.display(script)}{via}: " + ", ".join(f"{o}={v}" for o, v in values.items())))
         return out
+
+    def _forwarded_runs(self, script: Path, commands: List[str], depth: int = 0) -> List[Tuple[str, str]]:
+        """``commands`` of the launcher ``script`` as they run, each with where its arguments come from: a command
+        forwarding the script's own arguments (``python run.py ... "$@"``) runs once per command of another launcher
+        that runs the script (``bash run_fewshot.sh --efficient_zero_order "$@"`` in MeZO's mezo.sh, itself run by
+        the README's ``bash mezo.sh --prefix_tuning``), with those arguments in their place; a script no launcher
+        runs is run as it is written (its ``"$@"``, its user's extras, dropped: T20-1)."""
+        out: List[Tuple[str, str]] = []
+        for command in commands:
+            invocations = self._invocations(script) if depth < 3 and _FORWARDED.search(command) else []
+            if not invocations:
+                # (a script no launcher runs: its documented run is what it says; "$@" adds its user's extras)
+                out.append((_FORWARDED.sub(" ", command) if depth < 3 else command, ""))
+                continue
+            for invoker, args in invocations:
+                for outer, via in self._forwarded_runs(invoker, [args], depth + 1):
+                    out.append((_FORWARDED.sub(lambda m: " " + outer + " ", command),
+                                f" (run by {self.display(invoker)}{via})"))
+        return out
+
+    def _invocations(self, script: Path) -> List[Tuple[Path, str]]:
+        """(launcher, the arguments it passes) of each launcher command that runs the shell script ``script``
+        (``bash run_fewshot.sh --lr 1e-5``, ``sh scripts/x.sh``, ``./x.sh``), its variables expanded."""
+        memo = self.memo("shell_runs").setdefault("invocations", {})
+        key = str(script)
+        if key not in memo:
+            found: List[Tuple[Path, str]] = []
+            if script.suffix == ".sh":
+                target = script.resolve()
+                for f in self.config_files():
+                    if f.suffix not in (".sh", ".md") or f.resolve() == target:
+                        continue
+                    try:
+                        text = self._launcher_text(f)
+                    except OSError:
+                        continue
+                    if script.name not in text:
+                        continue
+                    for command in _script_commands(text):
+                        for m in _SCRIPT_RUN.finditer(command):
+                            ran = m.group(1).strip("\"'")
+                            if Path(ran).name != script.name or "$" in ran:
+                                continue
+                            if any((d / ran).resolve() == target for d in (f.parent, self.root)):
+                                found.append((f, command[m.end():]))
+            memo[key] = found
+        return memo[key]
 
     def _passed_values(self, index: ProjectIndex, entry: Path, path: Path, branch: dict,
                        reach: set) -> Optional[List[Tuple[str, str]]]:
@@ -4335,9 +4388,41 @@ def _command_spans(text: str) -> List[Tuple[int, int, str]]:
         i += 1
         code = "".join(parts).split("#", 1)[0].strip()
         if code:
-            out.append((start + 1, i, re.sub(r"\$\{?(\w+)\}?",
-                                             lambda m: " " + values.get(m.group(1), m.group(0)) + " ", code)))
+            out.append((start + 1, i, re.sub(r"\$\{?(\w+)\}?", lambda m: " " + values[m.group(1)] + " "
+                                             if m.group(1) in values else m.group(0), code)))
     return out
+
+
+# a script's own arguments forwarded (``"$@"``, ``$*``)
+_FORWARDED = re.compile(r"""["']?\$(?:@|\*|\{@\}|\{\*\})["']?""")
+# a command running a shell script: ``bash x.sh``, ``sh scripts/x.sh``, ``source x.sh``, ``./x.sh``
+_SCRIPT_RUN = re.compile(r"""(?:(?:^|[\s;&|(])(?:bash|sh|zsh|source)[ \t]+|(?:^|[\s;&|(])(?=\.{0,2}/))(["']?[\w.${}/-]+\.sh["']?)(?=\s|$)""")
+
+
+def _assigned_values(text: str) -> Dict[str, set]:
+    """The values a shell script assigns each variable (``X=...``, ``export X="..."``)."""
+    assigned: Dict[str, set] = {}
+    for m in _SHELL_ASSIGN.finditer(text):
+        assigned.setdefault(m.group(1), set()).add(m.group(3) if m.group(2) else m.group(4))
+    return assigned
+
+
+def _standalone_variables(command: str) -> List[str]:
+    """The variables a command expands as words of their own (``$TASK_EXTRA``), not as an option's value
+    (``--learning_rate $LR``) nor inside a word (``result/$TAG``)."""
+    tokens = command.split()
+    out = []
+    for i, tok in enumerate(tokens):
+        m = re.fullmatch(r"""["']?\$\{?(\w+)\}?["']?""", tok)
+        if m and not (i > 0 and tokens[i - 1].startswith("-") and "=" not in tokens[i - 1]):
+            out.append(m.group(1))
+    return out
+
+
+def _closed_command(command: str, assigned: Dict[str, set]) -> bool:
+    """Are all of a command's arguments known: no forwarded ``"$@"`` and no word-of-its-own variable that the script
+    does not set (which may hold any option)? Its switches not passed are then at their defaults."""
+    return not _FORWARDED.search(command) and all(name in assigned for name in _standalone_variables(command))
 
 
 def _passed_switch(text: str, option: str) -> set:
