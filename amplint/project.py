@@ -2491,13 +2491,24 @@ class Project:
                     spans = [(start, end, self._shell_named_programs(c)) for start, end, c in _command_spans(text)]
                     scripts.append((f, programs, [(start, end, named) for start, end, named in spans if named], text))
                 else:
-                    scripts.append((f, programs, shell_options(text), (bool(_DEEPSPEED_WORD.search(text)), text)))
+                    # (each command's options as it runs, its variables expanded: per command, like its switches)
+                    spans = [(start, self._shell_named_programs(c), shell_options(c)) for start, _, c in _command_spans(text)]
+                    scripts.append((f, programs, (shell_options(text), [s for s in spans if s[1]]),
+                                    (bool(_DEEPSPEED_WORD.search(text)), text)))
             memo["scripts"] = scripts
         out = []
         for f, programs, options, ds in memo["scripts"]:
             if not self._names_program(f, programs, entry):
                 continue
-            if f.suffix == ".md":
+            if f.suffix == ".sh":
+                # the options of the commands that run the program (a script running train.py with --torch_dtype
+                # bfloat16 and eval.py with --torch_dtype float16 gives train.py bfloat16); a script naming it only
+                # through what is not expanded: all its options
+                whole, spans = options
+                own = [(start, name, value) for start, named, found in spans if self._names_program(f, named, entry)
+                       for _, name, value in found]
+                options = own if any(self._names_program(f, named, entry) for _, named, _ in spans) else whole
+            elif f.suffix == ".md":
                 lines = ds.splitlines()
                 kept = [""] * len(lines)
                 for start, end, named in options:

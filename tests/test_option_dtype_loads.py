@@ -109,3 +109,13 @@ def test_a_deepspeed_config_named_by_another_config_or_the_program_is_read(tmp_p
 def test_a_half_load_under_deepspeeds_fp16_keeps_float32_master_weights(tmp_path):
     files = {"ds_zero2.json": DEEPSPEED}
     assert _amp101(tmp_path, "--torch_dtype float16 --fp16 True --deepspeed ds_zero2.json", extra=files) == []
+
+
+def test_a_scripts_options_are_those_of_the_command_running_the_program(tmp_path):
+    # one script runs train.py in bfloat16 and an export program in float16: the float16 is not train.py's run
+    # (string options per command, like the switches)
+    script = "--torch_dtype bfloat16\npython export.py --torch_dtype float16"
+    assert _amp101(tmp_path, script, extra={"export.py": "print('export')\n"}) == []
+    # near miss: the command running train.py passes float16
+    script = "--torch_dtype float16\npython export.py --torch_dtype bfloat16"
+    assert len(_amp101(tmp_path / "near", script, extra={"export.py": "print('export')\n"})) == 1
