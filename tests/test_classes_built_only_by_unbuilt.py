@@ -186,3 +186,17 @@ def test_near_miss_the_loss_may_run(tmp_path, name):
 def test_what_the_packaging_ships(tmp_path, files, package, shipped):
     root = write_project(tmp_path / "r", files, marker=None)
     assert ships(declared_packages(root), package) is shipped
+
+
+@pytest.mark.parametrize("files", [
+    {"pyproject.toml": b"\x00\xff[project\n= = ="},
+    {"pyproject.toml": '[tool.hatch.build.targets.wheel]\npackages = "cutie"\n'},
+    {"pyproject.toml": '[tool.setuptools.packages]\nfind = [1]\n[tool.poetry]\npackages = [{include = 1}]\n'},
+    {"setup.py": "setup(packages=find_packages(include=" + "[" * 3000 + "]" * 3000 + "))\n"},
+    {"setup.py": b"\xff\xfe\x00setup(packages=['cutie'])"},
+    {"setup.py": "from setuptools import setup\nsetup(packages=['cutie'])\n" + "# pad\n" * 60000},
+])
+def test_unreadable_packaging_publishes_every_package(tmp_path, files):
+    # malformed, mistyped, deeply nested, undecodable or oversized packaging: nothing known, no error
+    root = write_project(tmp_path / "r", files, marker=None)
+    assert ships(declared_packages(root), "gui.ritm") is True

@@ -29,13 +29,20 @@ except ModuleNotFoundError:  # pragma: no cover (Python < 3.11)
 Declared = Tuple[Tuple[str, ...], Tuple[str, ...]]
 
 _ALL: Declared = (("*",), ())
+# a packaging file larger than this is not read (a real pyproject.toml / setup.py is a few kB; parsing a huge or
+# generated one would cost the run seconds for nothing): nothing is known of what it ships
+MAX_PACKAGING_BYTES = 256 * 1024
 
 
 def declared_packages(root: Path) -> Optional[Declared]:
-    """What the root's packaging says it ships, or None when it says nothing readable."""
+    """What the root's packaging says it ships, or None when it says nothing readable (a file that is no
+    regular file, larger than ``MAX_PACKAGING_BYTES``, undecodable or malformed: every package published)."""
     found: List[Declared] = []
-    for read in (_from_pyproject, _from_setup_py):
+    for read, name in ((_from_pyproject, "pyproject.toml"), (_from_setup_py, "setup.py")):
         try:
+            path = root / name
+            if path.is_file() and path.stat().st_size > MAX_PACKAGING_BYTES:
+                return None
             got = read(root)
         except (OSError, UnicodeDecodeError, ValueError, SyntaxError, RecursionError, tomllib.TOMLDecodeError):
             return None
