@@ -2148,8 +2148,11 @@ class Project:
                         values[o] = defaults[o][0]
                     elif len(passed) == 1:
                         values[o] = passed.pop()
-                    elif not passed and o in defaults and (_STATES_PRECISION.search(command)
-                                                           or _closed_command(command, assigned)):
+                    elif not passed and o in defaults and (_STATES_PRECISION.search(command) or (
+                            # (the usual precision flags, --fp16 / --bf16, may be given by hand to any run: only a
+                            # command stating a precision settles them; a switch of its own, MeZO's
+                            # --efficient_zero_order_fp16, is what the documented runs pass)
+                            _closed_command(command, assigned) and not _STATES_PRECISION.fullmatch("--" + o))):
                         values[o] = defaults[o][0]
                     else:
                         return None
