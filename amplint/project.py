@@ -563,6 +563,13 @@ def _not_read(roles: list, where: Dict[str, str]) -> list:
     return [("not read", r[1], where[r[1]]) if r[1] in where else r for r in roles]
 
 
+def _without(signals: list, roles: list, where: Dict[str, str]):
+    """``signals`` less the evidence ``where`` names, and ``roles`` with it marked "not read" for ``where``'s reason."""
+    if not where:
+        return signals, roles
+    return [(sig, ev) for sig, ev in signals if str(ev) not in where], _not_read(roles, where)
+
+
 def _truth(condition: str, leaf) -> Optional[bool]:
     """Whether ``condition`` (``if `` optional) holds, three-valued: ``not`` / ``and`` / ``or`` combine what ``leaf``
     says of each other part (True, False, or None: not settled); None also when it does not parse."""
@@ -688,7 +695,7 @@ def _unread_cli_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[T
     where = {str(ev): f"the command-line switch {cli.get((sig, ev), sig.note.split()[0])} turns on no float16 code: "
                       f"this program's own loop has no autocast, GradScaler, half cast or trainer it could switch"
              for sig, ev in signals if (sig, ev) in cli or (sig, ev) in passing}
-    return [(sig, ev) for sig, ev in signals if str(ev) not in where], _not_read(roles, where)
+    return _without(signals, roles, where)
 
 
 def _unread_amp_switches(signals: List[Tuple[Signal, "Evidence"]], roles: List[Tuple[str, str, str]],
@@ -1679,7 +1686,7 @@ class Project:
                 where[str(ev)] = f"switched off by a constant of its module ({sig.condition})"
         if not where:
             return signals, roles
-        return [(sig, ev) for sig, ev in signals if str(ev) not in where], _not_read(roles, where)
+        return _without(signals, roles, where)
 
     def _literal_module_constants(self, path: Path) -> Dict[str, object]:
         """The names a module binds once, at its top, to a literal (``FP16 = 0``, ``USE_AMP = False``) and nowhere else
@@ -1724,17 +1731,11 @@ class Project:
                    and not self.is_test(p) and _config_applies(p, path, self.root)]
         if not any(leaves for _, leaves in configs):
             return signals, roles
-        where, kept = {}, []
-        for sig, ev in signals:
-            if sig.kind in ("autocast", "grad_scaler") and sig.conditional and sig.condition \
-                    and all(_config_truth(sig.condition, leaves) is False for _, leaves in configs):
-                where[str(ev)] = (f"switched off by every Python config of this program ({sig.condition}: "
-                                  f"{', '.join(self.display(p) for p, _ in configs)})")
-                continue
-            kept.append((sig, ev))
-        if where:
-            roles = _not_read(roles, where)
-        return kept, roles
+        where = {str(ev): (f"switched off by every Python config of this program ({sig.condition}: "
+                           f"{', '.join(self.display(p) for p, _ in configs)})")
+                 for sig, ev in signals if sig.kind in ("autocast", "grad_scaler") and sig.conditional and sig.condition
+                 and all(_config_truth(sig.condition, leaves) is False for _, leaves in configs)}
+        return _without(signals, roles, where)
 
     def _dict_settings(self, path: Path, reach: set, importers: Dict[Path, set], signals, roles):
         """``signals`` and ``roles`` as the precision settings written in dict literals set them (autogluon's Mitra:
@@ -1798,7 +1799,7 @@ class Project:
         """``signals`` and ``roles`` less an autocast or GradScaler switched by a comparison of a dtype / precision
         option that no run of the entry point makes true (``ShardedGradScaler(enabled=args.precision in ["fp16"])``
         with ``--precision`` defaulting to ``bf16`` and no launcher passing ``fp16``: LLaMA2-Accessory, T11-9)."""
-        out, where = [], {}
+        where = {}
         for sig, ev in signals:
             options = re.findall(r"\b(?:args|opts?|cfg|config|self\.args)\.(\w*(?:dtype|precision)\w*)\s*(?:==|!=|in\b|not in\b)",
                                  sig.condition) if sig.kind in ("autocast", "grad_scaler") and sig.conditional else []
@@ -1808,11 +1809,7 @@ class Project:
                 if truths and all(t is False for t in truths):
                     where[str(ev)] = (f"switched off in this program's runs (`{options[0]}` is "
                                       f"{', '.join(sorted({v for v, _ in values}))}: {'; '.join(sorted({w for _, w in values}))})")
-                    continue
-            out.append((sig, ev))
-        if where:
-            roles = _not_read(roles, where)
-        return out, roles
+        return _without(signals, roles, where)
 
 
     def _configured_lookup_dtype(self, path: Path, signals, roles):
