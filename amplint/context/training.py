@@ -956,34 +956,57 @@ def _loop_invariant(ctx, loop: cst.CSTNode, atoms: Iterable[object]) -> FrozenSe
     """The atoms (condition texts) no iteration of ``loop`` can change: no call, no ``%``, no name that
     counts, and no name the loop assigns (``if precision == "float16" and scaler is not None:`` around
     the scaled backward and again around the step, with gradient accumulation between: a
-    configuration value, PhysicsNeMo's trainers)."""
+    configuration value, PhysicsNeMo's trainers). An attribute the loop assigns changes itself and what
+    lies below it, not its siblings: ``cfg.environment._curr_step += n`` leaves ``cfg.environment
+    .mixed_precision`` as it was (h2o-llmstudio, T21-1)."""
     assigned: Set[str] = set()
     for node in ctx.nodes(cst.AssignTarget) + ctx.nodes(cst.AugAssign) + ctx.nodes(cst.AnnAssign) + \
             ctx.nodes(cst.NamedExpr) + ctx.nodes(cst.AsName) + ctx.nodes(cst.For):
-        if not ctx.is_ancestor(loop, node):
-            continue
+        if node is not loop and not ctx.is_ancestor(loop, node):
+            continue  # (the loop's own target changes each iteration: ``for itr, data in ...``)
         target = node.name if isinstance(node, cst.AsName) else node.target
-        assigned.update(_IDENTIFIER.findall(ctx.code(target)))
+        assigned.update(_DOTTED.findall(ctx.code(target)))
+    def changed(name: str) -> bool:
+        return any(name == t or name.startswith(t + ".") or t.startswith(name + ".") for t in assigned) \
+            or any(_COUNTER.search(w) for w in name.split("."))
     keep = set()
     for atom in atoms:
         parts = _parts(atom)
-        if all(isinstance(p, str) and p != "<amp>" and "(" not in p and "%" not in p
-               and not any(w in assigned or _COUNTER.search(w) for w in _IDENTIFIER.findall(_strip_strings(p)))
+        # (the AMP switch is kept by itself; in a conjunction it is as invariant as the other parts)
+        if all(isinstance(p, str) and (p == "<amp>" and len(parts) > 1 or p != "<amp>"
+                                       and "(" not in _PURE_CALL.sub(r"\1", p) and "%" not in p
+                                       and not any(changed(n) for n in _DOTTED.findall(_strip_strings(p))))
                for p in parts):
             keep.add(atom)
     return frozenset(keep)
+
+
+# A name or an attribute chain (``cfg.environment.mixed_precision``).
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
+
+
+# Builtins whose result a loop cannot change when their argument does not change (``len(cfg.gpus)``).
+_PURE_CALL = re.compile(r"\b(?:len|bool|isinstance|hasattr)\(([^()]*)\)")
 
 
 def _strip_strings(text: str) -> str:
     return re.sub(r"(\"[^\"]*\"|'[^']*')", "", text)
 
 
-def _bound(states: Set[_State]) -> Set[_State]:
+def _bound(states: Set[_State], first_kept: FrozenSet[object] = frozenset()) -> Set[_State]:
     """At most MAX_STATES paths: past it, forget the conditions other than the AMP switch (many
     independent ``if cfg.log_x:`` in a loop body multiply the paths), and only then that switch, whose
-    branches must stay apart (``if cfg.use_fp16: scaler...`` / ``else: optimizer.step()``)."""
+    branches must stay apart (``if cfg.use_fp16: scaler...`` / ``else: optimizer.step()``). Conditions
+    in ``first_kept`` (the test of an ``if`` around a scaled backward) go last but for the switch: a long
+    training function passes MAX_STATES, and its plain arm must still not follow the scaled one (T21-1)."""
     if len(states) <= MAX_STATES:
         return states
+    if first_kept:
+        kept = frozenset(a for s in states for a, _ in s.assume
+                         if all(p == "<amp>" or p in first_kept for p in _parts(a)))
+        fewer = _forget(states, keep_amp=True, invariant=kept)
+        if len(fewer) <= MAX_STATES:
+            return fewer
     states = _forget(states, keep_amp=True)
     return states if len(states) <= MAX_STATES else _forget(states, keep_amp=False)
 
@@ -1000,6 +1023,7 @@ class _Walk:
         # others, a step / zero_grad ends what this function can say.
         self.updated_here = frozenset(e.scaler for e in step.events if e.kind == "update" and e.scaler)
         self._relevant_atoms: Optional[Set[object]] = None
+        self._scaled_arm_atoms: Optional[FrozenSet[object]] = None
 
     # events ----------------------------------------------------------------------------------
     def events(self, owner: cst.CSTNode, states: Set[_State]) -> Set[_State]:
@@ -1051,7 +1075,7 @@ class _Walk:
         for stmt in stmts:
             if not states:
                 break
-            states = _bound(self.statement(stmt, states))
+            states = _bound(self.statement(stmt, states), self._scaled_arm_tests())
         return states
 
     def simple(self, line, states: Set[_State]) -> Set[_State]:
@@ -1115,12 +1139,28 @@ class _Walk:
                     counts[part] = counts.get(part, 0) + 1
             keep = {a for a, n in counts.items() if n > 1}
             keep |= {a for e in self.step.events for a, _ in e.scaled_when}
+            keep |= self._scaled_arm_tests()
             keep.add("<amp>")
             # a condition joined to one that matters (``if precision == "float16" and scaler is not
             # None:``): its else holds the other part false only where this one is known
             keep |= {p for parts in tests if len(parts) > 1 and parts & keep for p in parts}
             self._relevant_atoms = keep
         return self._relevant_atoms
+
+    def _scaled_arm_tests(self) -> FrozenSet[object]:
+        """The conditions of each ``if`` a scaled backward sits under (``if cfg.mixed_precision and ...:
+        scaler.scale(loss).backward() ... else: loss.backward(); clip; optimizer.step()``): a path through
+        one arm on one iteration does not take the other on the next when the test cannot change (T21-1,
+        h2o-llmstudio)."""
+        if self._scaled_arm_atoms is None:
+            atoms: Set[object] = set()
+            for node in self.ctx.nodes(cst.If):
+                if self.ctx.is_ancestor(self.step.scope, node) and any(
+                        e.kind == "backward" and e.how == "scaled" and self.ctx.is_ancestor(node.body, e.call)
+                        for e in self.step.events):
+                    atoms |= {p for truth in (True, False) for a, _ in _facts(self.ctx, node.test, truth) for p in _parts(a)}
+            self._scaled_arm_atoms = frozenset(atoms)
+        return self._scaled_arm_atoms
 
     def _kept(self, facts: List[Tuple[object, bool]]) -> List[Tuple[object, bool]]:
         relevant = self._relevant()
@@ -1153,14 +1193,14 @@ class _Walk:
             cont, brk = self.loop_exits.pop()
             breaks |= brk
             ran |= _forget(body | cont, invariant=invariant)
-            new = _bound(entry | _forget(body | cont, invariant=invariant))
+            new = _bound(entry | _forget(body | cont, invariant=invariant), self._scaled_arm_tests())
             if new == entry:
                 break
             entry = new
         if isinstance(stmt, cst.For) and self._unscales_each(stmt):
             # ``for opt in optimizers: scaler.unscale_(opt)``: the collection is the optimizers the
             # scaler steps, never empty; the path that skips the loop is not a real one.
-            entry = _bound(ran)
+            entry = _bound(ran, self._scaled_arm_tests())
         out = entry | breaks
         if stmt.orelse is not None:
             out = self.block(stmt.orelse.body, entry) | breaks
