@@ -10,7 +10,7 @@ import libcst as cst
 from ..config import ConfigError, logit_scale_max_text
 from ..context import products as P
 from ..context.instances import frozen_everywhere, parts_taken_everywhere
-from ..context.precision import precision_model
+from ..context.precision import F32, precision_model
 from ..context.project_text import grep, strip_comment
 from ..context.training import is_test_file
 from ..findings import Applicability, Confidence, Fix, Violation
@@ -138,6 +138,49 @@ def _similarities(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
     return False
 
 
+def _attribute_name(ctx, name: cst.Name) -> bool:
+    """``x`` of ``self.x``: an attribute's name, not a use of the local ``x``."""
+    parent = ctx.parent(name)
+    return isinstance(parent, cst.Attribute) and parent.attr is name
+
+
+def _held_in_float32_tensors(ctx, value: cst.CSTNode, alias: Optional[str], fn) -> bool:
+    """Every use of the exponentiated scale (``value``, or the local ``alias`` holding it) is written
+    into a float32 tensor with more than no dimensions: ``logit_scale_mat = torch.ones((n, n))`` then
+    ``logit_scale_mat[mask == 0] = scale`` (also inside an expression: ``torch.sqrt(scale * other)``).
+    The scale then lives only in that float32 matrix, and ``logit_scale_mat * (a @ b.T)`` is float32
+    (a dimensioned float32 tensor promotes the float16 product), so nothing it scales overflows
+    float16 (LaViLa's pseudo-narration scale, set 21 T21-2). Every read of the matrix must be float32
+    too (not cast to half later). A scale multiplied straight into the float16 product stays float16
+    (a 0-dim float32 tensor does not promote it) and keeps its finding."""
+    if fn is None:
+        return False
+    uses = [n for n in ctx.nodes(cst.Name) if n.value == alias and ctx.enclosing_function(n) is fn] \
+        if alias is not None else [value]
+    uses = [n for n in uses if not isinstance(ctx.parent(n), cst.AssignTarget) and not _attribute_name(ctx, n)]
+    if not uses:
+        return False
+    pm = precision_model(ctx)
+    matrices: Set[str] = set()
+    for use in uses:
+        stmt = ctx.statement_of(use)
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            return False
+        assign = stmt.body[0]
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Subscript)
+                and isinstance(assign.targets[0].target.value, cst.Name)
+                and (assign.value is use or ctx.is_ancestor(assign.value, use))):
+            return False
+        matrices.add(assign.targets[0].target.value.value)
+    for name in matrices:
+        reads = [n for n in ctx.nodes(cst.Name) if n.value == name and ctx.enclosing_function(n) is fn
+                 and not isinstance(ctx.parent(n), cst.AssignTarget) and not _attribute_name(ctx, n)]
+        if not reads or any(pm.dtype_of(n).dtype != F32 for n in reads):
+            return False
+    return True
+
+
 class UnclampedLearnableTemperature(Rule):
     code = "AMP401"
     name = "unclamped-learnable-temperature"
@@ -205,6 +248,7 @@ class UnclampedLearnableTemperature(Rule):
         value = exp if exp is not None else attr
         op, other = _binary_use(ctx, value)
         divisor: cst.CSTNode = value
+        alias = None
         if op is None:
             alias = _local_alias(ctx, value, fn)
             if alias is not None:
@@ -219,6 +263,8 @@ class UnclampedLearnableTemperature(Rule):
                 return None  # cosine similarities / t pass 65504 only for t < 1.5e-5 (BLIP-2: t = 0.07)
             return "temperature", divisor, divisor
         if exp is not None and (named or (op == "mul" and logits)):
+            if _held_in_float32_tensors(ctx, exp, alias, fn):
+                return None
             return "logit_scale", exp, attr
         return None
 
