@@ -1958,6 +1958,10 @@ class PrecisionModel:
                 return inner
             if isinstance(e.value, cst.Name) and e.value.value == "self":
                 return self._self_attribute(e)
+            if isinstance(e.value, cst.Name):
+                field = self._returned_field(e.value, attr)
+                if field is not None:
+                    return field
             return UNKNOWN
         if isinstance(e, cst.Subscript):
             entry = self._entry_dtype(e) if _string_keyed(e) else None
@@ -2475,6 +2479,108 @@ class PrecisionModel:
         return DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype} as element {index + 1} "
                                                f"of its tuple", widest.evidence)
 
+    def _callee_returns(self, call: cst.Call) -> Optional[Tuple["PrecisionModel", cst.FunctionDef,
+                                                                 List[cst.BaseExpression]]]:
+        """(the callee's precision model, its def, the values its ``return`` statements give) for a
+        call of a function of this file, a project module's ``forward`` (any file) or a module-level
+        function another project file defines; None when the callee is not known."""
+        fn = self._callee(call)
+        if fn is not None:
+            return self, fn, self.returned_values(call)
+        forward = self._called_forward(call)
+        if forward is None:
+            imported = _imported_function(self.ctx, call)
+            if imported is None:
+                return None
+            forward = (self.model_for(imported[0]), imported[1])
+        model, fn = forward
+        return model, fn, model.return_values(fn)
+
+    def _returned_field(self, base: cst.Name, field: str, depth: int = 0) -> Optional[DTypeFact]:
+        """``out.fft_softmax_preds`` after ``out = self.head(x)`` whose ``forward`` returns
+        ``HeadOutput(reconstruction=..., fft_softmax_preds=torch.softmax(...))``: the dtype of what
+        the callee stored in that field of the output dataclass / NamedTuple / ``ModelOutput`` it
+        builds (a keyword, or a positional argument by the class's annotated fields), also through a
+        local the callee returns (``output = HeadOutput(...)``; ``return output``). As
+        ``_unpacked_return``: when every return that builds an object says and none is float16. A
+        return of a tuple has no such attribute (the attribute read never sees it), and the caller's
+        ``if isinstance(out, tuple): out = HeadOutput(*out)`` re-wraps the same fields, so the read
+        looks through it to the call (granite-tsfm's TSPulse decoder head, set 21 T21-4). None when
+        it is not known."""
+        if depth > 2:
+            return None
+        value = self.value_of(base)
+        if isinstance(value, cst.Call) and len(value.args) == 1 and value.args[0].star == "*" \
+                and isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == base.value:
+            return self._returned_field(value.args[0].value, field, depth + 1)  # ``out = Output(*out)``
+        if not isinstance(value, cst.Call):
+            return None
+        found = self._callee_returns(value)
+        if found is None:
+            return None
+        model, fn, returns = found
+        elements = []
+        for r in returns:
+            if isinstance(r, cst.Name):
+                bound = model.value_of(r)
+                r = bound if bound is not None else r
+            if isinstance(r, (cst.Tuple, cst.List)) or (isinstance(r, cst.Call) and isinstance(r.func, cst.Name)
+                                                        and r.func.value in ("tuple", "list")):
+                continue  # a tuple has no attribute ``field``: not what the read sees
+            if not isinstance(r, cst.Call):
+                return None
+            element = _field_argument(model.ctx, r, field)
+            if element is None:
+                return None
+            elements.append(element)
+        if not elements:
+            return None
+        facts = [model.dtype_of(e) for e in elements]
+        if not all(f.dtype is not None for f in facts):
+            return None
+        widest = _widest(facts)
+        if widest.dtype == F16 or not self._holds_at(value, model, elements):
+            return None
+        if not all(model.autocast_at(e).active or model._float32_whatever_autocast(e) for e in elements):
+            # read with autocast off (library code: the users' autocast is out of sight), a layer's
+            # output is float32 only because its input is: under their fp16 autocast it is float16
+            return None
+        return DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype} in the field `{field}` "
+                                               f"({widest.why})".replace(" ()", ""), widest.evidence)
+
+    def _float32_whatever_autocast(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Is ``expr`` float32 with autocast on or off: an op on autocast's float32 list
+        (``torch.softmax(...)``, ``x.log_softmax(-1)``), a cast to float32 (``.float()``), a factory
+        with no dtype (``torch.zeros(1)``), moved (``.to(device)``); through every binding of a local
+        that may reach it."""
+        if depth > 6:
+            return False
+        ctx = self.ctx
+        if isinstance(expr, cst.Name):
+            reaching = ctx.semantic.reaching(expr.value, expr)
+            return bool(reaching) and all(b.kind == "assign" and not b.part and isinstance(b.value, cst.BaseExpression)
+                                          and self._float32_whatever_autocast(b.value, depth + 1) for b in reaching)
+        if not isinstance(expr, cst.Call):
+            return False
+        name = ctx.call_name(expr) or ""
+        func = expr.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method in _CASTS:
+            return _CASTS[method] == F32 and not expr.args
+        if method in ("to", "cuda", "cpu", "contiguous", "detach", "clone"):
+            d = self._dtype_argument(expr)
+            if d is not None:
+                return d.dtype == F32
+            if method == "to" and expr.args and expr.args[0].keyword is None \
+                    and self.dtype_of(expr.args[0].value).dtype is not None:
+                return False  # ``.to(q)``: q's dtype
+            return self._float32_whatever_autocast(func.value, depth + 1)  # a move keeps the dtype
+        if name.startswith("torch.") and name.rsplit(".", 1)[-1] in _CONSTRUCTORS and name.rsplit(".", 1)[-1] != "tensor":
+            d = self._dtype_argument(expr)
+            return d is None or d.dtype == F32
+        op = method if method is not None and not name.startswith("torch.") else name.rsplit(".", 1)[-1]
+        return bool(op) and autocast_ops.policy(op) == "fp32"
+
     def _holds_at(self, call: cst.Call, model: "PrecisionModel", values) -> bool:
         """Do the dtypes the callee's returns have in its own body hold for ``call``? Under autocast at
         the call, only where the callee's body is read under autocast too: a matmul of float32
@@ -2820,6 +2926,32 @@ def _returned_argument(ctx, call: cst.Call, index: Optional[int]) -> Optional[cs
     if any(a.star for a in positional[:i + 1]):
         return None
     return positional[i].value if i < len(positional) else None
+
+
+def _field_argument(ctx, built: cst.Call, field: str) -> Optional[cst.BaseExpression]:
+    """What the construction ``built`` of a record class (a dataclass, NamedTuple, ``ModelOutput``)
+    stores in ``field``: its keyword argument of that name, or the positional argument in the place
+    of that field among the class's annotated fields (a class of the same file). None when it does
+    not say (no such argument, ``*`` / ``**`` arguments, a class not found)."""
+    func = built.func
+    last = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+    if not last[:1].isupper() or any(a.star for a in built.args):
+        return None  # a class is named in CamelCase; a function's keyword is no field
+    for a in built.args:
+        if a.keyword is not None and a.keyword.value == field:
+            return a.value
+    positional = [a.value for a in built.args if a.keyword is None]
+    if not positional or not isinstance(built.func, cst.Name):
+        return None
+    cls = next((s for s in ctx.module.body if isinstance(s, cst.ClassDef) and s.name.value == built.func.value), None)
+    if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+        return None
+    fields = [st.body[0].target.value for st in cls.body.body
+              if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.AnnAssign)
+              and isinstance(st.body[0].target, cst.Name)]
+    if field not in fields or fields.index(field) >= len(positional):
+        return None
+    return positional[fields.index(field)]
 
 
 def _imported_function(ctx, call: cst.Call) -> Optional[Tuple[FileContext, cst.FunctionDef]]:
