@@ -499,7 +499,7 @@ def _classify(ctx, call: cst.Call, known: Set[str], optimizers: Set[str],
         return "clip", None, None, ""
     if same_file_function(ctx, call) is not None:
         return ("clip", None, None, "helper") if _clipping_helper(ctx, call) else None
-    if _clipping_method_of_another_object(ctx, call):
+    if _clipping_method_of_another_object(ctx, call) or _clipping_callable_attribute(ctx, call):
         return "clip", None, None, "helper"
     if isinstance(func, cst.Attribute) and func.attr.value == "clip_grad_norm_" and isinstance(func.value, (cst.Name, cst.Attribute)):
         receiver = dotted_name(func.value)
@@ -724,6 +724,58 @@ def _clipping_method_of_another_object(ctx, call: cst.Call) -> bool:
         if opened is None or not _clips_only(*opened):
             return False
     return True
+
+
+def _clipping_callable_attribute(ctx, call: cst.Call) -> bool:
+    """``self.clip_gard(self.model)``: a call of an object the class holds in an attribute, assigned
+    in the class only instances of project classes (``self.clip_gard = NoOp()``, then under an option
+    ``self.clip_gard = ClipGrad(...)``), one of whose ``__call__`` clips gradients and does nothing else
+    of a training step (``_clips_only``), the others nothing of a step either (a no-op). OpenStereo's
+    trainer calls it between ``scaler.scale(loss).backward()`` and ``scaler.step`` (set 16, B16-1,
+    fixed upstream by an ``unscale_`` first). At most four assignments; a value that is no
+    construction of a project class (a function's result, a lambda) leaves the call unknown."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return False
+    cls = ctx.enclosing_class(call)
+    index = ctx.project_index
+    if cls is None or index is None:
+        return False
+    values = []
+    for assign in ctx.nodes(cst.Assign):
+        for t in assign.targets:
+            target = t.target
+            if isinstance(target, cst.Attribute) and target.attr.value == func.attr.value \
+                    and isinstance(target.value, cst.Name) and target.value.value == "self" \
+                    and ctx.enclosing_class(assign) is cls:
+                values.append(assign.value)
+    if not values or len(values) > 4:
+        return False
+    clips = False
+    for value in values:
+        name = dotted_name(value.func) if isinstance(value, cst.Call) else None
+        if name is None or not name.rsplit(".", 1)[-1][:1].isupper():
+            return False
+        sym = index.resolve(f"{ctx.imports.resolve(name)}.__call__", ctx.imports.module_name or "")
+        opened = definition_of(ctx, sym) if sym is not None and sym.kind == "function" else None
+        if opened is None:
+            return False
+        other, fn = opened
+        if _clips_only(other, fn):
+            clips = True
+        elif _steps_in(other, fn):
+            return False
+    return clips
+
+
+def _steps_in(ctx, fn: cst.FunctionDef) -> bool:
+    """``fn`` runs a backward, unscale_, step, update or scale of its own."""
+    for inner in ctx.nodes(cst.Call):
+        if scope_of(ctx, inner) is fn and isinstance(inner.func, cst.Attribute):
+            method = inner.func.attr.value
+            if "unscale" in method or method in ("backward", "step", "update", "scale"):
+                return True
+    return False
 
 
 def _clips_only(ctx, fn: cst.FunctionDef) -> bool:
