@@ -170,6 +170,15 @@ _MODEL_HELPER = re.compile(r"(?i)loss|nll|attention|attn|logit|contrastive|simil
                            r"normali[sz]e|softmax|sigmoid|bce|kl_div|score")
 
 
+# Methods and torch functions that give a boolean or integer tensor (``not_floating``).
+_NOT_FLOATING_METHODS = {"bool", "long", "int", "byte", "short", "char", "eq", "ne", "lt", "le", "gt", "ge",
+                         "logical_not", "logical_and", "logical_or", "logical_xor", "isnan", "isinf", "isfinite",
+                         "argmax", "argmin", "argsort", "nonzero"}
+_NOT_FLOATING_FUNCTIONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
+                           "logical_xor", "isnan", "isinf", "isfinite", "argmax", "argmin", "argsort", "nonzero",
+                           "randint", "randperm", "bucketize", "searchsorted"}
+
+
 # Layers with weights: under half weights they compute in float16 whatever their input's dtype.
 _WEIGHTED_LAYER = re.compile(r"^(Linear|Bilinear|LazyLinear|Conv\w*|LazyConv\w*|Embedding|EmbeddingBag)$")
 
@@ -1738,7 +1747,7 @@ class PrecisionModel:
             fact, known = UNKNOWN, False
         else:
             fact = p.model.passed_dtype(p.call, p.value)
-            known = fact.dtype is not None or p.model.not_a_tensor(p.value)
+            known = fact.dtype is not None or p.model.not_floating(p.value)
         ctx = p.model.ctx
 
         def where() -> str:
@@ -1787,6 +1796,32 @@ class PrecisionModel:
                 expr = value
                 continue
             return False
+        return False
+
+    def not_floating(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A value that is no floating-point tensor: no tensor at all (``not_a_tensor``), or a boolean
+        or integer one by how it is made: ``~mask`` (bitwise not raises on a floating tensor), a
+        comparison (``lengths > 0``, ``x == pad``), ``.bool()`` / ``.long()`` / ``.int()``, ``.eq()``
+        / ``.ne()`` / ``torch.logical_not(...)``, through local names (FastCorrect's duration predictor
+        is passed ``src_masks = ~encoder_padding_mask``: its ``x_nonpadding.sum(1)`` is no float16 sum
+        in a half model)."""
+        if depth > 4:
+            return False
+        if self.not_a_tensor(expr):
+            return True
+        if isinstance(expr, cst.UnaryOperation):
+            return isinstance(expr.operator, (cst.BitInvert, cst.Not))
+        if isinstance(expr, cst.Comparison):
+            return True
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr)
+            return value is not None and self.not_floating(value, depth + 1)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _NOT_FLOATING_METHODS:
+                return True
+            name = self.ctx.call_name(expr) or ""
+            return name.startswith("torch.") and name.rsplit(".", 1)[-1] in _NOT_FLOATING_FUNCTIONS
         return False
 
     # ---- self.attributes ---------------------------------------------------------------------
@@ -1977,6 +2012,8 @@ class PrecisionModel:
                 return UNKNOWN
             return base
         if isinstance(e, cst.UnaryOperation):
+            if isinstance(e.operator, (cst.BitInvert, cst.Not)):
+                return UNKNOWN  # ``~mask``: a bool / integer tensor (bitwise not raises on a floating one)
             return self.dtype_of(e.expression)
         if isinstance(e, cst.IfExp):
             return _widest([self.dtype_of(e.body), self.dtype_of(e.orelse)])
@@ -2309,6 +2346,8 @@ class PrecisionModel:
             drawn = self._distribution_method(receiver, method, call)
             if drawn is not None:
                 return drawn
+        if method in _NOT_FLOATING_METHODS and not is_function:
+            return UNKNOWN  # ``mask.bool()``, ``x.eq(pad)``, ``scores.argmax(-1)``: no floating tensor
         # explicit casts
         if method in _CASTS and not args:
             d = _CASTS[method]

@@ -534,7 +534,7 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode):
                 return DTypeFact(F16, fact.confidence, f"`{name}` of `{fn.name.value}` is passed a float16 value "
                                                        f"with the default `{const.value}` at {where} ({fact.why})"
                                  .replace(" ()", ""), fact.evidence, assumed=fact.assumed)
-            if fact.dtype is None and not p.model.not_a_tensor(value):
+            if fact.dtype is None and not p.model.not_floating(value):
                 state = p.model.fp16_status(p.call)
                 if state.fp16:
                     return DTypeFact(F16, state.confidence, f"`{fn.name.value}` is called with the default "
