@@ -1,5 +1,6 @@
 """amplint.torch_api holds torch facts as data: each table is checked against the installed torch here
 (skipped where torch is not installed), and the package itself never imports torch."""
+import importlib
 import inspect
 import re
 import subprocess
@@ -147,3 +148,32 @@ def test_same_dtype_writes_raise_on_a_dtype_mismatch():
         if hasattr(torch, op):
             with pytest.raises(RuntimeError):
                 getattr(torch, op)(torch.zeros(2, 2, dtype=torch.float16), *args[base], torch.ones(2, 2), **extra)
+
+
+def test_module_self_calls_are_run_by_nn_module():
+    """modules.MODULE_SELF_CALLS: each is a method of nn.Module, and nn.Module's own machinery runs the
+    overrides of a subclass (a call of the module, repr, state_dict / load_state_dict, .to) with no call
+    of their names; modules.MODULE_CLASSES spells torch.nn.Module."""
+    from amplint.torch_api.modules import MODULE_CLASSES, MODULE_SELF_CALLS
+
+    for name in MODULE_SELF_CALLS:
+        assert callable(getattr(torch.nn.Module, name)), name
+    for spelled in MODULE_CLASSES:
+        module, _, attr = spelled.rpartition(".")
+        assert getattr(importlib.import_module(module), attr) is torch.nn.Module, spelled
+    ran = set()
+    overridden = ("forward", "extra_repr", "_get_name", "_save_to_state_dict", "_load_from_state_dict", "_apply")
+
+    def recording(name):
+        def method(self, *args, **kwargs):
+            ran.add(name)
+            return getattr(torch.nn.Module, name)(self, *args, **kwargs) if name != "forward" else args[0]
+        return method
+
+    Net = type("Net", (torch.nn.Module,), {name: recording(name) for name in overridden})
+    net = Net()
+    net(torch.ones(1))
+    repr(net)
+    net.load_state_dict(net.state_dict())
+    net.to(torch.float64)
+    assert ran == set(overridden)

@@ -9,6 +9,7 @@ costs a bounded amount).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -399,4 +400,82 @@ def none_at_every_call(pm, fn: cst.FunctionDef, param: str, depth: int = 0) -> b
                     and none_at_every_call(p.model, bound[1], value.value, depth + 1):
                 continue
         return False
+    return True
+
+
+def running(passed: List[Passed]) -> List[Passed]:
+    """The calls of ``passed`` that may run: those not written in a method nothing in the project calls
+    (``called_nowhere``). All of them when none may (what such a helper's calls say stays as it was: a
+    helper only dead code calls is judged as before, by them or by the regime)."""
+    live = [p for p in passed if not in_method_called_nowhere(p.model.ctx, p.call)]
+    return live or passed
+
+
+def in_method_called_nowhere(ctx, node: cst.CSTNode) -> bool:
+    """Is ``node`` in a method nothing in the project calls (``called_nowhere``)?"""
+    return called_nowhere(ctx, ctx.enclosing_function(node))
+
+
+def called_nowhere(ctx, fn: Optional[cst.FunctionDef]) -> bool:
+    """Is ``fn`` a method that no code of the project runs? A method (no decorator but
+    ``staticmethod`` / ``classmethod``, no dunder) of a module-level class deriving only from
+    ``nn.Module`` / ``object`` and classes of its own file that do, not one ``nn.Module`` calls on
+    itself (``modules.MODULE_SELF_CALLS``: ``forward``, ``extra_repr``, ...), whose name no other line of
+    the project's Python files and no configuration file spells (a call, a callback, a
+    ``getattr(self, "name")``), in a file that looks up no attribute of ``self`` by a computed name.
+    alphafold3-pytorch's ``ElucidatedAtomDiffusion.c_noise(sigma)``, which nothing calls: its
+    ``log(sigma)`` is no call of ``log`` that runs (triage set 21, T21-5)."""
+    from ..torch_api.modules import MODULE_SELF_CALLS
+    from .project_text import grep
+    if fn is None:
+        return False
+    owner = ctx.parent(ctx.parent(fn))
+    name = fn.name.value
+    project = ctx.project
+    if not (isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module and ctx.parent(fn) is owner.body) \
+            or name.startswith("__") and name.endswith("__") or name in MODULE_SELF_CALLS \
+            or project is None or not ctx.imports.module_name or not hasattr(project, "named_in_configs"):
+        return False
+    key = ("called_nowhere", fn)
+    cache = ctx._cache
+    if key in cache:
+        return cache[key]
+    cache[key] = False  # (while it is worked out)
+    source = ctx.source.decode("utf-8", "replace") if isinstance(ctx.source, bytes) else str(ctx.source)
+    if any(not (isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod"))
+           for d in fn.decorators) or not _module_lineage(ctx, owner, 0) or _COMPUTED_SELF_ATTRIBUTE.search(source):
+        return False
+    word = rf"\b{re.escape(name)}\b"
+    if len(re.findall(word, source)) != 1 or getattr(project, "calls_named", lambda _: [])(name):
+        return False  # (the cheap answers first: spelled again in its file, called by name elsewhere)
+    here = str(Path(ctx.path).resolve())
+    spelled = [(path, line) for path, line, _ in grep(ctx, word)]
+    nowhere = spelled == [(here, ctx.line_of(fn.name))] and not project.named_in_configs(name)
+    cache[key] = nowhere
+    return nowhere
+
+
+# ``getattr(self, "forward_" + mode)``, ``getattr(self, f"c_{name}")``, ``getattr(self, name, None)``: a
+# method of the file's classes may run by a name no line spells. Not a literal name, nor a lookup whose
+# default is a boolean or a number (``getattr(self, flag_name, False)`` reads a flag: alphafold3-pytorch)
+_COMPUTED_SELF_ATTRIBUTE = re.compile(r"getattr\(\s*self\s*,(?!\s*[\"']\w*[\"']\s*[,)])"
+                                      r"(?![^,()]*,\s*(?:True|False|-?\d[\d.eE+-]*)\s*\))")
+
+
+def _module_lineage(ctx, cls: cst.ClassDef, depth: int) -> bool:
+    """Does ``cls`` derive only from ``nn.Module`` / ``object`` and classes of its own file that do
+    (no framework base whose machinery calls hooks the subclass defines: Lightning's ``training_step``)?"""
+    from ..torch_api.modules import MODULE_CLASSES
+    if depth > 3 or cls.keywords:
+        return False
+    for base in cls.bases:
+        if base.star or base.keyword is not None:
+            return False
+        name = ctx.qualname(base.value) or ""
+        if name in MODULE_CLASSES or name in ("object", "builtins.object"):
+            continue
+        local = next((s for s in ctx.module.body if isinstance(s, cst.ClassDef) and isinstance(base.value, cst.Name)
+                      and s.name.value == base.value.value and s is not cls), None)
+        if local is None or ctx.imports.binds(base.value.value) or not _module_lineage(ctx, local, depth + 1):
+            return False
     return True

@@ -283,6 +283,11 @@ class _Heard:
     path: str
     line: object  # int, or a function giving it
     where: object  # str, or a function giving it
+    dead: object = False  # bool, or a function giving it: is the call in a method nothing calls (asked of a float16 value)
+
+
+def _dead(heard: "_Heard") -> bool:
+    return heard.dead() if callable(heard.dead) else heard.dead
 
 
 def _line(heard: "_Heard") -> int:
@@ -1708,18 +1713,25 @@ class PrecisionModel:
             # it is handed): those are the calls that run it. (They only clear the regime's guess:
             # a float16 value passed by a call of that name may be another class's.)
             return _widest_passed(named, name, fn, "by the calls of that name ({where})")
-        for h in facts:
+        weighed = facts
+        dead = [h for h in facts if h.fact.is_half and _dead(h)]
+        if dead and len(dead) < len(facts):
+            # a call in a method nothing in the project calls (``called_nowhere``) never runs: the calls
+            # that do say what the parameter gets (alphafold3-pytorch's ``log(t)``, whose default-eps call
+            # in the uncalled ``c_noise(sigma)`` took ``sigma`` float16 from the regime, T21-5)
+            weighed = [h for h in facts if not any(h is d for d in dead)]
+        for h in weighed:
             fact = h.fact
             if fact.is_half:
                 return DTypeFact(F16, LIKELY, f"`{name}` of `{fn.name.value}` is passed a float16 value at "
                                               f"{h.path}:{_line(h)} ({fact.why})".replace(" ()", ""), fact.evidence,
                                  assumed=fact.assumed)
-        if facts and all(h.known for h in facts):
+        if weighed and all(h.known for h in weighed):
             # Every caller passes float32 / bfloat16 / a non-tensor. Say so with a dtype, so that a
             # helper this parameter is passed on to sees a known value, not an unknown one (which
             # would send it back to the regime: a method's fp32 argument taken as float16 one call
             # further down).
-            return _widest_passed(facts, name, fn, "by {where}")
+            return _widest_passed(weighed, name, fn, "by {where}")
         private = fn.name.value.startswith("_") and not fn.name.value.endswith("__")
         # (so is a public method of a class reached by a training entry point that only its class
         # calls, no other file calling anything of that name: ultralytics' ``calculate_angle_loss``
@@ -1742,6 +1754,7 @@ class PrecisionModel:
 
     @staticmethod
     def _heard(p) -> _Heard:
+        from .callers import in_method_called_nowhere
         """What the call ``p`` (a ``callers.Passed``) passes, weighed by its file's model."""
         if p.value is None:
             fact, known = UNKNOWN, False
@@ -1753,7 +1766,8 @@ class PrecisionModel:
         def where() -> str:
             caller = ctx.enclosing_function(p.call)  # named, not positioned: positions cost a pass
             return f"`{caller.name.value}`" if caller is not None else "module code"
-        return _Heard(fact, known, p.path, lambda: ctx.line_of(p.call), where)
+        return _Heard(fact, known, p.path, lambda: ctx.line_of(p.call), where,
+                      lambda: in_method_called_nowhere(ctx, p.call))
 
     def _heard_elsewhere(self, fn: cst.FunctionDef, name: str) -> List[_Heard]:
         """What the calls of ``fn`` in other project files pass for ``name``, worked out once per
@@ -1773,7 +1787,7 @@ class PrecisionModel:
             for p in project_passed_once(self, fn, name):
                 h = self._heard(p)
                 out.append(_Heard(h.fact, h.known, h.path, _line(h) if h.fact.is_half else 0,
-                                  _where(h) if h.fact.dtype is not None else ""))
+                                  _where(h) if h.fact.dtype is not None else "", h.fact.is_half and _dead(h)))
             return out
         cuts = _CUTS[0]
         return memoised_with_reads(project, "heard_elsewhere", (ctx.path, ctx.order(fn), name), heard,

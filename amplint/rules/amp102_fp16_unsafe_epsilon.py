@@ -7,7 +7,7 @@ from typing import Iterable, List, Optional, Set
 import libcst as cst
 
 from ..context.imports import dotted_name
-from ..context.callers import argument_for, passed_values
+from ..context.callers import argument_for, passed_values, running
 from ..context.conditions import known_positive, never_run_by_callers
 from ..context.precision import F16, DTypeFact, precision_model
 from ..context.project_text import exported
@@ -512,7 +512,7 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode):
         # rgb_to_hsv(image, eps=1e-8), whose own wrapper RgbToHsv passes 1e-6)
         return True
     pm = precision_model(ctx)
-    passed = passed_values(pm, fn, const.value)
+    passed = running(passed_values(pm, fn, const.value))  # (a call in a method nothing calls never runs)
     if not passed:
         return True
     method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
