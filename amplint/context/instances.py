@@ -54,7 +54,8 @@ def parts_taken_everywhere(ctx, cls: cst.ClassDef) -> Optional[List[str]]:
     if project is None or not module or not hasattr(project, "callers") or ctx.parent(cls) is not ctx.module:
         return None
     taken: List[str] = []
-    if not _holders_frozen(ctx, f"{module}.{cls.name.value}", None, 0, taken, _parts_only) or not taken:
+    check = _PartsOnly(_forward_idle_calls(ctx, cls))
+    if not _holders_frozen(ctx, f"{module}.{cls.name.value}", None, 0, taken, check) or not taken:
         return None
     return taken
 
@@ -151,6 +152,13 @@ def _result_frozen(ctx, call: cst.Call, index: Optional[int], caller: str, depth
         holder = parent.targets[0].target
     elif isinstance(parent, cst.Return):
         return depth < MAX_DEPTH and _holders_frozen(ctx, caller, None, depth + 1, out, check)
+    elif isinstance(parent, cst.Arg) and parent.value is expr and isinstance(check, _PartsOnly) and index is None:
+        # ``CustomCLIP(CLIP())``: a constructor that only takes parts of it
+        taken = check.passed(ctx, parent, 0)
+        if taken is None:
+            return False
+        out.append(f"{ctx.path}:{ctx.line_of(taken)}")
+        return True
     else:
         return False
     if isinstance(holder, cst.Name):
@@ -176,34 +184,146 @@ def _result_frozen(ctx, call: cst.Call, index: Optional[int], caller: str, depth
 _KEEPS_FORWARD_IDLE = _SELF_RETURNING | {"load_state_dict", "parameters", "named_parameters", "state_dict"}
 
 
-def _parts_only(ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
-    """The first use of the local ``holder`` inside ``scope`` when every use reads an attribute of it
-    (``model.transformer``) or calls one of ``_KEEPS_FORWARD_IDLE`` on it, taking at least one part;
-    None when it is called, passed, stored, returned or rebound."""
-    first = None
-    for name in ctx.nodes(cst.Name):
-        if name.value != holder or not ctx.is_ancestor(scope, name):
-            continue
-        parent = ctx.parent(name)
-        if isinstance(parent, cst.AssignTarget) and parent.target is name or _unpacked_into(ctx, name):
-            continue  # the binding (``model = build_model()``, ``model, _ = clip.load(...)``)
-        if isinstance(parent, cst.Arg) and parent.value is name:
-            wrapper = _wrapped_parts_only(ctx, parent)
-            if wrapper is None:
-                return None  # ``f(model)``
-            first = first or wrapper
-            continue
-        if not (isinstance(parent, cst.Attribute) and parent.value is name):
-            return None  # ``model(x)``, ``return model``, ``self.m = model``
-        call = ctx.parent(parent)
-        if isinstance(call, cst.Call) and call.func is parent:
-            if parent.attr.value not in _KEEPS_FORWARD_IDLE:
-                return None  # ``model.forward(x)``, ``model.encode_image(x)``
-            continue
-        if isinstance(ctx.parent(parent), cst.AssignTarget):
-            return None  # ``model.x = ...``
-        first = first or parent
-    return first
+def _forward_idle_calls(ctx, cls: cst.ClassDef):
+    """Which method calls ``x.m(...)`` on an instance of ``cls`` leave its ``forward`` idle: those of
+    ``_KEEPS_FORWARD_IDLE``; for a class deriving from ``nn.Module`` alone, also any name but
+    ``forward`` / ``__call__`` and the methods of ``cls`` that run it (``self(...)``, ``self.forward(...)``
+    or such a method: a call of its submodule, ``clip_model.token_embedding(ids)``, or of a method
+    like ``encode_image``, runs no ``CLIP.forward``)."""
+    from ..torch_api.modules import MODULE_CLASSES
+    if not cls.bases or any(b.keyword is not None or b.star or (ctx.qualname(b.value) or "") not in MODULE_CLASSES
+                            for b in cls.bases):
+        return lambda name: name in _KEEPS_FORWARD_IDLE
+    methods = {f.name.value: f for f in cls.body.body if isinstance(f, cst.FunctionDef)}
+    called = {}
+    for name, fn in methods.items():
+        names = set()
+        for call in ctx.nodes(cst.Call):
+            if not ctx.is_ancestor(fn, call):
+                continue
+            func = call.func
+            if isinstance(func, cst.Name) and func.value == "self":
+                names.add("forward")
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                names.add(func.attr.value)
+        called[name] = names
+    runners = {"forward", "__call__"}
+    grown = True
+    while grown:
+        grown = False
+        for name, names in called.items():
+            if name not in runners and names & runners:
+                runners.add(name)
+                grown = True
+    return lambda name: name in _KEEPS_FORWARD_IDLE or name not in runners
+
+
+# How many constructors deep a module handed on is followed (``CustomCLIP(clip_model)`` ->
+# ``TextEncoder(clip_model)``).
+_WRAP_DEPTH = 3
+
+
+class _PartsOnly:
+    """The holder check of ``parts_taken_everywhere``: ``idle(name)`` says whether ``holder.name(...)``
+    leaves the instance's ``forward`` idle (``_forward_idle_calls``)."""
+
+    def __init__(self, idle):
+        self.idle = idle
+
+    def __call__(self, ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
+        return self.parts(ctx, scope, holder, 0)
+
+    def parts(self, ctx, scope: cst.CSTNode, holder: str, depth: int) -> Optional[cst.CSTNode]:
+        """The first use of the local ``holder`` inside ``scope`` when every use reads an attribute of it
+        (``model.transformer``) or calls a method of it that leaves its forward idle (``self.idle``), taking
+        at least one part, or hands it to a constructor or a ``self`` attribute that only takes parts
+        (``passed``, ``_kept_parts_only``); None when it is called, passed elsewhere, stored, returned or
+        rebound."""
+        first = None
+        for name in ctx.nodes(cst.Name):
+            if name.value != holder or not ctx.is_ancestor(scope, name):
+                continue
+            parent = ctx.parent(name)
+            if isinstance(parent, cst.Attribute) and parent.attr is name or isinstance(parent, cst.Arg) and parent.keyword is name:
+                continue  # ``self.clip_model``, ``f(clip_model=...)``: another name
+            if isinstance(parent, cst.AssignTarget) and parent.target is name or _unpacked_into(ctx, name) \
+                    or isinstance(parent, cst.Param) and parent.name is name:
+                continue  # the binding (``model = build_model()``, ``model, _ = clip.load(...)``, a parameter)
+            if isinstance(parent, cst.Arg) and parent.value is name:
+                wrapper = self.passed(ctx, parent, depth)
+                if wrapper is None:
+                    return None  # ``f(model)``
+                first = first or wrapper
+                continue
+            if isinstance(parent, cst.Assign) and parent.value is name:
+                kept = self._kept(ctx, parent)
+                if kept is None:
+                    return None  # ``self.m = model`` then ``self.m(x)``
+                first = first or kept
+                continue
+            if not (isinstance(parent, cst.Attribute) and parent.value is name):
+                return None  # ``model(x)``, ``return model``, ``model2 = model``
+            call = ctx.parent(parent)
+            if isinstance(call, cst.Call) and call.func is parent:
+                if not self.idle(parent.attr.value):
+                    return None  # ``model.forward(x)``, a method of it that calls ``self(...)``
+                if parent.attr.value not in _KEEPS_FORWARD_IDLE:
+                    first = first or parent  # ``model.encode_text(ids)``, ``model.token_embedding(ids)``
+                continue
+            if isinstance(ctx.parent(parent), cst.AssignTarget):
+                return None  # ``model.x = ...``
+            first = first or parent
+        return first
+
+    def passed(self, ctx, arg: cst.Arg, depth: int) -> Optional[cst.CSTNode]:
+        """``Wrapper(..., model)`` of a class of this file that keeps it and uses only its parts
+        (``_wrapped_parts_only``), or whose ``__init__`` only takes parts of it (``self.visual =
+        clip_model.visual``; handing it on to another such constructor: multimodal-prompt-learning's
+        ``CustomCLIP(cfg, classnames, clip_model)``, triage set 21, T21-2b): the first part taken."""
+        kept = _wrapped_parts_only(ctx, arg)
+        if kept is not None or depth >= _WRAP_DEPTH:
+            return kept
+        found = _constructor_param(ctx, arg)
+        if found is None:
+            return None
+        init, param = found
+        return self.parts(ctx, init, param, depth + 1)
+
+    def _kept(self, ctx, assign: cst.Assign) -> Optional[cst.CSTNode]:
+        """``self.clip_model = clip_model`` where every ``self.clip_model`` of the file reads a part of it
+        or calls a method leaving its forward idle, and no other project file names the attribute
+        (multimodal-prompt-learning's ZeroshotCLIP: ``self.clip_model.encode_image(image)``): the first
+        such use, else None."""
+        from .project_text import grep  # noqa: PLC0415 (a leaf module, imported late)
+        if len(assign.targets) != 1:
+            return None
+        target = assign.targets[0].target
+        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return None
+        attr = target.attr.value
+        here = str(Path(ctx.path).resolve())
+        if any(path != here for path, _, _ in grep(ctx, rf"\.{re.escape(attr)}\b")):
+            return None
+        first = None
+        for node in ctx.nodes(cst.Attribute):
+            if node.attr.value != attr:
+                continue
+            if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+                return None  # ``trainer.clip_model``: another holder of that name
+            parent = ctx.parent(node)
+            if isinstance(parent, cst.AssignTarget) and parent.target is node:
+                if not (isinstance(ctx.parent(parent), cst.Assign) and isinstance(ctx.parent(parent).value, cst.Name)):
+                    return None  # ``self.clip_model = something else``
+                continue
+            if not (isinstance(parent, cst.Attribute) and parent.value is node):
+                return None  # ``self.clip_model(x)``, ``f(self.clip_model)``
+            call = ctx.parent(parent)
+            if isinstance(call, cst.Call) and call.func is parent and not self.idle(parent.attr.value):
+                return None
+            if isinstance(ctx.parent(parent), cst.AssignTarget):
+                return None
+            first = first or parent
+        return first
 
 
 def _unpacked_into(ctx, name: cst.Name) -> bool:
@@ -215,6 +335,30 @@ def _unpacked_into(ctx, name: cst.Name) -> bool:
     while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
         node, parent = parent, ctx.parent(parent)
     return isinstance(parent, cst.AssignTarget) and parent.target is node
+
+
+def _constructor_param(ctx, arg: cst.Arg):
+    """(``__init__``, parameter name) that ``arg`` of ``Class(...)`` binds, for a module-level class of
+    this file with an ``__init__`` of its own; None otherwise (``*args``, an unknown class)."""
+    call = ctx.parent(arg)
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and not arg.star):
+        return None
+    classes = [c for c in ctx.module.body if isinstance(c, cst.ClassDef) and c.name.value == call.func.value]
+    if len(classes) != 1 or ctx.imports.binds(call.func.value):
+        return None
+    init = next((f for f in classes[0].body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+    if init is None or init.params.star_kwarg is not None and arg.keyword is not None:
+        return None
+    names = [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+    if arg.keyword is not None:
+        wanted = arg.keyword.value
+        return (init, wanted) if wanted in names or any(p.name.value == wanted for p in init.params.kwonly_params) \
+            else None
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional):
+        return None
+    index = positional.index(arg)
+    return (init, names[index]) if index < len(names) else None
 
 
 def _wrapped_parts_only(ctx, arg: cst.Arg) -> Optional[cst.CSTNode]:
