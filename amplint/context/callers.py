@@ -403,12 +403,19 @@ def none_at_every_call(pm, fn: cst.FunctionDef, param: str, depth: int = 0) -> b
     return True
 
 
-def running(passed: List[Passed]) -> List[Passed]:
-    """The calls of ``passed`` that may run: those not written in a method nothing in the project calls
-    (``called_nowhere``). All of them when none may (what such a helper's calls say stays as it was: a
-    helper only dead code calls is judged as before, by them or by the regime)."""
-    live = [p for p in passed if not in_method_called_nowhere(p.model.ctx, p.call)]
-    return live or passed
+def only_guessed_in_dead_code(p: Passed, fact, passed: List[Passed]) -> bool:
+    """Is ``fact`` (what the call ``p`` passes) float16 only by the regime's guess (``assumed``: an
+    argument of the calling method, taken float16 under autocast), in a method nothing in the project
+    calls (``called_nowhere``), while another of the calls ``passed`` may run? Such a call never runs,
+    and the guess stands for arguments no call in sight gives: the calls that run say what the helper
+    gets (alphafold3-pytorch's ``log(sigma)`` in the uncalled ``c_noise(sigma)``, T21-5). A float16
+    value the method computes itself (``self.fc(x).sigmoid()``) still counts: it is what that method
+    would pass."""
+    if not (fact.is_half and getattr(fact, "assumed", False)) or len(passed) < 2:
+        return False
+    if not in_method_called_nowhere(p.model.ctx, p.call):
+        return False
+    return any(q is not p and not in_method_called_nowhere(q.model.ctx, q.call) for q in passed)
 
 
 def in_method_called_nowhere(ctx, node: cst.CSTNode) -> bool:

@@ -1714,11 +1714,12 @@ class PrecisionModel:
             # a float16 value passed by a call of that name may be another class's.)
             return _widest_passed(named, name, fn, "by the calls of that name ({where})")
         weighed = facts
-        dead = [h for h in facts if h.fact.is_half and _dead(h)]
+        dead = [h for h in facts if h.fact.is_half and h.fact.assumed and _dead(h)]
         if dead and len(dead) < len(facts):
-            # a call in a method nothing in the project calls (``called_nowhere``) never runs: the calls
-            # that do say what the parameter gets (alphafold3-pytorch's ``log(t)``, whose default-eps call
-            # in the uncalled ``c_noise(sigma)`` took ``sigma`` float16 from the regime, T21-5)
+            # a call in a method nothing in the project calls (``called_nowhere``) never runs: where what it
+            # passes is float16 only by the regime's guess, the calls that do run say what the parameter
+            # gets (alphafold3-pytorch's ``log(t)``: the uncalled ``c_noise(sigma)`` took ``sigma`` float16
+            # from the regime, T21-5)
             weighed = [h for h in facts if not any(h is d for d in dead)]
         for h in weighed:
             fact = h.fact
@@ -1787,7 +1788,8 @@ class PrecisionModel:
             for p in project_passed_once(self, fn, name):
                 h = self._heard(p)
                 out.append(_Heard(h.fact, h.known, h.path, _line(h) if h.fact.is_half else 0,
-                                  _where(h) if h.fact.dtype is not None else "", h.fact.is_half and _dead(h)))
+                                  _where(h) if h.fact.dtype is not None else "",
+                                  h.fact.is_half and h.fact.assumed and _dead(h)))
             return out
         cuts = _CUTS[0]
         return memoised_with_reads(project, "heard_elsewhere", (ctx.path, ctx.order(fn), name), heard,

@@ -7,7 +7,7 @@ from typing import Iterable, List, Optional, Set
 import libcst as cst
 
 from ..context.imports import dotted_name
-from ..context.callers import argument_for, passed_values, running
+from ..context.callers import argument_for, only_guessed_in_dead_code, passed_values
 from ..context.conditions import known_positive, never_run_by_callers
 from ..context.precision import F16, DTypeFact, precision_model
 from ..context.project_text import exported
@@ -512,7 +512,7 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode):
         # rgb_to_hsv(image, eps=1e-8), whose own wrapper RgbToHsv passes 1e-6)
         return True
     pm = precision_model(ctx)
-    passed = running(passed_values(pm, fn, const.value))  # (a call in a method nothing calls never runs)
+    passed = passed_values(pm, fn, const.value)
     if not passed:
         return True
     method = isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
@@ -529,6 +529,8 @@ def _default_used_in_half(ctx, const: cst.CSTNode, base: cst.CSTNode):
             if uniform_draw(p.model.ctx, value):
                 continue  # ``log(noise)`` of Gumbel sampling: see uniform_draw
             fact = p.model.passed_dtype(p.call, value)
+            if only_guessed_in_dead_code(p, fact, passed):
+                continue  # (a call in a method nothing calls, of an argument only guessed float16)
             where = f"{p.path}:{p.model.ctx.line_of(p.call)}"
             if fact.is_half:
                 return DTypeFact(F16, fact.confidence, f"`{name}` of `{fn.name.value}` is passed a float16 value "
