@@ -1011,6 +1011,10 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # precision settings written in dict literals (T12-5), read by a program that reaches or runs this file
     facts["setting_dicts"] = _setting_dicts(parents.of(ast.Dict, ast.Call), parents) \
         if _SETTING_KEY_TEXT.search(source) else []
+    # the file turns dicts into attribute dicts (``edict(config)``, ``EasyDict``, ``Munch``, a dict subclass of its own
+    # whose ``__getattr__`` reads ``self[name]``): its settings dicts are read as ``config.use_amp`` too (T21-3)
+    if facts["setting_dicts"] and _ATTR_DICT_TEXT.search(source):
+        facts["attr_dicts"] = _builds_attr_dicts(parents.of(ast.ClassDef, ast.ImportFrom, ast.Call))
     # the dtype / precision settings the code reads by a string key (nanuGPT's ``config['general']['dtype']``): a
     # program whose autocast dtype the code does not say takes what its configs state there
     facts["keyed_settings"] = _keyed_settings(parents.of(ast.Subscript, ast.Call)) \
@@ -2684,6 +2688,43 @@ def _keyed_settings(nodes: List[ast.AST]) -> List[str]:
                 and key.value not in out and len(out) < 8:
             out.append(key.value)
     return out
+
+
+# attribute-access dicts: ``easydict.EasyDict`` (``edict``), ``addict.Dict``, ``munch.Munch`` / ``munchify``,
+# ``dotmap.DotMap``, ``box.Box``, ``ml_collections.ConfigDict`` and the usual project copies of them
+_ATTR_DICT_NAMES = frozenset({"EasyDict", "edict", "AttrDict", "AttributeDict", "Munch", "munchify", "DotMap", "DotDict",
+                              "dotdict", "Box", "ConfigDict", "AttrMap"})
+_ATTR_DICT_MODULES = frozenset({"easydict", "addict", "munch", "dotmap", "box", "attrdict", "ml_collections"})
+_ATTR_DICT_TEXT = re.compile(rb"__getattr__|" + b"|".join(re.escape(n.encode()) for n in sorted(_ATTR_DICT_NAMES | _ATTR_DICT_MODULES)))
+
+
+def _builds_attr_dicts(nodes: List[ast.AST]) -> bool:
+    """Does the file build an attribute-access dict: call ``EasyDict(...)`` / ``edict(...)`` (imported from a library
+    of such dicts or named so), or a class of its own deriving from one or from ``dict`` with a ``__getattr__`` that
+    reads its items (``return self[name]``, ``self.get(name)``)? ZoeDepth's ``get_config`` returns
+    ``edict(typed_config)`` built from its ``COMMON_TRAINING_CONFIG = {"use_amp": False, ...}`` (T21-3)."""
+    local: set = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            top = (node.module or "").split(".")[-1]
+            for alias in node.names:
+                if alias.name in _ATTR_DICT_NAMES or top in _ATTR_DICT_MODULES and alias.name[:1].isupper() \
+                        or top == "easydict":
+                    local.add(alias.asname or alias.name)
+        elif isinstance(node, ast.ClassDef):
+            bases = {_dotted(b).rsplit(".", 1)[-1] for b in node.bases if _dotted(b)}
+            getattr_reads = any(
+                isinstance(f, ast.FunctionDef) and f.name == "__getattr__" and any(
+                    isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "self"
+                    or isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+                    for n in ast.walk(f))
+                for f in node.body)
+            if bases & _ATTR_DICT_NAMES or "dict" in bases and getattr_reads:
+                local.add(node.name)
+    names = local | _ATTR_DICT_NAMES
+    return any(isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in names
+               for node in nodes)
 
 
 def _setting_dicts(nodes: List[ast.AST], parents: "_Parents") -> List[list]:

@@ -543,6 +543,18 @@ def _read_by_setting(sig: Signal) -> bool:
         _KEYED_READ.search(sig.condition + sig.note) or sig.kind == "autocast" and sig.note.startswith(DTYPE_LOOKUP))
 
 
+# a setting read as an attribute of a config object (``self.config.use_amp``, ``cfg.train.amp``; not ``args.amp``)
+_ATTRIBUTE_SETTING_READ = re.compile(r"(?i)\b\w*(?:cfg|conf|config|hparams?)\w*\.[A-Za-z_]\w*")
+
+
+def _read_by_attribute_setting(sig: Signal) -> bool:
+    """Is ``sig`` an autocast or GradScaler switched by a setting read as an attribute of a config object
+    (``autocast(enabled=self.config.use_amp)``), which an attribute dict built from the settings dicts may hold
+    (ZoeDepth's ``edict`` of ``{"use_amp": False, ...}``, T21-3)?"""
+    return sig.kind in ("autocast", "grad_scaler") and sig.conditional and not _read_by_setting(sig) \
+        and bool(_ATTRIBUTE_SETTING_READ.search(sig.condition))
+
+
 def _option_truth(value, compare) -> Optional[bool]:
     """The truth of a constructor option's value, or of ``value <op> number`` (``compare``: [op, number]); None when
     the comparison cannot be made (``None > 0``)."""
@@ -1744,15 +1756,18 @@ class Project:
         ``GradScaler(enabled=self.cfg.hyperparams["grad_scaler_enabled"])``, T12-5): only evidence that reads a
         setting by a string key, against the dicts of the files the entry point reaches or that run it (import it);
         a key written with different values stays unsettled."""
-        if not any(_read_by_setting(sig) for sig, _ in signals):
+        if not any(_read_by_setting(sig) or _read_by_attribute_setting(sig) for sig, _ in signals):
             return signals, roles
         facts = self.facts()
         values: Dict[str, set] = {}
+        attr_values: Dict[str, set] = {}
         lines: Dict[str, str] = {}
         for q in sorted(set(reach) | _closure(path, importers)):
             for key, value, line in facts.get(q, {}).get("setting_dicts", ()):
                 values.setdefault(key, set()).add((type(value).__name__, value))
                 lines.setdefault(key, f"the settings dict at {self.display(q)}:{line}")
+                if facts[q].get("attr_dicts"):
+                    attr_values.setdefault(key, set()).add((type(value).__name__, value))
         for key, value, where in self._own_yaml_settings(path):
             values.setdefault(key, set()).add((type(value).__name__, value))
             lines.setdefault(key, f"`{key.rsplit('.', 1)[-1]}: {value}` in the program's YAML {where}")
@@ -1761,6 +1776,15 @@ class Project:
         leaves = {k: next(iter(v))[1] if len(v) == 1 else _MISSING for k, v in values.items()}
         subscripted = [(sig, ev) for sig, ev in signals if _read_by_setting(sig)]
         kept, roles = _settings_applied(leaves, subscripted, roles, "the program's own settings")
+        # a setting read as an attribute (``self.config.use_amp``) is settled only by the settings dicts of a module
+        # that turns dicts into attribute dicts (ZoeDepth's config.py: ``edict(...)`` of its dicts, T21-3); any
+        # settings dict reached that gives the key another value leaves it unsettled
+        attributed = [(sig, ev) for sig, ev in signals if _read_by_attribute_setting(sig)]
+        if attributed and attr_values:
+            attr_leaves = {k: next(iter(v))[1] if len(values[k]) == 1 else _MISSING for k, v in attr_values.items()}
+            attr_kept, roles = _settings_applied(attr_leaves, attributed, roles, "the program's own settings dicts")
+            subscripted += attributed
+            kept += attr_kept
         changed = dict(zip(map(str, (ev for _, ev in subscripted)), [None] * len(subscripted)))
         before = {str(ev): sig.dtype for sig, ev in subscripted}
         for sig, ev in kept:
