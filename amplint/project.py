@@ -1899,9 +1899,19 @@ class Project:
         auto = [(sig, ev) for sig, ev in signals if sig.kind == "flag" and '"enabled": "auto"' in sig.note]
         if not auto:
             return signals, roles
-        commands = [(script, c) for script, _, (_, text) in self._shell_runs_of(path) for c in _script_commands(text)
-                    if self._names_program(script, self._shell_named_programs(c), path)]
+        commands = []
+        all_closed = True  # (every command's arguments known: no forwarded "$@", no variable the script leaves unset)
+        for script, _, (_, text) in self._shell_runs_of(path):
+            assigned = None
+            for c in _script_commands(text):
+                if self._names_program(script, self._shell_named_programs(c), path):
+                    commands.append((script, c))
+                    assigned = _assigned_values(text) if assigned is None else assigned
+                    all_closed = all_closed and _closed_command(c, assigned)
         defaults = self._switch_defaults(["fp16", "bf16"], reach) if commands else {}
+        # (a trainer flag the code itself states, TrainingArguments(fp16=True): ``_auto_blocks_follow_flags``)
+        stated = any(sig.kind == "flag" and sig.enabled and '"auto"' not in sig.note
+                     and sig.dtype in ("float16", "bfloat16") for sig, _ in signals)
         where = {}
         for sig, ev in auto:
             name = ev.path.rsplit("/", 1)[-1]
@@ -1915,6 +1925,14 @@ class Project:
             if passing and not any(True in values for values in on):
                 shown = ", ".join(sorted({self.display(script) for script, _ in passing}))
                 where[str(ev)] = (f'"auto" takes the trainer\'s --{flag}, which the commands passing {name} leave off '
+                                  f"({shown})")
+            elif not passing and commands and all_closed and flag in defaults and defaults[flag][0] is False and not stated and not any(
+                    True in (_passed_switch(c, flag) or {False}) for _, c in commands):
+                # a config no command passes, in a program whose every known command leaves the flag at its False
+                # default and whose code states none: "auto" says nothing the commands do not (UnifiedSKG's
+                # ds_config_zero1 / zero3 beside the zero2 its README passes without --fp16, P21-1)
+                shown = ", ".join(sorted({self.display(script) for script, _ in commands}))
+                where[str(ev)] = (f'"auto" takes the trainer\'s --{flag}, which no command running this program passes '
                                   f"({shown})")
         kept = [(sig, ev) for sig, ev in signals if str(ev) not in where]
         followed = _auto_blocks_follow_flags(kept)

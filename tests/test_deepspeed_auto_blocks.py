@@ -90,3 +90,39 @@ def test_a_cast_switched_by_more_than_the_fp16_flag_is_not_deepspeeds(tmp_path):
     p = Project(root)
     (ep,) = p.entry_points()
     assert not any(sig.master for sig, _ in ep.signals if sig.kind == "half_params")
+
+
+README = """# repro
+
+```bash
+python -m torch.distributed.launch --nproc_per_node 4 finetune.py --output_dir out --do_train
+```
+
+```bash
+deepspeed finetune.py --deepspeed deepspeed/ds_config_zero2.json --output_dir out --do_train{zero2_flag}
+```
+"""
+
+
+@pytest.mark.parametrize("zero2_flag, sh, mode", [
+    # UnifiedSKG (P21-1): zero1 / zero3 passed by no command, and no command passes --fp16: "auto" says nothing
+    ("", None, "fp32"),
+    # near misses: a command passes --fp16 (with the passed config); a launcher forwards its own arguments ("$@",
+    # which may hold --fp16 and --deepspeed ds_config_zero3.json): the unpassed configs stay float16 evidence
+    (" --fp16", None, "fp16-master"),
+    ("", 'deepspeed finetune.py --output_dir out "$@"\n', "fp16-master"),
+])
+def test_an_auto_config_no_command_passes_follows_the_commands_flags(tmp_path, zero2_flag, sh, mode):
+    ds = '{"fp16": {"enabled": "auto", "loss_scale": 0}, "zero_optimization": {"stage": %d}}\n'
+    files = {"README.md": README.format(zero2_flag=zero2_flag), "finetune.py": textwrap.dedent(TRAIN),
+             **{f"deepspeed/ds_config_zero{i}.json": ds % i for i in (1, 2, 3)}}
+    if sh:
+        files["run.sh"] = sh
+    root = write_project(tmp_path / "p", files)
+    p = Project(root)
+    (ep,) = p.entry_points()
+    assert p.regime_for(ep.path).mode == mode
+    if mode == "fp32":
+        r = run(["check", "--no-cache", "--show-settings", "."], root)
+        assert ("ds_config_zero3.json:1 [not read] (\"auto\" takes the trainer's --fp16, which no command running "
+                "this program passes (README.md))") in r.out, r.out
