@@ -1011,6 +1011,9 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
     # precision settings written in dict literals (T12-5), read by a program that reaches or runs this file
     facts["setting_dicts"] = _setting_dicts(parents.of(ast.Dict, ast.Call), parents) \
         if _SETTING_KEY_TEXT.search(source) else []
+    # sacred experiments' config functions (``@ex.config def config(): precision = 16``) and named configs (P21-2)
+    if b"sacred" in source:
+        facts["sacred_configs"] = _sacred_configs(parents.of(ast.FunctionDef))
     # the file turns dicts into attribute dicts (``edict(config)``, ``EasyDict``, ``Munch``, a dict subclass of its own
     # whose ``__getattr__`` reads ``self[name]``): its settings dicts are read as ``config.use_amp`` too (T21-3)
     if facts["setting_dicts"] and _ATTR_DICT_TEXT.search(source):
@@ -1826,6 +1829,12 @@ def _precision_call(node: ast.Call, owner, parents: "_Parents") -> Optional[Dict
         # ``pl.Trainer(precision=configs.trainer.precision)`` (openspeech, M16-2): the value of that setting, which the
         # project reads from the program's configs and the structured-config dataclasses of its section
         return {"callee": None, "setting": setting, "kwargs": {}}
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and _CONFIG_NAME.fullmatch(value.value.id):
+        key = value.slice.value if isinstance(value.slice, ast.Index) else value.slice  # (3.8's ast.Index)
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            # ``pl.Trainer(precision=_config["precision"])`` (ViLT, a sacred experiment's config, P21-2): the value the
+            # project's settings give that key
+            return {"callee": None, "key": key.value, "kwargs": {}}
     if isinstance(value, ast.Name):
         fn = owner(node)
         scope = ast.walk(fn) if fn is not None else parents.nodes
@@ -1848,6 +1857,27 @@ def _precision_call(node: ast.Call, owner, parents: "_Parents") -> Optional[Dict
 
 
 _CONFIG_NAME = re.compile(r"(?i)\w*(?:cfg|conf|config)s?\w*|h?params|hp|opts?")
+
+
+def _sacred_configs(functions: List[ast.AST]) -> List[list]:
+    """The precision settings of a sacred experiment's config functions: ``@ex.config`` (the defaults of every run)
+    and ``@ex.named_config`` (picked by ``with <name>`` on the command line), each as [function, "config" or
+    "named_config", {key: literal value}] for the literals its body assigns to names naming a precision (ViLT's
+    ``precision = 16``, P21-2)."""
+    out = []
+    for fn in functions:
+        kinds = {(_dotted(d) or "").rsplit(".", 1)[-1] for d in fn.decorator_list}
+        kind = "config" if "config" in kinds else "named_config" if "named_config" in kinds else None
+        if kind is None:
+            continue
+        values = {}
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, (bool, int, float, str)) \
+                    and _SETTING_KEY.search(stmt.targets[0].id):
+                values[stmt.targets[0].id] = stmt.value.value
+        out.append([fn.name, kind, values])
+    return out[:64]
 
 
 def _setting_fields(classes: List[ast.AST]) -> List[list]:

@@ -2735,8 +2735,9 @@ class Project:
                 continue
             if reached is not None and call.get("function") and not reached.holds(path, call["function"]):
                 continue
-            if call.get("setting"):
-                sig = self._setting_precision(call["setting"])
+            if call.get("setting") or call.get("key"):
+                sig = self._setting_precision(call["setting"]) if call.get("setting") else \
+                    self._sacred_precision(path, call["key"])
                 if sig is not None:
                     out.append((sig, Evidence(f"`{call['text']}`", self.display(path), call["line"])))
                 continue
@@ -2836,6 +2837,33 @@ class Project:
         note = f"precision={half[0]} of the `{section}` configs" + (f" (one of {', '.join(values)})" if others else "")
         return Signal("flag", dtype, pure=pure, note=note, conditional=bool(others),
                       condition=f"`{setting}` is one of {', '.join(values)}" if others else "")
+
+    def _sacred_precision(self, path: Path, key: str) -> Optional[Signal]:
+        """The precision a trainer given ``precision=_config["precision"]`` runs in, by the sacred experiment's config
+        functions in the file ``path`` or the project files it imports (ViLT's ``@ex.config def config(): precision =
+        16``, P21-2): the default config's value, or one of it and the named configs' (``with task_x``) values, float16
+        first. None where no such config says it."""
+        facts, graph = self.facts(), self._import_graph()
+        values, default = [], None
+        for q in sorted(_closure(path, graph)):
+            for name, kind, settings in facts.get(q, {}).get("sacred_configs", ()):
+                if key in settings:
+                    value = str(settings[key])
+                    default = value if kind == "config" and default is None else default
+                    if value not in values:
+                        values.append(value)
+        if default is None:
+            return None  # (named configs alone: a run without one takes Lightning's default)
+        half = [v for v in values if v.lower() in _LIGHTNING_VALUES]
+        if not half:
+            return None
+        half.sort(key=lambda v: (_LIGHTNING_VALUES[v.lower()][0] != "float16", v != default))
+        dtype, pure = _LIGHTNING_VALUES[half[0].lower()]
+        others = [v for v in values if v != half[0]]
+        note = f"precision={half[0]} of the sacred configs (default {default}" + \
+            (f"; one of {', '.join(values)})" if others else ")")
+        return Signal("flag", dtype, pure=pure, note=note, conditional=bool(others),
+                      condition=f"`{key}` is one of {', '.join(values)}" if others else "")
 
     def _precision_function(self, facts: dict, name: str) -> Optional[list]:
         """What the function ``name`` called in the file of ``facts`` returns, when it is a precision
