@@ -314,6 +314,11 @@ def test_deprecated_api_respects_the_supported_torch(where, text, expected):
     ({"craft/requirements.txt": "torch==1.13.1\n"}, "other/train.py", [3, 4]),
     ({"requirements.txt": "torch>=2.4\n", "craft/requirements.txt": "opencv-python\n"}, "craft/train.py", [3, 4]),
     ({"craft/requirements.txt": "torch==1.13.1\n"}, "train.py", [3, 4]),
+    # a sub-project's environment script (NeuralSpeech's BinauralGrad/prepare_env.sh: pip install torch==1.7.0)
+    ({"bg/prepare_env.sh": "pip install torch==1.7.0\npip install torchaudio==0.7.0\n"}, "bg/src/learner.py", []),
+    # near misses: its script installs torch without a version; a run script of the sub-project is no environment
+    ({"bg/prepare_env.sh": "pip install torch\n"}, "bg/src/learner.py", [3, 4]),
+    ({"bg/train.sh": "pip install torch==1.7.0\npython train.py\n"}, "bg/train.py", [3, 4]),
 ])
 def test_deprecated_api_respects_a_sub_projects_own_pin(files, filename, expected):
     assert lines("AMP501", OLD_API, extra_files=files, filename=filename) == expected

@@ -155,16 +155,20 @@ def _floor_in(root: Path, files: List[Path]) -> Optional[Tuple[Version, str]]:
 # a sub-project's own requirement lists and conda environment files (EasyOCR's trainer/craft/requirements.txt,
 # LLaMA-Adapter's llama_adapter_v2_chat65b/environment.yml)
 _SUB_DECLARATION = re.compile(r"(?:requirements|constraints)[\w.-]*\.txt|(?:environment|conda)[\w.-]*\.ya?ml")
+# a sub-project's environment script or Dockerfile (NeuralSpeech's BinauralGrad/prepare_env.sh: ``pip install
+# torch==1.7.0``); not its run scripts
+_SUB_INSTALL = re.compile(r"(?i)[\w.-]*(?:env|install|setup)[\w.-]*\.sh|Dockerfile[\w.-]*|[\w.-]+\.dockerfile")
 
 
 def sub_declaration_files(directory: Path) -> List[Path]:
-    """The requirement lists (``requirements*.txt``, ``constraints*.txt``, ``requirements/*.txt``) and conda
-    environment files of a directory below the project root."""
+    """The requirement lists (``requirements*.txt``, ``constraints*.txt``, ``requirements/*.txt``), conda
+    environment files and environment scripts (``prepare_env.sh``, ``install.sh``, a Dockerfile) of a directory below
+    the project root."""
     found = []
     try:
         with os.scandir(directory) as entries:
             for e in entries:
-                if _SUB_DECLARATION.fullmatch(e.name) and e.is_file():
+                if (_SUB_DECLARATION.fullmatch(e.name) or _SUB_INSTALL.fullmatch(e.name)) and e.is_file():
                     found.append(Path(e.path))
                 elif e.name == "requirements" and e.is_dir():
                     found.extend(f for f in Path(e.path).glob("*.txt") if f.is_file())
@@ -176,8 +180,8 @@ def sub_declaration_files(directory: Path) -> List[Path]:
 def torch_floor(project, path: Optional[Path] = None) -> Optional[Tuple[Version, str]]:
     """(the lowest torch version the project declares support for, where it says so), or None. For a file
     ``path``, also the pin of the nearest directory above it, below the root, that pins torch in its own
-    requirement list or conda environment (a sub-project installed on its own: EasyOCR's trainer/craft/,
-    T18-5); the lower of the two."""
+    requirement list, conda environment or environment script (a sub-project installed on its own: EasyOCR's
+    trainer/craft/, T18-5; NeuralSpeech's BinauralGrad/prepare_env.sh); the lower of the two."""
     cache = project.memo("torch_floor")
     root = Path(project.root)
     if "floor" not in cache:
