@@ -3067,13 +3067,15 @@ def _at_parameter_default(test: ast.AST, fn) -> Optional[bool]:
 
 
 def _dtype_condition(node: ast.AST, parents: _Parents, lines: List[str]) -> Optional[str]:
-    """The text of an enclosing ``if`` / conditional expression testing a dtype flag."""
+    """The text of an enclosing ``if`` / conditional expression testing a dtype flag: ``if <test>`` on its body side,
+    ``if not (<test>)`` on its else side (fastNLP's ShardedGradScaler in the else of ``if ... or fp16 is False:``)."""
     child = node
     for p in parents.chain(node):
         if isinstance(p, (ast.If, ast.IfExp)) and child is not p.test:
             test = _text(lines, p.test)
             if _DTYPE_FLAG.search(test):
-                return f"if {test}"
+                orelse = child is p.orelse if isinstance(p, ast.IfExp) else any(child is b for b in p.orelse)
+                return f"if not ({test})" if orelse else f"if {test}"
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             break
         child = p
