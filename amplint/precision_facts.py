@@ -1190,6 +1190,13 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             or (None if conditional_level else classify(call_facts)) \
             or _extra_signal(node, call_facts, source) or _cli_signal(node, deepspeed_options) \
             or _trained_half_cast(node, call_facts, trained)
+        if sig is not None and sig.kind == "half_params" and sig.master and sig.note.startswith("FSDP MixedPrecision") \
+                and _in_accelerate_fsdp_plugin(node, parents) and not _ACCELERATE_NO_MIXED.search(source):
+            # prismer (T22-1): ``FullyShardedDataParallelPlugin(mixed_precision_policy=MixedPrecision(param_dtype=
+            # torch.float16))`` handed to ``Accelerator(mixed_precision=...)``: accelerate runs the prepared model's
+            # forward under its autocast (and a ShardedGradScaler), so autocast's float32 ops stay float32
+            sig = Signal("flag", sig.dtype, note=f"{sig.note} in accelerate's FSDP plugin: accelerate's "
+                         f"{'fp16' if sig.dtype == 'float16' else 'bf16'} autocast, sharded float32 parameters")
         ifexp_test = None
         if sig is None and not wrapper:
             sig, branch = _conditional_signal(seen_node, call_facts, imports, fields)
@@ -2901,6 +2908,18 @@ def _extra_signal(node: ast.Call, facts, source: bytes) -> Optional[Signal]:
         if isinstance(d, Dotted) and d.name == "torch.bfloat16":
             return Signal("half_params", "bfloat16", pure=True, note=f"FSDP {policy}(param_dtype=torch.bfloat16)", master=True)
     return None
+
+
+# ``Accelerator(mixed_precision="no")``: accelerate autocasts nothing, an FSDP policy's half compute is all there is
+_ACCELERATE_NO_MIXED = re.compile(rb"""mixed_precision\s*=\s*["']no["']""")
+
+
+def _in_accelerate_fsdp_plugin(node: ast.AST, parents: "_Parents") -> bool:
+    """Is ``node`` the ``mixed_precision_policy=`` of accelerate's ``FullyShardedDataParallelPlugin(...)``?"""
+    kw = parents.parent.get(id(node))
+    call = parents.parent.get(id(kw)) if isinstance(kw, ast.keyword) else None
+    return isinstance(kw, ast.keyword) and kw.arg == "mixed_precision_policy" and isinstance(call, ast.Call) \
+        and (_dotted(call.func) or "").rsplit(".", 1)[-1] == "FullyShardedDataParallelPlugin"
 
 
 # functions that build or load a model, whose ``dtype=`` is its parameters' dtype
