@@ -1519,6 +1519,14 @@ class Project:
                         roles.append(("training", str(ev), f"an mmcv config ({sig.condition})"))
                         from_files.append((sig, ev))
                         continue
+                    if _YACS_AMP_SWITCH.match(sig.note) and not self._reads_yacs_configs(reach):
+                        # LongLoRA's pdf2txt/configs/Base-RCNN-FPN.yaml (`SOLVER: AMP: ENABLED: True`), the config of a
+                        # layout detector no training reads: only a program reading detectron2 / yacs configs runs it
+                        # (P22-1)
+                        if _config_applies(cpath, path, self.root):
+                            roles.append(("not read", str(ev), "a detectron2 / yacs config's AMP switch; nothing this "
+                                                                "program runs reads such configs"))
+                        continue
                     if sig.note.startswith('DeepSpeed "') and cpath.suffix != ".sh" and self._launched_without(cpath, path):
                         # MedicalGPT's deepspeed_zero_stage2_config.json beside run_dpo.sh, which runs dpo_training.py
                         # without DeepSpeed: a DeepSpeed config is read only by the runs that are given it
@@ -2038,6 +2046,20 @@ class Project:
                 one_of = f"`{c['option']}` is one of {', '.join(sorted({v for v, _ in values}))}"
             out.append({**c, "dtype": dtype, "one_of": one_of, "note": f"{c['note']}; {note}" if c["note"] else note})
         return {**facts, "signals": [*facts["signals"], *out]} if out else facts
+
+    def _reads_yacs_configs(self, reach: set) -> bool:
+        """Does code of ``reach`` read detectron2 / yacs-style configs: import detectron2, yacs, fvcore or detrex, or
+        call ``merge_from_file`` (a project's own CfgNode)?"""
+        facts = self.facts()
+        for q in reach:
+            if any(m.split(".", 1)[0] in _YACS_READERS for m in facts.get(q, {}).get("imports", ())):
+                return True
+            try:
+                if b"merge_from_file" in self.read(q):
+                    return True
+            except OSError:
+                continue
+        return False
 
     def _runs_mm_runner(self, reach: set) -> bool:
         """Does a file of ``reach`` train through an mmcv 1.x runner (``runner.run(data_loaders, cfg.workflow)``)?"""
@@ -4397,6 +4419,9 @@ def _config_applies(config: Path, entry: Path, root: Optional[Path] = None) -> b
 # an external trainer's command line, training a package named by --user-dir (fairseq, Uni-Core)
 _EXTERNAL_TRAINER = re.compile(r"(?<![\w-])(?:fairseq|unicore)-(?:hydra-)?train\b")
 _USER_DIR = re.compile(r"--user-dir[= ]+(\S+)")
+# a detectron2 / yacs config's AMP switch (``config_evidence``: ``SOLVER.AMP.ENABLED: True``) and the libraries reading it
+_YACS_AMP_SWITCH = re.compile(r"(?:[A-Z_]+\.)*AMP\.ENABLED?: ")
+_YACS_READERS = frozenset({"detectron2", "yacs", "fvcore", "detrex"})
 _EXTERNAL_FLAG = re.compile(r"(?<![\w-])--(memory-efficient-fp16|fp16|bf16|amp)(?![\w-])")
 # Lightning's precision values (``precision_facts._LIGHTNING``)
 _LIGHTNING_VALUES = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true": ("float16", True),
