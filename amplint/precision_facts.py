@@ -1106,6 +1106,7 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
                     for m, parts in part_float32.items()}
     deepspeed_options = _deepspeed_only_options(parents.of(ast.Attribute), parents)
     autocast_aliases = _autocast_aliases(parents.of(ast.Assign), imports, owner)
+    module_strings = _module_strings(tree, parents) if _MODULE_PRECISION_NAME.search(source) else {}
     for node in parents.of(ast.Dict, ast.Assign, ast.Call):
         if isinstance(node, ast.Dict):
             # a DeepSpeed block under ``if precision == "bfloat16":`` is one of the options (gpt-neox)
@@ -1136,7 +1137,8 @@ def file_facts(source: bytes, path: str, module: Optional[str] = None, tree: Opt
             partial = autocast_aliases[node.func.id]
             seen_node = ast.copy_location(ast.Call(func=partial.args[0], args=[*partial.args[1:], *node.args],
                                                    keywords=[*partial.keywords, *node.keywords]), node)
-        seen_node = _or_default(_with_local_values(_with_caller_state(seen_node, owner(node)), owner(node)), owner(node))
+        seen_node = _or_default(_with_local_values(_with_caller_state(seen_node, owner(node)), owner(node),
+                                                   module_strings), owner(node))
         loop_owner = _module_loop_owner(node, parents)
         call_facts = ast_call_facts(seen_node, imports, targets.get(id(node)) or ("module" if loop_owner else None))
         _plugin_config_default(seen_node, call_facts)
@@ -2036,13 +2038,49 @@ def _branch_test(node: ast.AST, parents: "_Parents") -> Optional[str]:
 _PRECISION_KEYWORDS = {"precision", "mixed_precision", "fp16", "bf16", "opt_level"}
 
 
-def _with_local_values(node: ast.Call, fn) -> ast.Call:
+# a module-level assignment of a precision keyword's value to a name (``mixed_precision = 'bf16'``)
+_MODULE_PRECISION_NAME = re.compile(rb"(?m)^(?:\w*_)?(?:precision|mixed_precision|fp16|bf16|opt_level)\s*=\s*['\"\w]")
+
+
+def _module_strings(tree: ast.Module, parents: "_Parents") -> Dict[str, ast.Constant]:
+    """The module-level names bound once, to a literal string / number / bool, and stored nowhere else in the file (no
+    ``global`` of them either): a script's settings constants (``mixed_precision = 'bf16'``)."""
+    top = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, (str, int, bool)):
+            top[stmt.targets[0].id] = stmt.value
+    if not top:
+        return {}
+    stores: Dict[str, int] = {}
+    for n in parents.nodes:
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and n.id in top:
+            stores[n.id] = stores.get(n.id, 0) + 1
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                stores[name] = stores.get(name, 0) + 2
+    return {k: v for k, v in top.items() if stores.get(k) == 1}
+
+
+def _with_local_values(node: ast.Call, fn, module_strings: Optional[Dict[str, ast.Constant]] = None) -> ast.Call:
     """``node`` with its precision keywords that name a local of the enclosing function replaced
     by the value last assigned to it before the call (InnerEye's ``precision = 32 if num_gpus == 0
-    else 16 if config.use_mixed_precision else 32`` then ``Trainer(precision=precision)``): the
-    call as the precision evidence reads it. ``node`` itself when nothing is replaced."""
+    else 16 if config.use_mixed_precision else 32`` then ``Trainer(precision=precision)``), or a string constant the
+    module binds once (``module_strings``: Chinese-Vicuna's ``mixed_precision = 'bf16'`` at the top of the script,
+    passed as ``Accelerator(mixed_precision=mixed_precision)``, P22-6): the call as the precision evidence reads it.
+    ``node`` itself when nothing is replaced."""
     names = {k.arg: k.value.id for k in node.keywords
              if k.arg in _PRECISION_KEYWORDS and isinstance(k.value, ast.Name)}
+    if names and module_strings:
+        local = set()
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} | {
+                n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        constant = {k: module_strings[v] for k, v in names.items() if v in module_strings and v not in local}
+        if constant:
+            node = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=[
+                ast.keyword(arg=k.arg, value=constant[k.arg]) if k.arg in constant else k for k in node.keywords]), node)
+            names = {k: v for k, v in names.items() if k not in constant}
     if not names or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return node
     values: Dict[str, ast.AST] = {}
