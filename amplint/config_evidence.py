@@ -17,6 +17,7 @@ import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .context.evidence import Signal
+from .torch_api.trainers import COMPOSER_PRECISIONS
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".ini", ".sh", ".md")
 # the Markdown files whose fenced shell commands document a project's runs (``markdown_commands``): a README anywhere,
@@ -247,6 +248,11 @@ def _walk(data: Any, path: Tuple[str, ...]) -> Iterator[Tuple[Signal, str, str]]
             if v in _LIGHTNING and (isinstance(value, str) or lightning_int):
                 dtype, pure = _LIGHTNING[v]
                 yield Signal("flag", dtype, pure=pure, note=f"Lightning precision={value}"), key, f"`{where}: {value}`"
+            elif v in COMPOSER_PRECISIONS:
+                # composer / llm-foundry YAML ``precision: amp_bf16`` handed to ``Trainer(precision=cfg.precision)``
+                # (LLM-Shearing, P22-3): that autocast
+                yield Signal("flag", COMPOSER_PRECISIONS[v], note=f"composer precision={value}"), key, \
+                    f"`{where}: {value}`"
         elif k == "param_dtype" and isinstance(value, str) and value.lower() in _HALF_NAMES:
             dtype = _HALF_NAMES[value.lower()]
             yield (Signal("half_params", dtype, pure=True, master=True, note=f"FSDP param_dtype: {value}"),

@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional, Tuple
 from .._lazy import cst
 
 from ..torch_api.trainers import COLOSSALAI_DEFAULT_PRECISION, COLOSSALAI_MASTER_WEIGHT_PLUGINS, LIGHTNING_APEX_DEFAULT_LEVEL
-from ..torch_api.trainers import LIGHTNING_APEX_LEVEL, LIGHTNING_APEX_SWITCH, LIGHTNING_TRAINERS
+from ..torch_api.trainers import COMPOSER_PRECISIONS, LIGHTNING_APEX_LEVEL, LIGHTNING_APEX_SWITCH, LIGHTNING_TRAINERS
 from .imports import ImportTable, dotted_name
 
 
@@ -285,6 +285,8 @@ def classify(facts: CallFacts) -> Optional[Signal]:
             return Signal("flag", "bfloat16", note=f"precision={p}")
         if p == "bf16-true":
             return Signal("flag", "bfloat16", pure=True, note=f"precision={p}")
+        if p in COMPOSER_PRECISIONS:  # composer: Trainer(precision="amp_fp16"), autocast (P22-3)
+            return Signal("flag", COMPOSER_PRECISIONS[p], note=f"precision={p}")
     return None
 
 

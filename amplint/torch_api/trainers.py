@@ -55,3 +55,7 @@ MMCV_FP16_HOOKS: FrozenSet[str] = frozenset({
 # transformers/training_args.py (``fp16: bool = field(default=False, ...)``, ``bf16: bool = field(default=False, ...)``,
 # ``fp16_full_eval`` / ``bf16_full_eval`` the same).
 HF_TRAINING_ARGUMENTS_SWITCHES = {"fp16": False, "bf16": False, "fp16_full_eval": False, "bf16_full_eval": False}
+# MosaicML composer's ``Trainer(precision=...)`` (composer/core/precision.py, ``class Precision``: FP32 = "fp32",
+# AMP_FP16 = "amp_fp16" (torch.autocast float16 + a GradScaler), AMP_BF16 = "amp_bf16" (bfloat16 autocast), AMP_FP8):
+# the autocast dtype each trains under, also as written in an llm-foundry-style YAML (``precision: amp_bf16``).
+COMPOSER_PRECISIONS = {"amp_fp16": "float16", "amp_bf16": "bfloat16"}
