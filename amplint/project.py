@@ -1617,7 +1617,14 @@ class Project:
                                                                     and not facts[e.path].get("script"))
                    or not any(o is not e and e.path in o.reach and o.path not in e.reach
                               and self._calls_training_of(o, e, reached_of) for o in eps)]
-            eps.extend(self._external_trainer_entry_points(eps))
+            external = self._external_trainer_entry_points(eps)
+            if external:
+                # a plug-in's framework hook (a fairseq / Uni-Core task's ``train_step``, which the external trainer
+                # calls) holding no evidence of its own is no run apart from that trainer's: its file is judged under
+                # the command line's precision (NeuralSpeech's FastCorrect: ``fairseq-train --fp16 --user-dir``, P21-3)
+                eps = [e for e in eps if e.signals or not any(e.path in x.reach for x in external)
+                       or not all(f["function"].rsplit(".", 1)[-1] in _EXTERNAL_TRAINER_HOOKS for f in e.functions)]
+                eps.extend(external)
             for e in eps:  # name an entry point by a function that trains, not one that prepares
                 e.functions.sort(key=lambda f: (not ({"backward", "optimizer step", LOSS_SCALER_CALL} & set(f["why"])),
                                                 f["line"]))
@@ -2824,9 +2831,16 @@ class Project:
                     if not (m and d):
                         continue
                     target = d.group(1).strip("\"'").rstrip("/")
+                    bases = [f.parent, self.root]
+                    rooted = _VARIABLE_ROOTED.fullmatch(target)
+                    if rooted and "$" not in rooted.group(1):
+                        # ``--user-dir $EXP_HOME/FastCorrect`` with ``EXP_HOME=$(cd `dirname $0`; pwd)/..`` (NeuralSpeech,
+                        # P21-3): a directory of that name beside the script or in a directory above it
+                        target = rooted.group(1)
+                        bases = [b for b in f.parents if b == self.root or self.root in b.parents]
                     if "$" in target:
                         continue
-                    directory = next((b / target for b in (f.parent, self.root) if (b / target).is_dir()), None)
+                    directory = next((b / target for b in bases if (b / target).is_dir()), None)
                     if directory is None:
                         continue
                     directory = directory.resolve()
@@ -4422,6 +4436,10 @@ _USER_DIR = re.compile(r"--user-dir[= ]+(\S+)")
 # a detectron2 / yacs config's AMP switch (``config_evidence``: ``SOLVER.AMP.ENABLED: True``) and the libraries reading it
 _YACS_AMP_SWITCH = re.compile(r"(?:[A-Z_]+\.)*AMP\.ENABLED?: ")
 _YACS_READERS = frozenset({"detectron2", "yacs", "fvcore", "detrex"})
+# the methods of a plug-in's task that fairseq-train / unicore-train call to train (``FairseqTask.train_step``)
+_EXTERNAL_TRAINER_HOOKS = frozenset({"train_step"})
+# a path below a directory a shell variable holds (``$EXP_HOME/FastCorrect``, ``${ROOT}/plugins/x``)
+_VARIABLE_ROOTED = re.compile(r"\$\{?\w+\}?/+(.+)")
 _EXTERNAL_FLAG = re.compile(r"(?<![\w-])--(memory-efficient-fp16|fp16|bf16|amp)(?![\w-])")
 # Lightning's precision values (``precision_facts._LIGHTNING``)
 _LIGHTNING_VALUES = {"16": ("float16", False), "16-mixed": ("float16", False), "16-true": ("float16", True),

@@ -79,3 +79,56 @@ def test_a_command_without_a_precision_flag_is_fp32(tmp_path):
 def test_a_user_dir_that_is_no_directory_of_the_project_is_not_read(tmp_path):
     mode, _ = _check(tmp_path, user_dir="./elsewhere")
     assert mode != "fp16-master", mode
+
+
+TASK = """
+import torch
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationTask
+
+
+@register_task("fastcorrect")
+class FastCorrectTask(TranslationTask):
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        model.train()
+{own}        loss, sample_size, logging_output = criterion(model, sample)
+        optimizer.backward(loss)
+        return loss, sample_size, logging_output
+"""
+LAUNCHER = r"""
+EXP_HOME=$(cd `dirname $0`; pwd)/..
+cd $EXP_HOME
+fairseq-train $DATA_PATH --task fastcorrect --arch net \
+        --user-dir $EXP_HOME/{user_dir} \
+        --max-epoch 35 --update-freq 4 --fp16 --num-workers 4
+"""
+
+
+def _plugin(tmp_path, user_dir="FastCorrect", own=""):
+    root = write_project(tmp_path / "p", {
+        "FastCorrect/__init__.py": "from . import fastcorrect_task, net\n",
+        "FastCorrect/fastcorrect_task.py": textwrap.dedent(TASK).replace("{own}", own),
+        "FastCorrect/net.py": textwrap.dedent(NET),
+        "runs/train_ft.sh": textwrap.dedent(LAUNCHER).format(user_dir=user_dir),
+    })
+    p = Project(root)
+    return p, {ep.path.relative_to(p.root).as_posix(): p.regime_for(ep.path).mode for ep in p.entry_points()}
+
+
+def test_a_user_dir_below_the_scripts_directory_variable_is_the_plugins_and_its_task_hook_is_that_run(tmp_path):
+    # NeuralSpeech FastCorrect (P21-3): --user-dir $EXP_HOME/FastCorrect, EXP_HOME the script's directory's parent;
+    # the task's train_step (called by fairseq-train) is no fp32 run of its own
+    p, modes = _plugin(tmp_path)
+    assert modes == {"FastCorrect/__init__.py": "fp16-master"}, modes
+    assert p.regime_for(p.root / "FastCorrect/fastcorrect_task.py").mode == "fp16-master"
+
+
+def test_near_miss_a_task_hook_with_evidence_of_its_own_stays_an_entry_point(tmp_path):
+    own = "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            pass\n"
+    _, modes = _plugin(tmp_path, own=own)
+    assert modes.get("FastCorrect/__init__.py") == "fp16-master" and "FastCorrect/fastcorrect_task.py" in modes, modes
+
+
+def test_near_miss_a_variable_rooted_user_dir_naming_no_directory_is_not_read(tmp_path):
+    _, modes = _plugin(tmp_path, user_dir="Elsewhere")
+    assert "FastCorrect/__init__.py" not in modes and set(modes.values()) == {"fp32"}, modes
