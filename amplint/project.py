@@ -135,6 +135,13 @@ class Regime:
         return self.scope.startswith(ANY_FP16_USE)
 
     @property
+    def users_run_it(self) -> bool:
+        """Code its users run, in the precision they pick: library code (the library policy) and its
+        look under any float16 use (not a launcher's fp16 run of the project's own code): what the
+        project's own uses of it say (a class it builds only to take parts of) is not all there is."""
+        return self.library or self.any_fp16_use and LAUNCHED not in self.scope
+
+    @property
     def backward_known(self) -> bool:
         """A backward pass is known to run through code judged under this regime: a training entry
         point reaches it, or a configured precision (``--precision``, ``assume-precision``) says how

@@ -170,11 +170,26 @@ def never_run_by_callers(ctx, node: cst.CSTNode) -> bool:
     fn = ctx.enclosing_function(node)
     if fn is not None and _never_built_to_run(ctx, node, fn):
         return True
+    if fn is not None and _forward_no_use_runs(ctx, fn):
+        return True
     needs = path_needs(ctx, node, fn) if fn is not None else []
     if not needs:
         return False
     passed_all = passed_values(precision_model(ctx), fn, needs[0][0])
     return bool(passed_all) and all(call_skips_path(ctx, fn, needs, p.call, p.model) for p in passed_all)
+
+
+def _forward_no_use_runs(ctx, fn: cst.FunctionDef) -> bool:
+    """Is ``fn`` the ``forward`` of a class whose instances the project only takes parts of or calls in
+    code that never runs (``instances.forward_never_runs``)? Not asked of library code its users run
+    (``Regime.users_run_it``): they may call what the project does not."""
+    from .instances import forward_never_runs  # noqa: PLC0415 (instances imports the precision model)
+    regime = ctx.regime
+    cls = ctx.enclosing_class(fn)
+    if fn.name.value != "forward" or cls is None or ctx.parent(fn) is not cls.body or regime is None \
+            or getattr(regime, "override", None) and not regime.any_fp16_use or getattr(regime, "users_run_it", True):
+        return False
+    return forward_never_runs(ctx, cls)
 
 
 def _never_built_to_run(ctx, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:

@@ -60,6 +60,41 @@ def parts_taken_everywhere(ctx, cls: cst.ClassDef) -> Optional[List[str]]:
     return taken
 
 
+# How many classes up a chain of holders whose forward never runs is followed (DiffBIR: the loss held by
+# RAM, RAM held by an inference captioner).
+_DEAD_DEPTH = 2
+_ASKED: set = set()  # (file, class) whose forward_never_runs is being worked out (a cycle says no)
+
+
+def forward_never_runs(ctx, cls: cst.ClassDef, depth: int = 0) -> bool:
+    """Does the ``forward`` of the module-level ``nn.Module`` class ``cls`` run in none of the project's
+    own uses? Every instance the project builds outside its tests is followed (``parts_taken_everywhere``)
+    to a holder that only takes its parts, calls methods of it that run no forward, or calls it in the
+    ``forward`` of another class whose forward never runs: DiffBIR builds the recognize-anything tagger
+    only for inference captions (``model.generate_tag(image)``), so the tagging loss its ``forward`` calls
+    never runs there (triage set 22, T22-3). False for a class no file builds (its users' to run)."""
+    project = ctx.project
+    module = ctx.imports.module_name
+    if project is None or not module or not hasattr(project, "callers") or ctx.parent(cls) is not ctx.module:
+        return False
+    key = ("forward_never_runs", cls)
+    cache = ctx._cache
+    if key in cache:
+        return cache[key]
+    asking = (ctx.path, cls.name.value)
+    if asking in _ASKED:
+        return False
+    _ASKED.add(asking)
+    try:
+        taken: List[str] = []
+        check = _PartsOnly(_forward_idle_calls(ctx, cls), depth)
+        never = _holders_frozen(ctx, f"{module}.{cls.name.value}", None, 0, taken, check) and bool(taken)
+    finally:
+        _ASKED.discard(asking)
+    cache[key] = never
+    return never
+
+
 def _context_for(ctx, path: Path):
     return ctx if Path(ctx.path).resolve() == path else ctx.other_file(path)
 
@@ -171,6 +206,13 @@ def _result_frozen(ctx, call: cst.Call, index: Optional[int], caller: str, depth
     elif isinstance(holder, cst.Attribute) and isinstance(holder.value, cst.Name) and holder.value.value == "self" \
             and check is None:
         scope = ctx.enclosing_class(call)
+    elif isinstance(holder, cst.Attribute) and isinstance(holder.value, cst.Name) and holder.value.value == "self" \
+            and isinstance(check, _PartsOnly):
+        taken = check.attribute(ctx, holder.attr.value, built=expr)  # ``self.loss_fn = AsymmetricLoss()``
+        if taken is None:
+            return False
+        out.append(f"{ctx.path}:{ctx.line_of(taken)}")
+        return True
     else:
         return False
     freeze = (check or _freeze_in)(ctx, scope, ctx.code(holder)) if scope is not None else None
@@ -227,8 +269,9 @@ class _PartsOnly:
     """The holder check of ``parts_taken_everywhere``: ``idle(name)`` says whether ``holder.name(...)``
     leaves the instance's ``forward`` idle (``_forward_idle_calls``)."""
 
-    def __init__(self, idle):
+    def __init__(self, idle, depth: int = 0):
         self.idle = idle
+        self.depth = depth
 
     def __call__(self, ctx, scope: cst.CSTNode, holder: str) -> Optional[cst.CSTNode]:
         return self.parts(ctx, scope, holder, 0)
@@ -261,11 +304,14 @@ class _PartsOnly:
                     return None  # ``self.m = model`` then ``self.m(x)``
                 first = first or kept
                 continue
+            if isinstance(parent, cst.Call) and parent.func is name and self.dead(ctx, parent):
+                first = first or parent  # ``model(x)`` in a forward that never runs
+                continue
             if not (isinstance(parent, cst.Attribute) and parent.value is name):
                 return None  # ``model(x)``, ``return model``, ``model2 = model``
             call = ctx.parent(parent)
             if isinstance(call, cst.Call) and call.func is parent:
-                if not self.idle(parent.attr.value):
+                if not self.idle(parent.attr.value) and not self.dead(ctx, call):
                     return None  # ``model.forward(x)``, a method of it that calls ``self(...)``
                 if parent.attr.value not in _KEEPS_FORWARD_IDLE:
                     first = first or parent  # ``model.encode_text(ids)``, ``model.token_embedding(ids)``
@@ -290,19 +336,24 @@ class _PartsOnly:
         return self.parts(ctx, init, param, depth + 1)
 
     def _kept(self, ctx, assign: cst.Assign) -> Optional[cst.CSTNode]:
-        """``self.clip_model = clip_model`` where every ``self.clip_model`` of the file reads a part of it
-        or calls a method leaving its forward idle, and no other project file names the attribute
-        (multimodal-prompt-learning's ZeroshotCLIP: ``self.clip_model.encode_image(image)``): the first
-        such use, else None."""
-        from .project_text import grep  # noqa: PLC0415 (a leaf module, imported late)
+        """``self.clip_model = clip_model``: the attribute's first use when it only takes parts
+        (``attribute``), else None."""
         if len(assign.targets) != 1:
             return None
         target = assign.targets[0].target
         if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
             return None
-        attr = target.attr.value
-        here = str(Path(ctx.path).resolve())
-        if any(path != here for path, _, _ in grep(ctx, rf"\.{re.escape(attr)}\b")):
+        return self.attribute(ctx, target.attr.value, at=assign)
+
+    def attribute(self, ctx, attr: str, built: Optional[cst.CSTNode] = None,
+                  at: Optional[cst.CSTNode] = None) -> Optional[cst.CSTNode]:
+        """The first use of ``self.<attr>`` when every one in the file reads a part of it, calls a method
+        leaving its forward idle, or calls it in code that never runs (``dead``), and no other project
+        file names the attribute: multimodal-prompt-learning's ZeroshotCLIP keeps ``self.clip_model`` and
+        calls ``self.clip_model.encode_image(image)``; DiffBIR's RAM keeps ``self.tagging_loss_function =
+        AsymmetricLoss(...)`` and calls it only in its own ``forward``, which never runs. An assignment to
+        it hands it a local, or is ``built`` (the construction followed). None otherwise."""
+        if self._named_elsewhere(ctx, attr, at if at is not None else built):
             return None
         first = None
         for node in ctx.nodes(cst.Attribute):
@@ -312,18 +363,52 @@ class _PartsOnly:
                 return None  # ``trainer.clip_model``: another holder of that name
             parent = ctx.parent(node)
             if isinstance(parent, cst.AssignTarget) and parent.target is node:
-                if not (isinstance(ctx.parent(parent), cst.Assign) and isinstance(ctx.parent(parent).value, cst.Name)):
+                value = ctx.parent(parent).value if isinstance(ctx.parent(parent), cst.Assign) else None
+                if not (isinstance(value, cst.Name) or value is not None and value is built):
                     return None  # ``self.clip_model = something else``
                 continue
+            if isinstance(parent, cst.Call) and parent.func is node:
+                if not self.dead(ctx, parent):
+                    return None  # ``self.loss_fn(x)`` in code that runs
+                first = first or parent
+                continue
             if not (isinstance(parent, cst.Attribute) and parent.value is node):
-                return None  # ``self.clip_model(x)``, ``f(self.clip_model)``
+                return None  # ``f(self.clip_model)``
             call = ctx.parent(parent)
-            if isinstance(call, cst.Call) and call.func is parent and not self.idle(parent.attr.value):
+            if isinstance(call, cst.Call) and call.func is parent and not self.idle(parent.attr.value) \
+                    and not self.dead(ctx, call):
                 return None
             if isinstance(ctx.parent(parent), cst.AssignTarget):
                 return None
             first = first or parent
         return first
+
+    @staticmethod
+    def _named_elsewhere(ctx, attr: str, at: Optional[cst.CSTNode]) -> bool:
+        """Does another project file read ``.<attr>`` (not in an import) and name the class holding it
+        (``at``'s, or any class of this file): ``captioner.model(x)`` after ``captioner = Captioner()``, a
+        subclass's ``self.model(x)``? A file that names no such class holds other objects' ``.model``."""
+        from .project_text import grep, strip_comment  # noqa: PLC0415 (a leaf module, imported late)
+        here = str(Path(ctx.path).resolve())
+        reads = {path for path, _, text in grep(ctx, rf"\.{re.escape(attr)}\b")
+                 if path != here and not re.match(r"\s*(from|import)\s", strip_comment(text))}
+        if not reads:
+            return False
+        holder = ctx.enclosing_class(at) if at is not None else None
+        classes = [holder] if holder is not None else [c for c in ctx.module.body if isinstance(c, cst.ClassDef)]
+        for cls in classes:
+            if any(path in reads for path, _, _ in grep(ctx, rf"\b{re.escape(cls.name.value)}\b")):
+                return True
+        return False
+
+    def dead(self, ctx, node: cst.CSTNode) -> bool:
+        """Is ``node`` in the ``forward`` of a module-level class whose forward never runs
+        (``forward_never_runs``, one class further up the chain)?"""
+        fn = ctx.enclosing_function(node)
+        cls = ctx.enclosing_class(fn) if fn is not None else None
+        return fn is not None and fn.name.value == "forward" and cls is not None and ctx.parent(fn) is cls.body \
+            and ctx.parent(cls) is ctx.module and self.depth < _DEAD_DEPTH \
+            and forward_never_runs(ctx, cls, self.depth + 1)
 
 
 def _unpacked_into(ctx, name: cst.Name) -> bool:
