@@ -5,7 +5,7 @@ captions, ``model.generate_tag(image)`` under no_grad, and its trainings never i
 under the launcher's fp16 look at code no training reaches. The model's forward never runs: every instance
 is held where only its parts are taken or methods that run no forward are called; so the loss's forward,
 called only there, never runs either. Near misses (AMP102 stays): the trained model uses the loss; the
-captioner calls the tagger (its forward runs); another file calls ``captioner.model(x)``; the tagging
+captioner, or a helper function it hands the tagger to, calls it (its forward runs); another file calls ``captioner.model(x)``; the tagging
 package is library code with no training of the project (its users run it: the library look keeps it)."""
 import pytest
 from cliutil import hazard_findings, write_project
@@ -64,6 +64,23 @@ class Captioner:
     @torch.no_grad()
     def __call__(self, image):
         {caption_call}
+
+
+class OtherCaptioner:
+    def __init__(self, build):
+        self.model, self.processor = build()
+
+    def __call__(self, image):
+        return self.model(self.processor(image))
+'''
+
+HELPERS = '''
+import torch
+
+
+def inference_tags(image, model):
+    with torch.no_grad():
+        {helper_body}
 '''
 
 INFERENCE = '''
@@ -115,7 +132,9 @@ DEFAULTS = dict(
     train_loss="loss = (model(x) - x).abs().mean()",
     restorer_import="", restorer_init="", restorer_args="", restorer_forward="return self.body(x)",
     caption_call="return self.model.generate_tag(image)", inference_extra="",
+    helper_body="return model.generate_tag(image)",
 )
+HANDED = "from restore.helpers import inference_tags\n        return inference_tags(image, self.model)"
 
 
 def project(tmp_path, trains=True, **changes):
@@ -125,6 +144,7 @@ def project(tmp_path, trains=True, **changes):
         "restore/caption.py": CAPTION.format(**parts),
         "tagger/__init__.py": "from .models import TagModel\n",
         "tagger/models.py": TAGGER,
+        "restore/helpers.py": HELPERS.format(**parts),
         "inference.py": INFERENCE.format(**parts),
     }
     if trains:
@@ -135,6 +155,11 @@ def project(tmp_path, trains=True, **changes):
 
 def test_a_loss_only_an_inference_models_forward_calls_never_runs(tmp_path):
     assert project(tmp_path) == []
+
+
+def test_the_model_handed_to_a_helper_function_that_only_tags(tmp_path):
+    # (beside another class of the captioner's file whose ``self.model`` is another object, called)
+    assert project(tmp_path, caption_call=HANDED) == []
 
 
 KEPT = {
@@ -148,6 +173,8 @@ KEPT = {
     "the captioner calls the tagger": dict(caption_call="return self.model(image, torch.ones(1, 100))"),
     "another file calls captioner.model": dict(inference_extra="print(cap.model(torch.randn(1, 512), torch.ones(1, 100)))"),
     "library code with no training": dict(trains=False),
+    "the helper function calls the tagger": dict(caption_call=HANDED,
+                                                 helper_body="return model(image, torch.ones(1, 100))"),
 }
 
 

@@ -329,11 +329,12 @@ class _PartsOnly:
         kept = _wrapped_parts_only(ctx, arg)
         if kept is not None or depth >= _WRAP_DEPTH:
             return kept
-        found = _constructor_param(ctx, arg)
+        found = _constructor_param(ctx, arg) or _function_param(ctx, arg)
         if found is None:
             return None
-        init, param = found
-        return self.parts(ctx, init, param, depth + 1)
+        other, fn, param = found
+        taken = self.parts(other, fn, param, depth + 1)
+        return arg if taken is not None and other is not ctx else taken  # (a node of this file, for its line)
 
     def _kept(self, ctx, assign: cst.Assign) -> Optional[cst.CSTNode]:
         """``self.clip_model = clip_model``: the attribute's first use when it only takes parts
@@ -353,12 +354,18 @@ class _PartsOnly:
         calls ``self.clip_model.encode_image(image)``; DiffBIR's RAM keeps ``self.tagging_loss_function =
         AsymmetricLoss(...)`` and calls it only in its own ``forward``, which never runs. An assignment to
         it hands it a local, or is ``built`` (the construction followed). None otherwise."""
-        if self._named_elsewhere(ctx, attr, at if at is not None else built):
+        place = at if at is not None else built
+        if self._named_elsewhere(ctx, attr, place):
             return None
+        holder = ctx.enclosing_class(place) if place is not None else None
+        if holder is None:
+            return None
+        from .precision import precision_model  # noqa: PLC0415 (the precision model imports this module)
+        related = precision_model(ctx)._related_classes(holder)
         first = None
         for node in ctx.nodes(cst.Attribute):
-            if node.attr.value != attr:
-                continue
+            if node.attr.value != attr or ctx.enclosing_class(node) not in related:
+                continue  # (``self.model`` of an unrelated class of the file is another object)
             if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
                 return None  # ``trainer.clip_model``: another holder of that name
             parent = ctx.parent(node)
@@ -372,8 +379,14 @@ class _PartsOnly:
                     return None  # ``self.loss_fn(x)`` in code that runs
                 first = first or parent
                 continue
+            if isinstance(parent, cst.Arg) and parent.value is node:
+                handed = self.passed(ctx, parent, self.depth)
+                if handed is None:
+                    return None  # ``f(self.clip_model)``
+                first = first or handed
+                continue
             if not (isinstance(parent, cst.Attribute) and parent.value is node):
-                return None  # ``f(self.clip_model)``
+                return None  # ``self.clip_model + 1``, ``return self.clip_model``
             call = ctx.parent(parent)
             if isinstance(call, cst.Call) and call.func is parent and not self.idle(parent.attr.value) \
                     and not self.dead(ctx, call):
@@ -432,18 +445,47 @@ def _constructor_param(ctx, arg: cst.Arg):
     if len(classes) != 1 or ctx.imports.binds(call.func.value):
         return None
     init = next((f for f in classes[0].body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
-    if init is None or init.params.star_kwarg is not None and arg.keyword is not None:
+    param = _bound_param(call, arg, init, method=True) if init is not None else None
+    return (ctx, init, param) if param is not None else None
+
+
+def _function_param(ctx, arg: cst.Arg):
+    """(context, def, parameter name) that ``arg`` of ``f(...)`` binds, for a module-level function of this
+    file or one a project module defines that this file imports by name (DiffBIR's ``inference(image,
+    self.model)`` after ``from ram import inference_ram as inference``); None otherwise."""
+    from .definitions import definition_of  # noqa: PLC0415 (a leaf module)
+    call = ctx.parent(arg)
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and not arg.star):
         return None
-    names = [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+    name = call.func.value
+    if not ctx.imports.binds(name):
+        fns = [f for f in ctx.module.body if isinstance(f, cst.FunctionDef) and f.name.value == name]
+        found = (ctx, fns[0]) if len(fns) == 1 else None
+    else:
+        index = ctx.project_index
+        sym = index.resolve(ctx.qualname(call.func) or "", ctx.imports.module_name or "") if index is not None else None
+        found = definition_of(ctx, sym) if sym is not None and sym.kind == "function" and not sym.is_method else None
+    if found is None or not isinstance(found[1], cst.FunctionDef):
+        return None
+    other, fn = found
+    param = _bound_param(call, arg, fn, method=False)
+    return (other, fn, param) if param is not None else None
+
+
+def _bound_param(call: cst.Call, arg: cst.Arg, fn: cst.FunctionDef, method: bool) -> Optional[str]:
+    """The parameter of ``fn`` that ``arg`` of ``call`` binds (after ``self`` for a method); None where it
+    is not plain (``*args``, ``**kwargs``)."""
+    if fn.params.star_kwarg is not None and arg.keyword is not None or arg.star:
+        return None
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)][1 if method else 0:]
     if arg.keyword is not None:
         wanted = arg.keyword.value
-        return (init, wanted) if wanted in names or any(p.name.value == wanted for p in init.params.kwonly_params) \
-            else None
+        return wanted if wanted in names or any(p.name.value == wanted for p in fn.params.kwonly_params) else None
     positional = [a for a in call.args if a.keyword is None]
     if any(a.star for a in positional):
         return None
     index = positional.index(arg)
-    return (init, names[index]) if index < len(names) else None
+    return names[index] if index < len(names) else None
 
 
 def _wrapped_parts_only(ctx, arg: cst.Arg) -> Optional[cst.CSTNode]:
