@@ -170,6 +170,9 @@ _MODEL_HELPER = re.compile(r"(?i)loss|nll|attention|attn|logit|contrastive|simil
                            r"normali[sz]e|softmax|sigmoid|bce|kl_div|score")
 
 
+# Methods only tensors have, besides the ops of autocast's lists (``_surely_tensor``).
+_TENSOR_METHODS = {"sigmoid", "tanh", "relu", "exp", "log", "sqrt", "rsqrt", "abs", "clamp", "clamp_min",
+                   "clamp_max", "detach", "contiguous", "view", "unsqueeze", "squeeze", "permute", "flatten"}
 # Methods and torch functions that give a boolean or integer tensor (``not_floating``).
 _NOT_FLOATING_METHODS = {"bool", "long", "int", "byte", "short", "char", "eq", "ne", "lt", "le", "gt", "ge",
                          "logical_not", "logical_and", "logical_or", "logical_xor", "isnan", "isinf", "isfinite",
@@ -2089,6 +2092,10 @@ class PrecisionModel:
         if isinstance(op, cst.MatrixMultiply):
             return self._apply_policy("__matmul__", "`@`", e, [self.dtype_of(e.left), self.dtype_of(e.right)])
         left, right = self.dtype_of(e.left), self.dtype_of(e.right)
+        if isinstance(op, cst.Power) and left.dtype is None and self._surely_tensor(e.left):
+            # ``(out.sigmoid() * 2) ** 2``: a tensor's ``__pow__``, on autocast's float32 list whatever
+            # its input's dtype (YOLOP's box regression in a loop over its predictions, set 22 T22-2)
+            return self._apply_policy("__pow__", "`**`", e, [left, right])
         if isinstance(op, (cst.Power, cst.Divide)) and left.dtype is None and right.dtype is None:
             # ``head_dim ** -0.5``, ``1 / math.sqrt(d)``: most likely Python numbers; autocast's
             # float32 policy for ``__pow__`` / ``__rtruediv__`` applies to tensors only.
@@ -2118,6 +2125,31 @@ class PrecisionModel:
             if half.is_half and half.assumed and other.dtype is None and self._tensor_indexed(expr):
                 return UNKNOWN
         return _widest([left, right])
+
+    def _surely_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Is ``expr`` a tensor, not a Python number, by how it is made: a method only tensors have
+        (``x.sigmoid()``, ``.exp()``, ``.float()``, an op of autocast's lists), a ``torch.*`` call, a
+        tensor index (``x[:, 2:4]``), arithmetic with such a value, through local names."""
+        if depth > 6:
+            return False
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr)
+            return value is not None and self._surely_tensor(value, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._surely_tensor(expr.left, depth + 1) or self._surely_tensor(expr.right, depth + 1)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            return self._surely_tensor(expr.expression, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self._tensor_indexed(expr)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            name = self.ctx.call_name(expr) or ""
+            if name.startswith("torch.") and not name.startswith(("torch.Size", "torch.finfo", "torch.iinfo")):
+                return True
+            if isinstance(func, cst.Attribute) and not name.startswith(("math.", "numpy.", "np.")):
+                method = func.attr.value
+                return method in _TENSOR_METHODS or method in _CASTS or autocast_ops.policy(method) != "keep"
+        return False
 
     def _tensor_indexed(self, expr: cst.BaseExpression) -> bool:
         """``x[:, 2:]``, ``x[..., 0]``: an index only a tensor (or array) takes, so a tensor, not a
