@@ -161,12 +161,12 @@ class Step:
         return frozenset(union), every
 
     def plain_backwards_before(self, event: Event) -> List[Event]:
-        """Plain (unscaled) backward events that reach this ``scaler.step`` with no scaled
-        backward of that scaler on the same path."""
+        """Plain (unscaled) backward events that reach this ``scaler.step`` (since the last step): the
+        step unscales what they accumulated too, a scaled backward beside them on the same path or not
+        (``l_percep.backward(retain_graph=True)`` then ``scaler.scale(l_total).backward()``, neosr, B16-3)."""
         found: Set[int] = set()
         for s in self.reaching(event):
-            if event.scaler not in s.scaled:
-                found |= s.plain_backward
+            found |= s.plain_backward
         return [e for e in self.events if e.index in found]
 
     def unscaled_again(self, event: Event, ctx) -> bool:
@@ -994,9 +994,13 @@ def unscale_key(e: Event) -> Optional[Tuple[str, str]]:
 
 
 def _forget(states: Iterable[_State], keep_amp: bool = True, invariant: FrozenSet[object] = frozenset()) -> Set[_State]:
-    """Drop the conditions a loop iteration may change (all but the AMP switch and ``invariant``)."""
-    return {replace(s, assume=frozenset(a for a in s.assume if keep_amp and (a[0] == "<amp>" or a[0] in invariant)))
-            for s in states}
+    """Drop the conditions a loop iteration may change (all but the AMP switch and ``invariant``). A conjunction
+    known false is kept when each of its parts is (the else of ``if cfg.mixed_precision and not cfg.use_deepspeed:``
+    holds on the next iteration too)."""
+    def kept(atom: object) -> bool:
+        return atom == "<amp>" or atom in invariant or \
+            isinstance(atom, frozenset) and all(p == "<amp>" or p in invariant for p in _parts(atom))
+    return {replace(s, assume=frozenset(a for a in s.assume if keep_amp and kept(a[0]))) for s in states}
 
 
 # Names that count steps or batches: a test on them changes between iterations even when the loop
