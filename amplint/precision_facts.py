@@ -3233,7 +3233,10 @@ def _role(node: ast.Call, sig: Signal, parents: _Parents, owner, path: str, trai
         return BENCHMARK, "in a benchmark script"
     if _EXPORT_FILE.search(path) and sig.kind == "half_params":
         return EXPORT, "in an export / conversion script"
-    if (_INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path)) and not (stepping and trained):
+    # (a script training at module level, Chinese-Vicuna's chatglm_lora_finetune.py: its module-level evidence is the
+    # training's, whatever the name says, P22-6)
+    if (_INFERENCE_FILE.search(path) or _INFERENCE_DIR.search(path)) \
+            and not (stepping and (trained or fn is None and training_lines.get(0))):
         return INFERENCE, "in an inference / evaluation script"
     if sig.kind == "half_params" and not trains and (fn is None or script) and "wrapper" not in sig.note:
         # a script that casts a model to half and never trains it; a function of a module that

@@ -48,3 +48,41 @@ def test_a_module_constant_passed_by_name_is_the_precision(tmp_path, value, extr
     p = Project(root)
     (ep,) = p.entry_points()
     assert p.regime_for(ep.path).mode == mode
+
+
+SCRIPT = """
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator(mixed_precision="fp16")
+model = torch.nn.Linear(16, 16)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+model, optimizer = accelerator.prepare(model, optimizer)
+{loop}
+"""
+LOOP = """for step in range(10):
+    loss = model(torch.randn(4, 16, device=accelerator.device)).pow(2).mean()
+    accelerator.backward(loss)
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+GENERATE = """with torch.no_grad():
+    print(model(torch.randn(4, 16, device=accelerator.device)))
+"""
+
+
+@pytest.mark.parametrize("loop, mode", [
+    (LOOP, "fp16-mixed"),  # Chinese-Vicuna's tools/application/chatglm_lora_finetune.py (P22-6): trains at module level
+    (GENERATE, None),  # near miss: a chat script that only runs the model is no training entry point
+])
+def test_a_script_named_for_chat_that_trains_at_module_level_keeps_its_evidence(tmp_path, loop, mode):
+    root = write_project(tmp_path / "p", {"tools/application/chatglm_lora_finetune.py":
+                                          textwrap.dedent(SCRIPT).format(loop=loop)})
+    p = Project(root)
+    modes = [p.regime_for(ep.path).mode for ep in p.entry_points()]
+    assert modes == ([mode] if mode else []), modes
+    if mode is None:
+        from amplint.precision_facts import file_facts
+        source = (root / "tools/application/chatglm_lora_finetune.py").read_bytes()
+        (s,) = [s for s in file_facts(source, "tools/application/chatglm_lora_finetune.py")["signals"]]
+        assert s["role"] == "inference", s
