@@ -51,5 +51,15 @@ def test_another_programs_trainer_flag_does_not_scale_this_loop(tmp_path):
     assert _amp301(tmp_path, {"examples/train_glm.py": TRAIN_GLM}) == ["dreambooth.py"]
 
 
-def test_near_miss_a_grad_scaler_elsewhere_may_be_handed_in(tmp_path):
-    assert _amp301(tmp_path, {"utils/amp.py": SCALER_ELSEWHERE}) == []
+def test_a_grad_scaler_elsewhere_does_not_scale_a_loop_that_steps_its_optimizer_plainly(tmp_path):
+    # ``loss.backward()`` then ``optimizer.step()`` in the loop itself: no scaler takes part in this step
+    # (physicsnemo AeroJEPA beside other examples' GradScalers, real-bug set 16, B16-2)
+    assert _amp301(tmp_path, {"utils/amp.py": SCALER_ELSEWHERE}) == ["dreambooth.py"]
+
+
+def test_near_miss_a_grad_scaler_elsewhere_may_be_handed_to_the_step(tmp_path):
+    # the loop's step is a helper's (``apply_step(optimizer)``), which may be handed the scaler built elsewhere
+    loop = DREAMBOOTH.replace("    optimizer.step()\n    optimizer.zero_grad()\n", "    apply_step(optimizer)\n")
+    loop = loop.replace("from torch.cuda.amp import autocast\n", "from torch.cuda.amp import autocast\nfrom utils.amp import apply_step\n")
+    helper = SCALER_ELSEWHERE + "\n\ndef apply_step(optimizer):\n    scaler.step(optimizer)\n    scaler.update()\n"
+    assert _amp301(tmp_path, {"examples/dreambooth.py": loop, "utils/amp.py": helper, "utils/__init__.py": ""}) == []

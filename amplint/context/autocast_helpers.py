@@ -13,6 +13,7 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
+from .definitions import definition_of
 from .evidence import Signal, autocast_signal
 
 
@@ -39,36 +40,36 @@ def _definition(ctx, call: cst.Call):
         for node in (*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.ClassDef)):
             if node.name.value == func.value and isinstance(ctx.parent(node), cst.Module):
                 return ctx, node
-    name = ctx.call_name(call)
     project = ctx.project
-    if not name or "." not in name or project is None or not hasattr(project, "_module_paths"):
+    index = getattr(project, "index", None) if project is not None else None
+    name = ctx.call_name(call)
+    if index is None or not name or name.startswith("torch."):
         return None
-    module, _, attr = name.rpartition(".")
-    path = project._module_paths().get(module)
-    if path is None:
+    # through the project index: a script's sibling package (``from src.runtime import get_autocast_context``
+    # in ``progB/train.py``) resolves as the script's own imports do
+    sym = index.resolve(name, ctx.imports.module_name or "")
+    if sym is None or sym.kind not in ("function", "class") or "." in sym.qualname:
         return None
-    other = ctx.other_file(path)
-    if other is None:
-        return None
-    for node in (*other.nodes(cst.FunctionDef), *other.nodes(cst.ClassDef)):
-        if node.name.value == attr and isinstance(other.parent(node), cst.Module):
-            return other, node
-    return None
+    return definition_of(ctx, sym)
 
 
 def _opened(ctx, definition) -> Optional[cst.Call]:
     """The autocast call a helper opens: the one it returns, yields inside, or enters in
     ``__enter__`` (used as ``with helper():``, the helper is a context manager; its first autocast
-    call is the one it opens)."""
+    call is the one it opens). A helper that picks one of several by an argument (``if precision ==
+    "bf16": return torch.autocast(..., dtype=torch.bfloat16)`` / ``if precision == "fp16": return
+    torch.autocast(..., dtype=torch.float16)``) opens its enabled float16 one where the caller picks
+    it: that option is one the project runs, as an autocast whose dtype comes from a flag is (physicsnemo
+    AeroJEPA's ``get_autocast_context(device, precision)``, real-bug set 16, B16-2)."""
     if isinstance(definition, cst.ClassDef):
         for stmt in definition.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__enter__":
                 return _opened(ctx, stmt)
         return None
-    for call in ctx.nodes(cst.Call):
-        if ctx.is_ancestor(definition, call) and autocast_signal(ctx.call_facts(call)) is not None:
-            return call
-    return None
+    opened = [(call, sig) for call in ctx.nodes(cst.Call) if ctx.is_ancestor(definition, call)
+              for sig in [autocast_signal(ctx.call_facts(call))] if sig is not None]
+    float16 = [call for call, sig in opened if sig.dtype == "float16" and sig.enabled]
+    return float16[0] if float16 else opened[0][0] if opened else None
 
 
 def _autocast_flags(ctx) -> frozenset:

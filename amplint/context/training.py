@@ -268,6 +268,27 @@ def is_test_file(ctx) -> bool:
     return found
 
 
+def is_benchmark_step(ctx, scope: cst.CSTNode) -> bool:
+    """A training step that times or profiles (a benchmark's script or directory, ``profiling/``; a function
+    named for it, ``benchmark_step`` / ``measure_perf``): its steps measure speed on a few batches, they
+    are no training run (the same words give precision evidence the benchmark role)."""
+    from ..precision_facts import _BENCHMARK, _benchmark_file  # noqa: PLC0415 (one vocabulary for both)
+    path = Path(ctx.path)
+    root = getattr(ctx.project, "root", None)
+    if root is not None:
+        try:
+            path = path.resolve().relative_to(root)
+        except ValueError:
+            pass
+    if _benchmark_file(path.as_posix()):
+        return True
+    names = [a.name.value for a in (scope, *ctx.ancestors(scope)) if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
+    return any(_BENCHMARK.search(n) or _PERF.search(n) for n in names)
+
+
+_PERF = re.compile(r"(?i)(^|_)perf(_|$)")
+
+
 def scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
     """The function holding ``node`` (lambdas and classes are seen through), or the module."""
     for a in ctx.ancestors(node):
@@ -1452,16 +1473,27 @@ def scope_regions(ctx, scope: cst.CSTNode) -> List[ScopeRegion]:
                 call = None
                 for item in owner.items:  # type: ignore[attr-defined]
                     opened = ctx.with_item_call(item)
-                    if opened is not None and autocast_signal(ctx.call_facts(opened)):
+                    if opened is not None and _opened_signal(ctx, opened) is not None:
                         call = opened
                 sc = scope_of(ctx, owner)
             literal = True
             if call is not None:
-                sig = autocast_signal(ctx.call_facts(call))
+                sig = _opened_signal(ctx, call)
                 literal = sig is not None and ("dtype not a literal" not in sig.note or _resolved_to_float16(ctx, call))
             table.setdefault(sc, []).append(ScopeRegion(region, call, literal))
         ctx._cache["training_scope_regions"] = table
     return table.get(scope, [])
+
+
+def _opened_signal(ctx, call: cst.Call):
+    """The autocast signal of a ``with`` item's call: an autocast, or a project helper that opens one
+    (``with get_autocast_context(device, precision):``, the helper in another module)."""
+    sig = autocast_signal(ctx.call_facts(call))
+    if sig is None:
+        from .autocast_helpers import helper_autocast
+        helper = helper_autocast(ctx, call)
+        sig = helper[0] if helper is not None else None
+    return sig
 
 
 def _resolved_to_float16(ctx, call: cst.Call, assumed: bool = False) -> bool:

@@ -7,7 +7,8 @@ import libcst as cst
 
 from ..context.file_context import Evidence
 from ..context.step_callers import fp16_region_of_callee, fp16_region_of_callers, scalers_never_given
-from ..context.training import exclusive_branches, fp16_region_before, is_test_file, training_steps
+from ..context.training import (exclusive_branches, fp16_region_before, is_benchmark_step, is_test_file,
+                                training_steps)
 from ..findings import Confidence, Location, Violation
 from ..fp16 import FLOAT16, fmt, pow2
 from .base import Rule
@@ -43,16 +44,15 @@ class Fp16AutocastWithoutGradScaler(Rule):
         regime = ctx.regime
         if loss_scaling_evidence(regime) is not None:
             return
-        if ctx.project is not None and loss_scaling_evidence(getattr(ctx.project, "evidence_anywhere", None),
-                                                             flags=False) is not None:
-            # a scaler built where no import shows it (handed to the loop at run time); another program's
-            # `Trainer(fp16=True)` scales the steps that trainer runs, not this loop's (FlagAI's DreamBooth
-            # script beside its GLM / T5 trainers, set 12, M12-1)
-            return
+        # a scaler built where no import shows it may be handed to the loop at run time; another program's
+        # `Trainer(fp16=True)` scales the steps that trainer runs, not this loop's (FlagAI's DreamBooth
+        # script beside its GLM / T5 trainers, set 12, M12-1)
+        scaler_elsewhere = ctx.project is not None and loss_scaling_evidence(
+            getattr(ctx.project, "evidence_anywhere", None), flags=False) is not None
         if regime is not None and regime.half_params is not None:
             return  # pure half: GradScaler cannot unscale float16 gradients; another problem
         for scope, step in training_steps(ctx).items():
-            if step.is_test:
+            if step.is_test or is_benchmark_step(ctx, scope):
                 continue
             scaling = [e for e in step.events if e.kind in ("scaler_step", "unscale", "update")
                        or e.how in ("scaled", "apex", "engine", "maybe_scaled")]
@@ -63,6 +63,8 @@ class Fp16AutocastWithoutGradScaler(Rule):
                     continue  # a scaler (or an engine that scales) is handed in for this backward
                 if scaling and not scalers_never_given(ctx, bw.call, scaling):
                     continue  # (``if scaler is not None:`` with a scaler some caller hands in)
+                if scaler_elsewhere and not _stepped_here(ctx, step, bw):
+                    continue
                 region, where = fp16_region_before(ctx, scope, bw.call), ctx
                 if region is None:
                     # the loop's autocast is the caller's: ``step(model, optimizer, loss)`` after the
@@ -78,8 +80,9 @@ class Fp16AutocastWithoutGradScaler(Rule):
                     if region is None:
                         continue
                 tiny = FLOAT16.smallest_subnormal
-                message = (f"`{ctx.code(bw.call.func)}()` of a float16 autocast step with no GradScaler in the "
-                           f"project: activation gradients below {pow2(tiny)} ≈ {fmt(tiny)} flush to 0 in "
+                nowhere = "this step" if scaler_elsewhere else "the project"
+                message = (f"`{ctx.code(bw.call.func)}()` of a float16 autocast step with no GradScaler in "
+                           f"{nowhere}: activation gradients below {pow2(tiny)} ≈ {fmt(tiny)} flush to 0 in "
                            f"float16, so small gradients vanish and training stalls")
                 yield Violation(bw.call, message, Confidence.CERTAIN,
                                 help=("scale the loss (`scaler.scale(loss).backward()`, `scaler.step(optimizer)`, "
@@ -87,6 +90,14 @@ class Fp16AutocastWithoutGradScaler(Rule):
                                 evidence=[Location(region.region.evidence.path, region.region.evidence.line,
                                                    f"float16 autocast: `{region.region.evidence.what}`")])
                 break  # one finding per training step
+
+
+def _stepped_here(ctx, step, bw) -> bool:
+    """The function of ``bw`` steps a plain optimizer after it on its path (``loss.backward()`` then
+    ``optimizer.step()``): no scaler built elsewhere in the repository takes part in this step (physicsnemo
+    AeroJEPA's loop beside other examples' GradScalers, real-bug set 16, B16-2)."""
+    return any(e.kind == "opt_step" and ctx.order(e.call) > ctx.order(bw.call)
+               and not exclusive_branches(ctx, e.call, bw.call) for e in step.events)
 
 
 def _receiver_name(call) -> Optional[str]:
