@@ -2540,19 +2540,12 @@ class PrecisionModel:
                 or any(isinstance(e, cst.StarredElement) for e in unpacked.elements):
             return None
         index = next(i for i, e in enumerate(unpacked.elements) if e is element)
-        model, fn = self, self._callee(value)
-        returns = self.returned_values(value) if fn is not None else []
-        if fn is None:
-            forward = self._called_forward(value)
-            if forward is None:
-                # a module-level function another project file defines (radtts' inference program unpacks
-                # ``parse_data_from_batch(batch)`` imported from train.py, T18-4)
-                imported = _imported_function(self.ctx, value)
-                if imported is None:
-                    return None
-                forward = (self.model_for(imported[0]), imported[1])
-            model, fn = forward
-            returns = model.return_values(fn)
+        # (also a module-level function another project file defines: radtts' inference program unpacks
+        # ``parse_data_from_batch(batch)`` imported from train.py, T18-4)
+        callee = self._callee_returns(value)
+        if callee is None:
+            return None
+        model, fn, returns = callee
         if not returns or not all(isinstance(r, cst.Tuple) and len(r.elements) == len(unpacked.elements)
                                   and not any(isinstance(e, cst.StarredElement) for e in r.elements) for r in returns):
             return None

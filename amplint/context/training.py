@@ -255,6 +255,14 @@ def is_test_file(ctx) -> bool:
     known = ctx.__dict__.get("_is_test_file") if hasattr(ctx, "__dict__") else None
     if known is not None and known[0] == ctx.path:
         return known[1]
+    found = bool(TEST_PATH.search(_path_in_project(ctx)))
+    if hasattr(ctx, "__dict__"):
+        ctx.__dict__["_is_test_file"] = (ctx.path, found)
+    return found
+
+
+def _path_in_project(ctx) -> str:
+    """The file's path inside the project root (as given where it lies outside), POSIX-style."""
     path = Path(ctx.path)
     root = getattr(ctx.project, "root", None)
     if root is not None:
@@ -262,10 +270,7 @@ def is_test_file(ctx) -> bool:
             path = path.resolve().relative_to(root)
         except ValueError:
             pass
-    found = bool(TEST_PATH.search(path.as_posix()))
-    if hasattr(ctx, "__dict__"):
-        ctx.__dict__["_is_test_file"] = (ctx.path, found)
-    return found
+    return path.as_posix()
 
 
 def is_benchmark_step(ctx, scope: cst.CSTNode) -> bool:
@@ -273,14 +278,7 @@ def is_benchmark_step(ctx, scope: cst.CSTNode) -> bool:
     named for it, ``benchmark_step`` / ``measure_perf``): its steps measure speed on a few batches, they
     are no training run (the same words give precision evidence the benchmark role)."""
     from ..precision_facts import _BENCHMARK, _benchmark_file  # noqa: PLC0415 (one vocabulary for both)
-    path = Path(ctx.path)
-    root = getattr(ctx.project, "root", None)
-    if root is not None:
-        try:
-            path = path.resolve().relative_to(root)
-        except ValueError:
-            pass
-    if _benchmark_file(path.as_posix()):
+    if _benchmark_file(_path_in_project(ctx)):
         return True
     names = [a.name.value for a in (scope, *ctx.ancestors(scope)) if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
     return any(_BENCHMARK.search(n) or _PERF.search(n) for n in names)
