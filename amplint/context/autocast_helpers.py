@@ -13,7 +13,6 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
-from .definitions import definition_of
 from .evidence import Signal, autocast_signal
 
 
@@ -40,17 +39,28 @@ def _definition(ctx, call: cst.Call):
         for node in (*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.ClassDef)):
             if node.name.value == func.value and isinstance(ctx.parent(node), cst.Module):
                 return ctx, node
-    project = ctx.project
-    index = getattr(project, "index", None) if project is not None else None
     name = ctx.call_name(call)
-    if index is None or not name or name.startswith("torch."):
+    project = ctx.project
+    if not name or "." not in name or project is None or not hasattr(project, "_module_paths"):
         return None
-    # through the project index: a script's sibling package (``from src.runtime import get_autocast_context``
-    # in ``progB/train.py``) resolves as the script's own imports do
-    sym = index.resolve(name, ctx.imports.module_name or "")
-    if sym is None or sym.kind not in ("function", "class") or "." in sym.qualname:
+    module, _, attr = name.rpartition(".")
+    paths = project._module_paths()
+    path = paths.get(module)
+    if path is None:
+        # a script's sibling package (``from src.runtime import get_autocast_context`` in ``aero/train.py``): the
+        # script's directory is on its import path. (A dictionary lookup: resolving every ``with`` call through the
+        # project index searched star-import chains and made fairseq's check 13 times slower.)
+        package = (ctx.imports.module_name or "").rpartition(".")[0]
+        path = paths.get(f"{package}.{module}") if package else None
+    if path is None:
         return None
-    return definition_of(ctx, sym)
+    other = ctx.other_file(path)
+    if other is None:
+        return None
+    for node in (*other.nodes(cst.FunctionDef), *other.nodes(cst.ClassDef)):
+        if node.name.value == attr and isinstance(other.parent(node), cst.Module):
+            return other, node
+    return None
 
 
 def _opened(ctx, definition) -> Optional[cst.Call]:
