@@ -13,6 +13,7 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
+from .definitions import definition_of
 from .evidence import Signal, autocast_signal
 
 
@@ -60,7 +61,14 @@ def _definition(ctx, call: cst.Call):
     for node in (*other.nodes(cst.FunctionDef), *other.nodes(cst.ClassDef)):
         if node.name.value == attr and isinstance(other.parent(node), cst.Module):
             return other, node
-    return None
+    # re-exported by that project module (``from src.training import get_autocast_context``, defined in
+    # ``src/training/runtime.py``): the index follows it, asked only for a module the project has
+    index = getattr(project, "index", None)
+    found = project.module_name(path) if index is not None else None
+    sym = index.resolve(f"{found}.{attr}") if found else None
+    if sym is None or sym.kind not in ("function", "class") or "." in sym.qualname:
+        return None
+    return definition_of(ctx, sym)
 
 
 def _opened(ctx, definition) -> Optional[cst.Call]:
