@@ -2550,14 +2550,23 @@ class PrecisionModel:
                                   and not any(isinstance(e, cst.StarredElement) for e in r.elements) for r in returns):
             return None
         elements = [r.elements[index].value for r in returns]
+        widest = self._returned_dtype(value, model, elements)
+        if widest is None:
+            return None
+        return DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype} as element {index + 1} "
+                                               f"of its tuple", widest.evidence)
+
+    def _returned_dtype(self, value: cst.Call, model: "PrecisionModel",
+                        elements: List[cst.BaseExpression]) -> Optional[DTypeFact]:
+        """The widest dtype of what a callee returns at ``value`` (tuple elements, an output record's field),
+        when every one is known, none is float16 and it holds where ``value`` is called."""
         facts = [model.dtype_of(e) for e in elements]
         if not all(f.dtype is not None for f in facts):
             return None
         widest = _widest(facts)
         if widest.dtype == F16 or not self._holds_at(value, model, elements):
             return None
-        return DTypeFact(widest.dtype, LIKELY, f"`{fn.name.value}` returns {widest.dtype} as element {index + 1} "
-                                               f"of its tuple", widest.evidence)
+        return widest
 
     def _callee_returns(self, call: cst.Call) -> Optional[Tuple["PrecisionModel", cst.FunctionDef,
                                                                  List[cst.BaseExpression]]]:
@@ -2615,11 +2624,8 @@ class PrecisionModel:
             elements.append(element)
         if not elements:
             return None
-        facts = [model.dtype_of(e) for e in elements]
-        if not all(f.dtype is not None for f in facts):
-            return None
-        widest = _widest(facts)
-        if widest.dtype == F16 or not self._holds_at(value, model, elements):
+        widest = self._returned_dtype(value, model, elements)
+        if widest is None:
             return None
         if not all(model.autocast_at(e).active or model._float32_whatever_autocast(e) for e in elements):
             # read with autocast off (library code: the users' autocast is out of sight), a layer's
